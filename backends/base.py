@@ -1,0 +1,70 @@
+"""The seam between the pipeline and the protocols that reach a model server."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from backends.types import BackendHealth, Completion, Embeddings, Endpoint, StreamChunk
+from budgets.deadline import Deadline
+from gateway.protocol import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
+
+
+@dataclass(slots=True)
+class GenerationRequest:
+    """A validated chat or text completion on its way to a backend.
+
+    `raw` is the client's JSON body, which pass-through backends forward unchanged.
+    `headers` carries what must travel to the backend (trace context).
+    """
+
+    endpoint: Endpoint
+    body: ChatCompletionRequest | CompletionRequest
+    raw: bytes
+    request_id: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class EmbeddingCall:
+    """A validated embeddings request on its way to a backend."""
+
+    body: EmbeddingRequest
+    raw: bytes
+    request_id: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+class Backend(Protocol):
+    """One replica of one model, reached over one protocol.
+
+    Errors are raised as `gateway.errors.GatewayError` subclasses: `BackendRejected`
+    for requests the server refuses as invalid (never retried), `BackendError` for
+    failures (retried on another replica while nothing has reached the client),
+    `DeadlineExceeded` when the deadline fires.
+    """
+
+    url: str
+
+    async def start(self) -> None:
+        """Open connections and learn what the server serves; must not raise if it is down."""
+
+    async def complete(self, request: GenerationRequest, deadline: Deadline) -> Completion:
+        """Generate a whole answer."""
+        ...
+
+    def stream(self, request: GenerationRequest, deadline: Deadline) -> AsyncIterator[StreamChunk]:
+        """Generate incrementally. Closing the iterator early cancels the request upstream."""
+        ...
+
+    async def embed(self, request: EmbeddingCall, deadline: Deadline) -> Embeddings:
+        """Embed each input."""
+        ...
+
+    async def health(self, timeout: float) -> BackendHealth:
+        """Probe readiness and load; never raises."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""

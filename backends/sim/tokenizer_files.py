@@ -1,0 +1,121 @@
+"""Builds the stand-in's tokenizer directory offline: a byte-level BPE with a ChatML template.
+
+The corpus mixes English, CJK and emoji so that multi-byte characters split across tokens,
+which is exactly what incremental detokenization must get right.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+BOS_TOKEN = "<|endoftext|>"
+EOS_TOKEN = "<|im_end|>"
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+VOCAB_SIZE = 1200
+
+CHAT_TEMPLATE = (
+    "{%- for message in messages %}"
+    "{%- if message['content'] is string %}{%- set text = message['content'] %}"
+    "{%- else %}{%- set text = message['content'] | map(attribute='text') | join('') %}{%- endif %}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + text | trim + '<|im_end|>\\n' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+
+WORDS = (
+    "the quick brown fox jumps over lazy dog gateway latency token stream cache budget "
+    "model replica backend request answer question deadline vector semantic exact "
+    "hello world again please thanks refund policy order days old new enable disable "
+    "open close ascending descending first second third number value kernel tensor "
+    "parallel streaming python rust cluster node pod queue shed admit route retry "
+    "你好 世界 模型 缓存 延迟 请求 回答 数据 服务 网关 東京 大阪 こんにちは ありがとう "
+    "안녕하세요 감사합니다 Привет мир café naïve über straße façade jalapeño "
+    "🙂 🚀 🔥 👍🏽 👨‍👩‍👧 🇯🇵 ✅ 🧠 ☕ 🎉"
+).split()
+
+
+def _corpus() -> list[str]:
+    lines = []
+    for i in range(len(WORDS)):
+        window = WORDS[i:] + WORDS[:i]
+        lines.append(" ".join(window[:24]))
+        lines.append(" ".join(reversed(window[:16])) + ".")
+    return lines * 4
+
+
+def build_tokenizer() -> Tokenizer:
+    """Train the stand-in's tokenizer; deterministic for a given `tokenizers` version."""
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB_SIZE,
+        min_frequency=2,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(_corpus(), trainer=trainer)
+    return tokenizer
+
+
+def tokenizer_config() -> dict[str, object]:
+    return {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "bos_token": BOS_TOKEN,
+        "eos_token": EOS_TOKEN,
+        "pad_token": BOS_TOKEN,
+        "unk_token": None,
+        "add_bos_token": False,
+        "add_eos_token": False,
+        "clean_up_tokenization_spaces": False,
+        "model_max_length": 4096,
+        "chat_template": CHAT_TEMPLATE,
+    }
+
+
+def _fingerprint() -> str:
+    import tokenizers
+
+    source = Path(__file__).read_bytes()
+    return hashlib.sha256(source + tokenizers.__version__.encode()).hexdigest()[:16]
+
+
+def write_tokenizer_dir(directory: Path) -> Path:
+    """Write tokenizer.json, tokenizer_config.json and special_tokens_map.json into `directory`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    build_tokenizer().save(str(directory / "tokenizer.json"))
+    config = tokenizer_config()
+    (directory / "tokenizer_config.json").write_text(json.dumps(config, indent=2))
+    special = {"bos_token": BOS_TOKEN, "eos_token": EOS_TOKEN, "pad_token": BOS_TOKEN}
+    (directory / "special_tokens_map.json").write_text(json.dumps(special, indent=2))
+    (directory / "config.json").write_text(
+        json.dumps({"model_type": "sim", "max_position_embeddings": 4096}, indent=2)
+    )
+    return directory
+
+
+def tokenizer_dir(cache_root: Path | None = None) -> Path:
+    """The stand-in's tokenizer directory, built once per source version and reused."""
+    root = cache_root or Path(
+        os.environ.get("GATEWAY_SIM_CACHE_DIR", Path(tempfile.gettempdir()) / "llm-gateway-sim")
+    )
+    target = root / f"tokenizer-{_fingerprint()}"
+    if (target / "tokenizer_config.json").is_file():
+        return target
+    root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=root))
+    write_tokenizer_dir(staging)
+    try:
+        staging.rename(target)
+    except OSError:
+        # Another process won the race; its directory is identical.
+        pass
+    return target

@@ -1,0 +1,87 @@
+"""Backend-neutral request and response shapes that flow between the pipeline and backends."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Endpoint = Literal["chat", "completion"]
+FinishReason = str  # "stop" | "length" | "abort" | "content_filter" | "tool_calls"
+
+
+@dataclass(slots=True)
+class Usage:
+    """Token accounting for one request (all choices together)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(slots=True)
+class ChoiceDelta:
+    """New output of one choice: text, and when it ended, why.
+
+    `logprobs` is already in the OpenAI shape of the endpoint asked for (chat:
+    `{"content": [...]}`, completions: `{"tokens": [...], ...}`); `tool_calls` is
+    the raw OpenAI delta list from a pass-through backend.
+    """
+
+    index: int
+    text: str = ""
+    finish_reason: FinishReason | None = None
+    logprobs: Any = None
+    tool_calls: list[Any] | None = None
+    token_count: int = 0
+
+
+@dataclass(slots=True)
+class StreamChunk:
+    """One step of a stream: deltas for one or more choices, usage on the last."""
+
+    deltas: list[ChoiceDelta]
+    usage: Usage | None = None
+
+
+@dataclass(slots=True)
+class Choice:
+    """One finished choice of a non-streaming answer."""
+
+    index: int
+    text: str
+    finish_reason: FinishReason
+    logprobs: Any = None
+    tool_calls: list[Any] | None = None
+
+
+@dataclass(slots=True)
+class Completion:
+    """A whole non-streaming answer."""
+
+    choices: list[Choice]
+    usage: Usage
+    system_fingerprint: str | None = None
+
+
+@dataclass(slots=True)
+class Embeddings:
+    """Vectors for each input, in input order."""
+
+    vectors: list[list[float]]
+    prompt_tokens: int
+
+
+@dataclass(slots=True)
+class BackendHealth:
+    """What a health probe learned about one replica."""
+
+    healthy: bool
+    detail: str = ""
+    running: int = 0
+    waiting: int = 0
+    kv_usage: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,55 @@
+"""Absolute, monotonic deadlines that stages receive instead of bare timeouts."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+Clock = Callable[[], float]
+
+
+class DeadlineExceeded(Exception):
+    """A deadline fired; `stage` names the budget that ran out."""
+
+    def __init__(self, stage: str) -> None:
+        super().__init__(f"deadline exceeded in stage {stage!r}")
+        self.stage = stage
+
+
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """An instant on a monotonic clock, named after the budget that set it."""
+
+    at: float
+    stage: str = "total"
+    clock: Clock = field(default=time.monotonic, repr=False, compare=False)
+
+    @classmethod
+    def after(cls, seconds: float, stage: str = "total", clock: Clock = time.monotonic) -> Deadline:
+        """A deadline `seconds` from now."""
+        return cls(clock() + seconds, stage, clock)
+
+    def remaining(self) -> float:
+        """Seconds left; never negative."""
+        return max(0.0, self.at - self.clock())
+
+    @property
+    def expired(self) -> bool:
+        return self.clock() >= self.at
+
+    def child(self, cap: float, stage: str) -> Deadline:
+        """The earlier of this deadline and `cap` seconds from now.
+
+        The child keeps the parent's name when the parent is the one that binds, so
+        an error always names the budget that really ran out.
+        """
+        capped = self.clock() + cap
+        if capped < self.at:
+            return Deadline(capped, stage, self.clock)
+        return self
+
+    def check(self) -> None:
+        """Raise `DeadlineExceeded` if the deadline has passed."""
+        if self.expired:
+            raise DeadlineExceeded(self.stage)

@@ -1,0 +1,125 @@
+"""The one exception hierarchy: each class knows its HTTP status and OpenAI error type/code."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import orjson
+
+
+class GatewayError(Exception):
+    """Base of every error the gateway reports to a client."""
+
+    status: ClassVar[int] = 500
+    type: ClassVar[str] = "server_error"
+    code: ClassVar[str | None] = None
+
+    def __init__(self, message: str, *, param: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "error": {
+                "message": self.message,
+                "type": self.type,
+                "param": self.param,
+                "code": self.code,
+            }
+        }
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(self.to_dict())
+
+    def headers(self) -> dict[str, str]:
+        return {}
+
+
+class InvalidRequest(GatewayError):
+    """The request is malformed or a value is out of range."""
+
+    status = 400
+    type = "invalid_request_error"
+    code = "invalid_value"
+
+
+class InvalidJSON(InvalidRequest):
+    code = "invalid_json"
+
+
+class UnsupportedParameter(InvalidRequest):
+    """A parameter the gateway (or the chosen backend) cannot honour."""
+
+    code = "unsupported_parameter"
+
+
+class ModelNotFound(GatewayError):
+    status = 404
+    type = "invalid_request_error"
+    code = "model_not_found"
+
+    def __init__(self, model: str) -> None:
+        super().__init__(f"The model {model!r} does not exist or is not served here.", param="model")
+
+
+class RouteNotFound(GatewayError):
+    status = 404
+    type = "invalid_request_error"
+    code = "not_found"
+
+
+class MethodNotAllowed(GatewayError):
+    status = 405
+    type = "invalid_request_error"
+    code = "method_not_allowed"
+
+
+class PayloadTooLarge(GatewayError):
+    status = 413
+    type = "invalid_request_error"
+    code = "payload_too_large"
+
+
+class UnsupportedMediaType(GatewayError):
+    status = 415
+    type = "invalid_request_error"
+    code = "unsupported_media_type"
+
+
+class NoHealthyBackend(GatewayError):
+    status = 503
+    type = "service_unavailable"
+    code = "no_healthy_backend"
+
+
+class BackendError(GatewayError):
+    """The backend failed. `retryable` marks failures another replica may not repeat."""
+
+    status = 502
+    type = "backend_error"
+    code = "backend_error"
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class BackendRejected(GatewayError):
+    """The backend refused the request as invalid; its message goes to the client."""
+
+    status = 400
+    type = "invalid_request_error"
+    code = "invalid_value"
+
+
+class DeadlineExceeded(GatewayError):
+    """A mandatory stage ran out of budget; the message and `stage` name it."""
+
+    status = 504
+    type = "timeout_error"
+    code = "deadline_exceeded"
+
+    def __init__(self, stage: str) -> None:
+        super().__init__(f"Deadline exceeded in stage {stage!r}.")
+        self.stage = stage
