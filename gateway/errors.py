@@ -60,7 +60,9 @@ class ModelNotFound(GatewayError):
     code = "model_not_found"
 
     def __init__(self, model: str) -> None:
-        super().__init__(f"The model {model!r} does not exist or is not served here.", param="model")
+        super().__init__(
+            f"The model {model!r} does not exist or is not served here.", param="model"
+        )
 
 
 class RouteNotFound(GatewayError):
@@ -103,6 +105,10 @@ class BackendError(GatewayError):
     def __init__(self, message: str, *, retryable: bool = True) -> None:
         super().__init__(message)
         self.retryable = retryable
+
+
+class BackendUnavailable(BackendError):
+    """The replica could not be reached or dropped the connection; routing ejects it."""
 
 
 class BackendRejected(GatewayError):

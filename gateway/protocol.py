@@ -125,7 +125,9 @@ class ChatCompletionRequest(_Sampling):
     @model_validator(mode="after")
     def _check_combinations(self) -> ChatCompletionRequest:
         if self.store:
-            raise UnsupportedParameter("store=true is not supported by this gateway.", param="store")
+            raise UnsupportedParameter(
+                "store=true is not supported by this gateway.", param="store"
+            )
         if self.top_logprobs and not self.logprobs:
             raise InvalidRequest("top_logprobs requires logprobs=true.", param="top_logprobs")
         if self.stream_options is not None and not self.stream:
@@ -159,12 +161,15 @@ class CompletionRequest(_Sampling):
             raise InvalidRequest("stream_options requires stream=true.", param="stream_options")
         if isinstance(self.prompt, list) and len(self.prompt) == 0:
             raise InvalidRequest("prompt must not be empty.", param="prompt")
-        if isinstance(self.prompt, list) and isinstance(self.prompt[0], (str, list)):
-            if len(self.prompt) != 1:
-                raise UnsupportedParameter(
-                    "Batched prompts are not supported; send one prompt per request.",
-                    param="prompt",
-                )
+        if (
+            isinstance(self.prompt, list)
+            and isinstance(self.prompt[0], (str, list))
+            and len(self.prompt) != 1
+        ):
+            raise UnsupportedParameter(
+                "Batched prompts are not supported; send one prompt per request.",
+                param="prompt",
+            )
         return self
 
     @property
@@ -245,4 +250,11 @@ def _param_path(loc: tuple[int | str, ...]) -> str:
     return path
 
 
-_UNION_TAGS = {"str", "list[str]", "list[int]", "list[list[int]]", "dict[str,any]", "function-after"}
+_UNION_TAGS = {
+    "str",
+    "list[str]",
+    "list[int]",
+    "list[list[int]]",
+    "dict[str,any]",
+    "function-after",
+}

@@ -66,12 +66,16 @@ class Settings:
             port=_int(env, "GATEWAY_PORT", defaults.port, low=0, high=65535),
             workers=_int(env, "GATEWAY_WORKERS", defaults.workers, low=1, high=256),
             log_level=_choice(
-                env, "GATEWAY_LOG_LEVEL", defaults.log_level,
+                env,
+                "GATEWAY_LOG_LEVEL",
+                defaults.log_level,
                 ("critical", "error", "warning", "info", "debug"),
             ),
             models=_parse_backends(env.get("GATEWAY_BACKENDS", "")),
             max_body_bytes=_int(env, "GATEWAY_MAX_BODY_BYTES", defaults.max_body_bytes, low=1024),
-            grpc_channels=_int(env, "GATEWAY_GRPC_CHANNELS", defaults.grpc_channels, low=1, high=64),
+            grpc_channels=_int(
+                env, "GATEWAY_GRPC_CHANNELS", defaults.grpc_channels, low=1, high=64
+            ),
             http_connections=_int(
                 env, "GATEWAY_HTTP_CONNECTIONS", defaults.http_connections, low=1, high=100_000
             ),
@@ -87,7 +91,9 @@ class Settings:
             ),
             budget_total_s=_ms(env, "GATEWAY_BUDGET_TOTAL_MS", defaults.budget_total_s),
             budget_ttft_s=_ms(env, "GATEWAY_BUDGET_TTFT_MS", defaults.budget_ttft_s),
-            retry_attempts=_int(env, "GATEWAY_RETRY_ATTEMPTS", defaults.retry_attempts, low=0, high=5),
+            retry_attempts=_int(
+                env, "GATEWAY_RETRY_ATTEMPTS", defaults.retry_attempts, low=0, high=5
+            ),
             system_fingerprint=env.get("GATEWAY_SYSTEM_FINGERPRINT", defaults.system_fingerprint),
         )
         if settings.budget_ttft_s > settings.budget_total_s:

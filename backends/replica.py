@@ -1,0 +1,52 @@
+"""One backend replica's routing state: health, in-flight requests, reported load."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from backends.base import Backend
+from backends.types import BackendHealth
+
+log = logging.getLogger("gateway.fleet")
+
+
+@dataclass(slots=True, eq=False)
+class Replica:
+    """A backend plus what routing knows about it."""
+
+    model: str
+    backend: Backend
+    healthy: bool = False
+    inflight: int = 0
+    reported_running: int = 0
+    reported_waiting: int = 0
+    kv_usage: float = 0.0
+    last_detail: str = field(default="not probed yet")
+
+    @property
+    def url(self) -> str:
+        return self.backend.url
+
+    def load_score(self) -> float:
+        """Lower is less loaded: our own in-flight requests plus the server's own queue."""
+        return self.inflight + self.reported_waiting + self.kv_usage
+
+    def observe(self, health: BackendHealth) -> None:
+        """Apply a health probe; logs transitions."""
+        if health.healthy != self.healthy:
+            state = "admitted" if health.healthy else "ejected"
+            log.warning("replica %s of %s %s: %s", self.url, self.model, state, health.detail)
+        self.healthy = health.healthy
+        self.last_detail = health.detail
+        if health.healthy:
+            self.reported_running = health.running
+            self.reported_waiting = health.waiting
+            self.kv_usage = health.kv_usage
+
+    def eject(self, reason: str) -> None:
+        """Take the replica out of rotation until a health probe re-admits it."""
+        if self.healthy:
+            log.warning("replica %s of %s ejected: %s", self.url, self.model, reason)
+        self.healthy = False
+        self.last_detail = reason

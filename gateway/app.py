@@ -1,0 +1,106 @@
+"""The application factory: everything is built here and held in lifespan state."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from backends.factory import build_replicas
+from backends.fleet import Fleet
+from backends.replica import Replica
+from gateway.errors import GatewayError, MethodNotAllowed, RouteNotFound
+from gateway.pipeline import Pipeline
+from gateway.routes import ROUTES
+from gateway.settings import ModelSpec, ReplicaSpec, Settings
+
+log = logging.getLogger("gateway")
+
+
+def create_app(settings: Settings, replicas: Sequence[Replica] | None = None) -> Starlette:
+    """Build the gateway. Pass `replicas` to serve fake or pre-built backends (tests)."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
+        async with contextlib.AsyncExitStack() as stack:
+            effective = settings
+            if replicas is None and settings.embedded_sim:
+                effective = await _start_embedded_sim(settings, stack)
+            fleet = Fleet(
+                replicas if replicas is not None else build_replicas(effective),
+                retry_attempts=effective.retry_attempts,
+                health_interval_s=effective.health_interval_s,
+                health_timeout_s=effective.health_timeout_s,
+            )
+            await fleet.start()
+            stack.push_async_callback(fleet.aclose)
+            log.info("serving models: %s", ", ".join(fleet.models))
+            yield {
+                "fleet": fleet,
+                "pipeline": Pipeline(effective, fleet),
+                "max_body_bytes": effective.max_body_bytes,
+            }
+
+    return Starlette(
+        routes=ROUTES,
+        lifespan=lifespan,
+        exception_handlers={
+            GatewayError: _gateway_error,
+            HTTPException: _http_error,
+            Exception: _unexpected_error,
+        },
+    )
+
+
+def create_app_from_env() -> Starlette:
+    """Factory for `uvicorn --factory`: settings come from the environment."""
+    return create_app(Settings.from_env())
+
+
+async def _start_embedded_sim(settings: Settings, stack: contextlib.AsyncExitStack) -> Settings:
+    from backends.sim.config import SimConfig
+    from backends.sim.server import SimServer
+
+    sim = SimServer(SimConfig(host="127.0.0.1", port=0, model="sim"))
+    port = await sim.start()
+    stack.push_async_callback(sim.stop)
+    log.warning(
+        "GATEWAY_BACKENDS is not set: serving model 'sim' from the built-in vLLM stand-in "
+        "on 127.0.0.1:%d (not a real model)",
+        port,
+    )
+    model = ModelSpec("sim", (ReplicaSpec(f"grpc://127.0.0.1:{port}"),))
+    return replace(settings, models=(model,))
+
+
+def _error_response(exc: GatewayError) -> Response:
+    return Response(
+        exc.to_json(), status_code=exc.status, media_type="application/json", headers=exc.headers()
+    )
+
+
+async def _gateway_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, GatewayError)
+    return _error_response(exc)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 405:
+        return _error_response(MethodNotAllowed(f"Method {request.method} not allowed here."))
+    if exc.status_code == 404:
+        return _error_response(RouteNotFound(f"No route {request.url.path}."))
+    error = GatewayError(str(exc.detail))
+    return Response(error.to_json(), status_code=exc.status_code, media_type="application/json")
+
+
+async def _unexpected_error(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error on %s", request.url.path, exc_info=exc)
+    return _error_response(GatewayError("The gateway failed unexpectedly."))

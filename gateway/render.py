@@ -1,0 +1,145 @@
+"""Renders backend-neutral answers as OpenAI JSON bodies and SSE events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from backends.types import ChoiceDelta, Completion, Endpoint, StreamChunk, Usage
+
+DONE_EVENT = b"data: [DONE]\n\n"
+
+
+def usage_dict(usage: Usage) -> dict[str, Any]:
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+        "prompt_tokens_details": {"cached_tokens": usage.cached_tokens},
+    }
+
+
+def completion_body(
+    endpoint: Endpoint,
+    completion: Completion,
+    *,
+    response_id: str,
+    created: int,
+    model: str,
+    fingerprint: str,
+) -> bytes:
+    """The JSON body of a non-streaming chat or text completion."""
+    choices: list[dict[str, Any]] = []
+    for choice in completion.choices:
+        if endpoint == "chat":
+            message: dict[str, Any] = {"role": "assistant", "content": choice.text}
+            if choice.tool_calls:
+                message["tool_calls"] = choice.tool_calls
+                if not choice.text:
+                    message["content"] = None
+            choices.append(
+                {
+                    "index": choice.index,
+                    "message": message,
+                    "logprobs": choice.logprobs,
+                    "finish_reason": choice.finish_reason,
+                }
+            )
+        else:
+            choices.append(
+                {
+                    "index": choice.index,
+                    "text": choice.text,
+                    "logprobs": choice.logprobs,
+                    "finish_reason": choice.finish_reason,
+                }
+            )
+    return orjson.dumps(
+        {
+            "id": response_id,
+            "object": "chat.completion" if endpoint == "chat" else "text_completion",
+            "created": created,
+            "model": model,
+            "system_fingerprint": completion.system_fingerprint or fingerprint,
+            "choices": choices,
+            "usage": usage_dict(completion.usage),
+        }
+    )
+
+
+def error_event(payload: bytes) -> bytes:
+    return b"data: " + payload + b"\n\n"
+
+
+class ChunkRenderer:
+    """Turns the stream chunks of one response into SSE events.
+
+    The envelope (id, object, created, model, fingerprint) is serialized once per
+    response; each event only serializes its own choice.
+    """
+
+    __slots__ = ("_endpoint", "_head", "_include_usage", "_role_sent", "_usage_tail")
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        response_id: str,
+        created: int,
+        model: str,
+        fingerprint: str,
+        include_usage: bool,
+    ) -> None:
+        self._endpoint = endpoint
+        envelope = orjson.dumps(
+            {
+                "id": response_id,
+                "object": "chat.completion.chunk" if endpoint == "chat" else "text_completion",
+                "created": created,
+                "model": model,
+                "system_fingerprint": fingerprint,
+            }
+        )
+        self._head = b"data: " + envelope[:-1] + b',"choices":['
+        self._usage_tail = b'],"usage":null}\n\n' if include_usage else b"]}\n\n"
+        self._include_usage = include_usage
+        self._role_sent: set[int] = set()
+
+    def render(self, chunk: StreamChunk) -> bytes:
+        events = [self._choice_event(delta) for delta in chunk.deltas]
+        if chunk.usage is not None and self._include_usage:
+            events.append(
+                self._head + b'],"usage":' + orjson.dumps(usage_dict(chunk.usage)) + b"}\n\n"
+            )
+        return b"".join(e for e in events if e)
+
+    def _choice_event(self, delta: ChoiceDelta) -> bytes:
+        if self._endpoint == "chat":
+            body: dict[str, Any] = {}
+            if delta.index not in self._role_sent:
+                self._role_sent.add(delta.index)
+                body["role"] = "assistant"
+                body["content"] = delta.text
+            elif delta.text:
+                body["content"] = delta.text
+            if delta.tool_calls:
+                body["tool_calls"] = delta.tool_calls
+            if not body and delta.finish_reason is None and delta.logprobs is None:
+                return b""
+            choice: dict[str, Any] = {
+                "index": delta.index,
+                "delta": body,
+                "logprobs": delta.logprobs,
+                "finish_reason": delta.finish_reason,
+            }
+        else:
+            if not delta.text and delta.finish_reason is None and delta.logprobs is None:
+                return b""
+            choice = {
+                "index": delta.index,
+                "text": delta.text,
+                "logprobs": delta.logprobs,
+                "finish_reason": delta.finish_reason,
+            }
+        return self._head + orjson.dumps(choice) + self._usage_tail

@@ -1,0 +1,208 @@
+"""The HTTP layer end to end over a real uvicorn server, with scripted backends."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import aiohttp
+import openai
+import orjson
+import pytest
+
+from backends.replica import Replica
+from gateway.app import create_app
+from gateway.errors import BackendError, BackendRejected, BackendUnavailable
+from gateway.settings import ModelSpec, ReplicaSpec, Settings
+from tests.support.asgi_server import serving
+from tests.support.fake_backend import FakeBackend
+
+CHAT = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+
+
+SETTINGS = Settings(
+    models=(ModelSpec("m", (ReplicaSpec("grpc://unused:1"),)),), max_body_bytes=2048
+)
+
+
+@pytest.fixture
+def backends() -> list[FakeBackend]:
+    return [FakeBackend(url="fake://a"), FakeBackend(url="fake://b")]
+
+
+@pytest.fixture
+async def base_url(backends: list[FakeBackend]) -> AsyncIterator[str]:
+    replicas: Sequence[Replica] = [Replica("m", b) for b in backends]
+    async with serving(create_app(SETTINGS, replicas)) as url:
+        yield url
+
+
+async def _post(url: str, body: bytes, content_type: str = "application/json") -> tuple[int, Any]:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(url, data=body, headers={"content-type": content_type}) as response,
+    ):
+        return response.status, orjson.loads(await response.read())
+
+
+async def test_chat_completion_through_openai_client(base_url: str) -> None:
+    """The official client parses a non-streaming chat answer."""
+    client = openai.AsyncOpenAI(base_url=f"{base_url}/v1", api_key="k")
+    answer = await client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "hi"}]
+    )
+    assert answer.choices[0].message.content == "Hello world!"
+    assert answer.usage is not None and answer.usage.total_tokens == 6
+    assert answer.id.startswith("chatcmpl-") and answer.system_fingerprint
+
+
+async def test_chat_stream_through_openai_client(base_url: str) -> None:
+    """The official client assembles a streamed answer, with usage when asked."""
+    client = openai.AsyncOpenAI(base_url=f"{base_url}/v1", api_key="k")
+    stream = await client.chat.completions.create(
+        model="m",
+        messages=[{"role": "user", "content": "hi"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    text, finish, usage = "", None, None
+    async for chunk in stream:
+        if chunk.usage:
+            usage = chunk.usage
+        for choice in chunk.choices:
+            text += choice.delta.content or ""
+            finish = choice.finish_reason or finish
+    assert (text, finish) == ("Hello world!", "stop")
+    assert usage is not None and usage.completion_tokens == 3
+
+
+async def test_invalid_json_is_400(base_url: str) -> None:
+    """A body that is not JSON is a 400 invalid_json."""
+    status, body = await _post(f"{base_url}/v1/chat/completions", b"{nope")
+    assert status == 400 and body["error"]["code"] == "invalid_json"
+
+
+async def test_wrong_type_names_param(base_url: str) -> None:
+    """A wrongly typed field is a 400 naming the parameter."""
+    payload = orjson.dumps({**CHAT, "temperature": "hot"})
+    status, body = await _post(f"{base_url}/v1/chat/completions", payload)
+    assert status == 400 and body["error"]["param"] == "temperature"
+
+
+async def test_unknown_model_is_404(base_url: str) -> None:
+    """An unknown model is a 404 model_not_found."""
+    status, body = await _post(
+        f"{base_url}/v1/chat/completions", orjson.dumps({**CHAT, "model": "x"})
+    )
+    assert status == 404 and body["error"]["code"] == "model_not_found"
+
+
+async def test_body_over_limit_is_413(base_url: str) -> None:
+    """A body over the configured limit is refused before parsing."""
+    status, body = await _post(f"{base_url}/v1/chat/completions", b"x" * 4096)
+    assert status == 413 and body["error"]["code"] == "payload_too_large"
+
+
+async def test_wrong_content_type_is_415(base_url: str) -> None:
+    """A non-JSON content type is a 415."""
+    status, body = await _post(f"{base_url}/v1/chat/completions", orjson.dumps(CHAT), "text/plain")
+    assert status == 415 and body["error"]["code"] == "unsupported_media_type"
+
+
+async def test_unknown_route_is_404_envelope(base_url: str) -> None:
+    """Unknown paths answer in the OpenAI error envelope."""
+    status, body = await _post(f"{base_url}/v1/nothing", b"{}")
+    assert status == 404 and body["error"]["code"] == "not_found"
+
+
+async def test_no_healthy_backend_is_503(base_url: str, backends: list[FakeBackend]) -> None:
+    """With every replica ejected, requests get a 503."""
+    for backend in backends:
+        backend.fail_with = BackendUnavailable("down")
+    status, body = await _post(f"{base_url}/v1/chat/completions", orjson.dumps(CHAT))
+    assert status == 502
+    status, body = await _post(f"{base_url}/v1/chat/completions", orjson.dumps(CHAT))
+    assert status == 503 and body["error"]["code"] == "no_healthy_backend"
+
+
+async def test_backend_failure_is_502_after_one_retry(
+    base_url: str, backends: list[FakeBackend]
+) -> None:
+    """A failing backend is retried once on the other replica, then 502."""
+    for backend in backends:
+        backend.fail_with = BackendError("boom")
+    status, body = await _post(f"{base_url}/v1/chat/completions", orjson.dumps(CHAT))
+    assert status == 502 and body["error"]["code"] == "backend_error"
+    assert [b.calls for b in backends] == [1, 1]
+
+
+async def test_backend_rejection_is_400_and_not_retried(
+    base_url: str, backends: list[FakeBackend]
+) -> None:
+    """A request the backend refuses as invalid is a 400, tried once."""
+    for backend in backends:
+        backend.fail_with = BackendRejected("prompt too long")
+    status, body = await _post(f"{base_url}/v1/chat/completions", orjson.dumps(CHAT))
+    assert status == 400 and "prompt too long" in body["error"]["message"]
+    assert sum(b.calls for b in backends) == 1
+
+
+async def test_stream_failure_before_first_chunk_is_http_error(
+    base_url: str, backends: list[FakeBackend]
+) -> None:
+    """A stream that fails before its first chunk is a real HTTP error, not a 200."""
+    for backend in backends:
+        backend.fail_with = BackendError("boom")
+    status, body = await _post(
+        f"{base_url}/v1/chat/completions", orjson.dumps({**CHAT, "stream": True})
+    )
+    assert status == 502 and body["error"]["type"] == "backend_error"
+
+
+async def test_stream_failure_after_first_chunk_is_error_event(
+    base_url: str, backends: list[FakeBackend]
+) -> None:
+    """A stream that fails midway ends with an error event and [DONE]."""
+    for backend in backends:
+        backend.fail_with, backend.fail_after = BackendError("died"), 1
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{base_url}/v1/chat/completions", json={**CHAT, "stream": True}) as response,
+    ):
+        assert response.status == 200
+        events = [e for e in (await response.read()).split(b"\n\n") if e]
+    assert events[-1] == b"data: [DONE]"
+    assert orjson.loads(events[-2].removeprefix(b"data: "))["error"]["message"] == "died"
+
+
+async def test_stream_retries_on_other_replica_before_first_chunk(
+    base_url: str, backends: list[FakeBackend]
+) -> None:
+    """A stream failing before any output is retried transparently on another replica."""
+    backends[0].fail_with = BackendUnavailable("refused")
+    for _ in range(2):
+        status, _body = await _post(
+            f"{base_url}/v1/completions", orjson.dumps({"model": "m", "prompt": "x"})
+        )
+        assert status == 200
+
+
+async def test_models_and_health(base_url: str) -> None:
+    """/v1/models lists the model; /healthz and /readyz answer."""
+    client = openai.AsyncOpenAI(base_url=f"{base_url}/v1", api_key="k")
+    models = await client.models.list()
+    assert [m.id for m in models.data] == ["m"]
+    async with aiohttp.ClientSession() as session:
+        async with session.get(f"{base_url}/healthz") as response:
+            assert response.status == 200
+        async with session.get(f"{base_url}/readyz") as response:
+            assert response.status == 200
+
+
+async def test_embeddings_float_and_base64(base_url: str) -> None:
+    """Embeddings come back as floats, or base64 float32 when asked."""
+    client = openai.AsyncOpenAI(base_url=f"{base_url}/v1", api_key="k")
+    floats = await client.embeddings.create(model="m", input=["a", "b"], encoding_format="float")
+    assert [d.embedding for d in floats.data] == [[0.5, -0.5, 0.25]] * 2
+    packed = await client.embeddings.create(model="m", input="a")
+    assert packed.data[0].embedding == [0.5, -0.5, 0.25]
