@@ -1,0 +1,117 @@
+"""Turns vLLM's token-id responses into text deltas, per choice, with stop strings trimmed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from backends.types import ChoiceDelta, Endpoint, Usage
+from backends.vllm_grpc.detokenizer import IncrementalDetokenizer
+from backends.vllm_grpc.logprobs import TokenTexts, format_logprobs
+from backends.vllm_grpc.stop_checker import StopChecker
+from backends.vllm_grpc.tokenizer_store import TokenizerBundle
+
+
+class ChoiceDecoder:
+    """Decoding state of one choice (one `index`)."""
+
+    __slots__ = (
+        "_detok",
+        "_echo",
+        "_endpoint",
+        "_stop",
+        "_stopped",
+        "_text_offset",
+        "_token_text",
+        "completion_tokens",
+        "index",
+    )
+
+    def __init__(
+        self,
+        index: int,
+        bundle: TokenizerBundle,
+        endpoint: Endpoint,
+        stops: list[str],
+        include_stop_str: bool,
+        skip_special_tokens: bool,
+        token_text: TokenTexts,
+        echo: str,
+    ) -> None:
+        self.index = index
+        self._endpoint = endpoint
+        self._detok = IncrementalDetokenizer(bundle.tokenizer, skip_special_tokens)
+        self._stop = StopChecker(stops, include_stop_str) if stops else None
+        self._stopped = False
+        self._token_text = token_text
+        self._echo = echo
+        self._text_offset = len(echo)
+        self.completion_tokens = 0
+
+    def feed(self, token_ids: Any, output_logprobs: Any) -> ChoiceDelta:
+        """Decode new tokens into a delta (possibly with empty text)."""
+        self.completion_tokens += len(token_ids)
+        text = self._detok.feed(token_ids) if token_ids else ""
+        text = self._apply_stop(text)
+        logprobs = None
+        if output_logprobs is not None and output_logprobs.token_ids:
+            logprobs = format_logprobs(
+                self._endpoint, output_logprobs, self._token_text, self._text_offset
+            )
+        self._text_offset += len(text)
+        return ChoiceDelta(
+            self.index, self._take_echo() + text, None, logprobs, None, len(token_ids)
+        )
+
+    def finish(self, finish_reason: str) -> ChoiceDelta:
+        """The last delta: whatever text was held back, and why the choice ended."""
+        text = self._apply_stop(self._detok.flush())
+        if self._stop is not None and not self._stopped:
+            text += self._stop.finish()
+        return ChoiceDelta(self.index, self._take_echo() + text, finish_reason)
+
+    def _apply_stop(self, text: str) -> str:
+        if self._stop is None:
+            return text
+        if self._stopped:
+            return ""
+        visible, matched = self._stop.feed(text)
+        if matched:
+            self._stopped = True
+        return visible
+
+    def _take_echo(self) -> str:
+        echo, self._echo = self._echo, ""
+        return echo
+
+
+class ResponseDecoder:
+    """All choices of one request plus the usage they add up to."""
+
+    def __init__(
+        self,
+        bundle: TokenizerBundle,
+        endpoint: Endpoint,
+        *,
+        n: int,
+        stops: list[str],
+        include_stop_str: bool,
+        skip_special_tokens: bool,
+        echo: str,
+        token_text: TokenTexts,
+    ) -> None:
+        self.choices = [
+            ChoiceDecoder(
+                i, bundle, endpoint, stops, include_stop_str, skip_special_tokens, token_text, echo
+            )
+            for i in range(n)
+        ]
+        self.usage = Usage()
+        self.finished: set[int] = set()
+
+    def note_prompt(self, prompt_tokens: int, cached_tokens: int) -> None:
+        self.usage.prompt_tokens = prompt_tokens
+        self.usage.cached_tokens = cached_tokens
+
+    def total_usage(self) -> Usage:
+        self.usage.completion_tokens = sum(c.completion_tokens for c in self.choices)
+        return self.usage

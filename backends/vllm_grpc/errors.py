@@ -1,0 +1,29 @@
+"""Maps gRPC status codes from vLLM onto the gateway's error hierarchy."""
+
+from __future__ import annotations
+
+import grpc
+
+from budgets.deadline import Deadline
+from gateway.errors import (
+    BackendError,
+    BackendRejected,
+    BackendUnavailable,
+    DeadlineExceeded,
+    GatewayError,
+)
+
+_REJECTED = {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.OUT_OF_RANGE}
+_UNREACHABLE = {grpc.StatusCode.UNAVAILABLE}
+
+
+def map_rpc_error(exc: grpc.aio.AioRpcError, url: str, deadline: Deadline) -> GatewayError:
+    code = exc.code()
+    details = exc.details() or code.name
+    if code in _REJECTED:
+        return BackendRejected(details)
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return DeadlineExceeded(deadline.stage)
+    if code in _UNREACHABLE:
+        return BackendUnavailable(f"{url} is unavailable: {details}")
+    return BackendError(f"{url} failed with {code.name}: {details}")

@@ -1,0 +1,155 @@
+"""Maps a validated OpenAI request onto vLLM's `GenerateRequest`, setting every field explicitly."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from smg_grpc_proto.generated import vllm_engine_pb2
+
+from backends.base import GenerationRequest
+from backends.vllm_grpc.chat_template import render_chat
+from backends.vllm_grpc.tokenizer_store import TokenizerBundle
+from gateway.errors import InvalidRequest, UnsupportedParameter
+from gateway.protocol import ChatCompletionRequest, CompletionRequest
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFacts:
+    """What `GetModelInfo` told us about the served model."""
+
+    served_name: str
+    max_context_length: int
+    vocab_size: int
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedPrompt:
+    """The request to send plus what decoding the answer needs."""
+
+    message: Any  # vllm_engine_pb2.GenerateRequest
+    prompt_tokens: int
+    echo_text: str
+
+
+def prepare(
+    request: GenerationRequest,
+    bundle: TokenizerBundle,
+    facts: ModelFacts,
+    backend_request_id: str,
+) -> PreparedPrompt:
+    """Render, tokenize and validate; raises 400s that name the parameter."""
+    body = request.body
+    echo_text = ""
+    if isinstance(body, ChatCompletionRequest):
+        _reject_unsupported_chat(body)
+        text = render_chat(bundle, body)
+        ids = bundle.encode(text, add_special_tokens=False)
+        param = "messages"
+    else:
+        prompt = body.single_prompt
+        if isinstance(prompt, str):
+            text = prompt
+            ids = bundle.encode(prompt, add_special_tokens=True)
+        else:
+            ids = prompt
+            text = ""
+            _check_token_ids(ids, facts)
+        if body.echo:
+            echo_text = text or bundle.tokenizer.decode(ids, skip_special_tokens=False)
+        param = "prompt"
+    if not ids:
+        raise InvalidRequest("The prompt is empty after tokenization.", param=param)
+    limit = facts.max_context_length
+    if len(ids) >= limit:
+        raise InvalidRequest(
+            f"This model's maximum context length is {limit} tokens; the prompt has "
+            f"{len(ids)} tokens.",
+            param=param,
+        )
+    max_tokens = body.max_output_tokens
+    if max_tokens is None:
+        max_tokens = limit - len(ids)
+    elif len(ids) + max_tokens > limit:
+        raise InvalidRequest(
+            f"This model's maximum context length is {limit} tokens; the prompt has "
+            f"{len(ids)} tokens and max_tokens asks for {max_tokens} more.",
+            param="max_completion_tokens"
+            if isinstance(body, ChatCompletionRequest) and body.max_completion_tokens
+            else "max_tokens",
+        )
+    message = vllm_engine_pb2.GenerateRequest(
+        request_id=backend_request_id,
+        tokenized=vllm_engine_pb2.TokenizedInput(original_text=text, input_ids=ids),
+        sampling_params=_sampling(body, max_tokens, facts),
+        stream=body.stream,
+    )
+    return PreparedPrompt(message, len(ids), echo_text)
+
+
+def _reject_unsupported_chat(body: ChatCompletionRequest) -> None:
+    if body.tools:
+        raise UnsupportedParameter(
+            "Tool calling is not supported on vLLM gRPC backends.", param="tools"
+        )
+    if body.tool_choice not in (None, "none"):
+        raise UnsupportedParameter(
+            "Tool calling is not supported on vLLM gRPC backends.", param="tool_choice"
+        )
+
+
+def _check_token_ids(ids: list[int], facts: ModelFacts) -> None:
+    for token_id in ids:
+        if token_id >= facts.vocab_size:
+            raise InvalidRequest(
+                f"Token id {token_id} is outside the vocabulary of {facts.vocab_size}.",
+                param="prompt",
+            )
+
+
+def _sampling(
+    body: ChatCompletionRequest | CompletionRequest, max_tokens: int, facts: ModelFacts
+) -> Any:
+    params = vllm_engine_pb2.SamplingParams(
+        temperature=1.0 if body.temperature is None else body.temperature,
+        top_p=1.0 if body.top_p is None else body.top_p,
+        top_k=0 if body.top_k is None or body.top_k < 0 else body.top_k,
+        min_p=body.min_p or 0.0,
+        frequency_penalty=body.frequency_penalty or 0.0,
+        presence_penalty=body.presence_penalty or 0.0,
+        repetition_penalty=1.0 if body.repetition_penalty is None else body.repetition_penalty,
+        max_tokens=max_tokens,
+        min_tokens=body.min_tokens or 0,
+        stop=body.stop_list,
+        stop_token_ids=body.stop_token_ids or [],
+        skip_special_tokens=body.skip_special_tokens,
+        spaces_between_special_tokens=body.spaces_between_special_tokens,
+        ignore_eos=bool(body.ignore_eos),
+        n=body.n,
+        include_stop_str_in_output=body.include_stop_str_in_output,
+    )
+    if body.seed is not None:
+        params.seed = body.seed
+    if body.logit_bias:
+        for key, bias in body.logit_bias.items():
+            token_id = int(key)
+            if token_id >= facts.vocab_size:
+                raise InvalidRequest(
+                    f"logit_bias names token {token_id}, outside the vocabulary of "
+                    f"{facts.vocab_size}.",
+                    param="logit_bias",
+                )
+            params.logit_bias[token_id] = bias
+    if isinstance(body, ChatCompletionRequest):
+        if body.logprobs:
+            params.logprobs = body.top_logprobs or 0
+        fmt = body.response_format
+        if fmt is not None and fmt.type == "json_object":
+            params.json_object = True
+        elif fmt is not None and fmt.type == "json_schema" and fmt.json_schema is not None:
+            schema = fmt.json_schema.schema_ or {}
+            params.json_schema = orjson.dumps(schema).decode()
+    elif body.logprobs is not None:
+        params.logprobs = body.logprobs
+    return params
