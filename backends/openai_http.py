@@ -1,0 +1,218 @@
+"""The backend for OpenAI-compatible HTTP servers (`vllm serve`, or any `/v1` API).
+
+A pass-through: the client's JSON body goes upstream unchanged and the answer is decoded
+into the backend-neutral types. aiohttp is the client because it costs about a fifth of
+httpx's CPU per proxied request (see the design notes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import AsyncIterator, Mapping
+
+import aiohttp
+import orjson
+from yarl import URL
+
+from backends import openai_decode as decode
+from backends.base import EmbeddingCall, GenerationRequest
+from backends.sse_reader import SSEDecoder, SSEError
+from backends.types import BackendHealth, Completion, Embeddings, Endpoint, StreamChunk
+from budgets.deadline import Deadline
+from gateway.errors import BackendError, BackendUnavailable, DeadlineExceeded
+
+# uvicorn (vLLM's server) drops idle connections after 5 s; reusing one it is closing
+# at that moment fails the request, so idle connections are retired first.
+_KEEPALIVE_S = 4.0
+# How long a finished stream's connection may wait for the end of the HTTP body (normally
+# in the same read as `[DONE]`) before it is closed instead of returned to the pool.
+_BODY_END_GRACE_S = 1.0
+
+
+class OpenAIHTTPBackend:
+    """One OpenAI-compatible server at `url` (`http(s)://host:port/v1`) serving `model`.
+
+    Requests whose body names another model are rewritten to name `model`.
+    Embeddings requested as base64 are decoded to floats; the renderer re-encodes them.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        model: str,
+        max_connections: int = 256,
+        api_key: str | None = None,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.model = model
+        self._max_connections = max_connections
+        self._headers = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._urls: dict[Endpoint, URL] = {
+            "chat": URL(f"{self.url}/chat/completions"),
+            "completion": URL(f"{self.url}/completions"),
+        }
+        self._embeddings_url = URL(f"{self.url}/embeddings")
+        self._models_url = URL(f"{self.url}/models")
+        self._health_url = URL(f"{self.url.removesuffix('/v1')}/health")
+        self._probe_models: bool | None = None  # None until we learn whether /health exists
+        self._session: aiohttp.ClientSession | None = None
+        self._probe_session: aiohttp.ClientSession | None = None
+
+    async def start(self) -> None:
+        if self._session is None:
+            self._session = self._new_session(self._max_connections)
+            # Probes get their own connection, so a saturated pool does not fail them.
+            self._probe_session = self._new_session(1)
+
+    def _new_session(self, limit: int) -> aiohttp.ClientSession:
+        connector = aiohttp.TCPConnector(
+            limit=limit, ttl_dns_cache=10, keepalive_timeout=_KEEPALIVE_S
+        )
+        return aiohttp.ClientSession(
+            connector=connector,
+            headers=self._headers,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            skip_auto_headers=("User-Agent",),
+        )
+
+    async def aclose(self) -> None:
+        for session in (self._session, self._probe_session):
+            if session is not None:
+                await session.close()
+        self._session = self._probe_session = None
+
+    async def complete(self, request: GenerationRequest, deadline: Deadline) -> Completion:
+        body = self._body(request.raw, request.body.model)
+        response = await self._post(self._urls[request.endpoint], body, request.headers, deadline)
+        return decode.completion(await _read(response, deadline), request.endpoint)
+
+    async def stream(
+        self, request: GenerationRequest, deadline: Deadline
+    ) -> AsyncIterator[StreamChunk]:
+        body = self._body(request.raw, request.body.model)
+        response = await self._post(self._urls[request.endpoint], body, request.headers, deadline)
+        endpoint = request.endpoint
+        decoder = SSEDecoder()
+        content = response.content
+        finished = False
+        try:
+            while True:
+                try:
+                    events = decoder.feed(await content.readany())
+                except TimeoutError:
+                    raise DeadlineExceeded(deadline.stage) from None
+                except aiohttp.ClientError as exc:
+                    raise BackendUnavailable(f"Backend stream broke: {exc!r}") from exc
+                except SSEError as exc:
+                    raise BackendError(f"Backend sent a malformed stream: {exc}") from exc
+                if not events and content.at_eof():
+                    raise BackendUnavailable("Backend ended the stream before [DONE].")
+                for payload in events:
+                    if payload == b"[DONE]":
+                        finished = True
+                        return
+                    chunk = decode.stream_chunk(payload, endpoint)
+                    if chunk is not None:
+                        yield chunk
+        finally:
+            if finished:
+                _release_at_body_end(response)
+            else:  # closing (not releasing) the connection tells the server we left
+                response.close()
+
+    async def embed(self, request: EmbeddingCall, deadline: Deadline) -> Embeddings:
+        body = self._body(request.raw, request.body.model)
+        response = await self._post(self._embeddings_url, body, request.headers, deadline)
+        return decode.embeddings(await _read(response, deadline))
+
+    async def health(self, timeout: float) -> BackendHealth:
+        """`GET /health` (vLLM) on the server root, or `GET /v1/models` where that is 404."""
+        session = self._probe_session
+        if session is None:
+            return BackendHealth(False, "not started")
+        try:
+            async with asyncio.timeout(timeout):
+                if not self._probe_models:
+                    async with session.get(self._health_url) as response:
+                        status = response.status
+                        await response.read()
+                    if status == 200:
+                        self._probe_models = False
+                        return BackendHealth(True, "ok")
+                    if status != 404 or self._probe_models is False:
+                        return BackendHealth(False, f"GET /health answered HTTP {status}")
+                    self._probe_models = True
+                return await self._models_health(session)
+        except TimeoutError:
+            return BackendHealth(False, f"health probe timed out after {timeout:g} s")
+        except Exception as exc:  # a probe reports, it never raises
+            return BackendHealth(False, f"health probe failed: {exc!r}")
+
+    async def _models_health(self, session: aiohttp.ClientSession) -> BackendHealth:
+        async with session.get(self._models_url) as response:
+            status, body = response.status, await response.read()
+        if status != 200:
+            return BackendHealth(False, f"GET /v1/models answered HTTP {status}")
+        served = [str(m.get("id")) for m in orjson.loads(body).get("data") or ()]
+        if self.model not in served:
+            return BackendHealth(False, f"model {self.model!r} is not served (serves {served})")
+        return BackendHealth(True, "ok")
+
+    def _body(self, raw: bytes, model: str) -> bytes:
+        if model == self.model:
+            return raw
+        data = orjson.loads(raw)
+        data["model"] = self.model
+        return orjson.dumps(data)
+
+    async def _post(
+        self, url: URL, body: bytes, headers: Mapping[str, str], deadline: Deadline
+    ) -> aiohttp.ClientResponse:
+        """Send a request; a response other than 200 is raised as the matching error."""
+        if self._session is None:
+            raise BackendUnavailable(f"Backend {self.url} is not started.")
+        remaining = deadline.remaining()
+        if remaining <= 0:  # aiohttp reads a zero timeout as "no timeout"
+            raise DeadlineExceeded(deadline.stage)
+        # ceil_threshold=inf: aiohttp would otherwise round timeouts above 5 s up to whole seconds.
+        timeout = aiohttp.ClientTimeout(total=remaining, ceil_threshold=math.inf)
+        try:
+            response = await self._session.post(
+                url, data=body, headers=headers or None, timeout=timeout
+            )
+        except TimeoutError:
+            raise DeadlineExceeded(deadline.stage) from None
+        except aiohttp.ClientError as exc:
+            raise BackendUnavailable(f"Backend request failed: {exc!r}") from exc
+        if response.status != 200:
+            raise decode.status_error(response.status, await _read(response, deadline))
+        return response
+
+
+async def _read(response: aiohttp.ClientResponse, deadline: Deadline) -> bytes:
+    """The whole body; the connection goes back to the pool once it is read."""
+    try:
+        return await response.read()
+    except TimeoutError:
+        response.close()
+        raise DeadlineExceeded(deadline.stage) from None
+    except aiohttp.ClientError as exc:
+        response.close()
+        raise BackendUnavailable(f"Backend answer broke off: {exc!r}") from exc
+    except BaseException:
+        response.close()
+        raise
+
+
+def _release_at_body_end(response: aiohttp.ClientResponse) -> None:
+    """Let aiohttp pool the connection when the HTTP body ends; close it if that takes long.
+
+    Releasing before the end would close the connection (its state is unknown), so
+    streams whose terminating chunk arrives after `[DONE]` would never reuse connections.
+    """
+    if not response.content.is_eof():
+        asyncio.get_running_loop().call_later(_BODY_END_GRACE_S, response.close)

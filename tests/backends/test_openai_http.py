@@ -1,0 +1,467 @@
+"""Tests for the OpenAI-compatible HTTP backend against real servers on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import orjson
+import pytest
+from aiohttp import web
+
+from backends.base import EmbeddingCall, GenerationRequest
+from backends.mock_openai import MockOpenAIServer
+from backends.openai_http import OpenAIHTTPBackend
+from backends.types import StreamChunk
+from budgets.deadline import Deadline
+from gateway.errors import BackendError, BackendRejected, BackendUnavailable, DeadlineExceeded
+from gateway.protocol import (
+    ChatCompletionRequest,
+    CompletionRequest,
+    EmbeddingRequest,
+    parse_request,
+)
+
+TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+def chat(raw: bytes | None = None, **fields: Any) -> GenerationRequest:
+    body = {"model": "mock", "messages": [{"role": "user", "content": "Hi there"}], **fields}
+    valid = orjson.dumps(body)
+    parsed = parse_request(valid, ChatCompletionRequest)
+    return GenerationRequest("chat", parsed, raw or valid, "req-1", {"traceparent": TRACEPARENT})
+
+
+def completion(**fields: Any) -> GenerationRequest:
+    raw = orjson.dumps({"model": "mock", "prompt": "Once upon a time", **fields})
+    return GenerationRequest("completion", parse_request(raw, CompletionRequest), raw, "req-2")
+
+
+def embedding(**fields: Any) -> EmbeddingCall:
+    raw = orjson.dumps({"model": "mock", "input": ["one", "two", "three"], **fields})
+    return EmbeddingCall(parse_request(raw, EmbeddingRequest), raw, "req-3")
+
+
+def soon() -> Deadline:
+    return Deadline.after(60, "total")
+
+
+async def collect(stream: AsyncIterator[StreamChunk]) -> list[StreamChunk]:
+    return [chunk async for chunk in stream]
+
+
+def texts(chunks: list[StreamChunk]) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for chunk in chunks:
+        for delta in chunk.deltas:
+            out[delta.index] = out.get(delta.index, "") + delta.text
+    return out
+
+
+@pytest.fixture
+async def mock() -> AsyncIterator[MockOpenAIServer]:
+    server = MockOpenAIServer(output_tokens=5)
+    await server.start()
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+async def backend(mock: MockOpenAIServer) -> AsyncIterator[OpenAIHTTPBackend]:
+    backend = OpenAIHTTPBackend(mock.url, model="mock", max_connections=8)
+    await backend.start()
+    yield backend
+    await backend.aclose()
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@pytest.fixture
+async def odd_server() -> AsyncIterator[Callable[[dict[str, Handler]], Awaitable[str]]]:
+    """Starts an aiohttp server with the given routes; returns its /v1 base URL."""
+    runners: list[web.AppRunner] = []
+
+    async def start(routes: dict[str, Handler]) -> str:
+        app = web.Application()
+        for path, handler in routes.items():
+            app.router.add_route("*", path, handler)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        runners.append(runner)
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        return f"http://127.0.0.1:{port}/v1"
+
+    yield start
+    for runner in runners:
+        await runner.cleanup()
+
+
+async def test_complete_chat(backend: OpenAIHTTPBackend) -> None:
+    """A chat answer decodes into one choice with its text, finish reason and usage."""
+    answer = await backend.complete(chat(), soon())
+    assert len(answer.choices) == 1
+    assert len(answer.choices[0].text.split()) == 5
+    assert answer.choices[0].finish_reason == "stop"
+    assert (answer.usage.prompt_tokens, answer.usage.completion_tokens) == (2, 5)
+    assert answer.system_fingerprint == "fp_mock"
+
+
+async def test_complete_text_with_two_choices_and_cached_tokens(
+    backend: OpenAIHTTPBackend,
+) -> None:
+    """n=2 gives two different choices; a repeated prompt reports cached tokens."""
+    first = await backend.complete(completion(n=2, max_tokens=3), soon())
+    second = await backend.complete(completion(n=2, max_tokens=3), soon())
+    assert [c.index for c in first.choices] == [0, 1]
+    assert first.choices[0].text != first.choices[1].text
+    assert {c.finish_reason for c in first.choices} == {"length"}
+    assert (first.usage.completion_tokens, first.usage.cached_tokens) == (6, 0)
+    assert second.usage.cached_tokens == second.usage.prompt_tokens == 4
+
+
+async def test_stream_chat_matches_complete(backend: OpenAIHTTPBackend) -> None:
+    """Streamed deltas join into the non-streaming text; the role-only event is skipped."""
+    whole = await backend.complete(chat(), soon())
+    chunks = await collect(backend.stream(chat(stream=True), soon()))
+    assert texts(chunks) == {0: whole.choices[0].text}
+    assert all(chunk.deltas for chunk in chunks)
+    assert chunks[-1].deltas[0].finish_reason == "stop"
+    assert all(chunk.usage is None for chunk in chunks)
+    assert sum(d.token_count for c in chunks for d in c.deltas) == 5
+
+
+async def test_stream_completions_n2_with_usage(backend: OpenAIHTTPBackend) -> None:
+    """Interleaved choices stay apart; include_usage puts usage on the last chunk."""
+    request = completion(n=2, stream=True, stream_options={"include_usage": True})
+    whole = await backend.complete(completion(n=2), soon())
+    chunks = await collect(backend.stream(request, soon()))
+    assert texts(chunks) == {c.index: c.text for c in whole.choices}
+    usage = chunks[-1].usage
+    assert usage is not None and usage.completion_tokens == 10
+    assert chunks[-1].deltas == []
+
+
+async def test_logprobs_and_tool_calls_pass_through(backend: OpenAIHTTPBackend) -> None:
+    """Raw logprobs and tool calls reach the caller unchanged, streamed or not."""
+    chunks = await collect(backend.stream(chat(stream=True, logprobs=True), soon()))
+    tokens = [d.logprobs["content"][0]["token"] for c in chunks for d in c.deltas if d.logprobs]
+    assert "".join(tokens) == texts(chunks)[0]
+    tool = {"type": "function", "function": {"name": "lookup"}}
+    answer = await backend.complete(chat(tools=[tool], tool_choice="required"), soon())
+    assert answer.choices[0].tool_calls is not None
+    assert answer.choices[0].tool_calls[0]["function"]["name"] == "lookup"
+    streamed = await collect(
+        backend.stream(chat(stream=True, tools=[tool], tool_choice="required"), soon())
+    )
+    arguments = "".join(
+        call["function"].get("arguments", "")
+        for c in streamed
+        for d in c.deltas
+        for call in d.tool_calls or ()
+    )
+    assert arguments == answer.choices[0].tool_calls[0]["function"]["arguments"]
+    assert streamed[-1].deltas[0].finish_reason == "tool_calls"
+
+
+async def test_embed_floats_and_base64_agree(backend: OpenAIHTTPBackend) -> None:
+    """Embeddings come back in input order; base64 vectors are decoded to the same floats."""
+    floats = await backend.embed(embedding(), soon())
+    decoded = await backend.embed(embedding(encoding_format="base64"), soon())
+    assert len(floats.vectors) == 3 and floats.prompt_tokens == 3
+    for left, right in zip(floats.vectors, decoded.vectors, strict=True):
+        assert left == pytest.approx(right, abs=1e-6)
+
+
+async def test_forwards_raw_body_and_trace_headers(
+    mock: MockOpenAIServer, backend: OpenAIHTTPBackend
+) -> None:
+    """The client's bytes go upstream unchanged, with the trace context and a JSON type."""
+    raw = b'{"model":"mock",  "messages":[{"role":"user","content":"Hi there"}]}'
+    await backend.complete(chat(raw=raw), soon())
+    assert mock.last_body == raw
+    assert mock.last_headers["traceparent"] == TRACEPARENT
+    assert mock.last_headers["content-type"] == "application/json"
+
+
+async def test_rewrites_the_model_for_a_differently_named_backend(
+    mock: MockOpenAIServer,
+) -> None:
+    """A backend serving another model name gets requests that name its model."""
+    backend = OpenAIHTTPBackend(mock.url, model="served-name")
+    await backend.start()
+    try:
+        await backend.complete(chat(), soon())
+    finally:
+        await backend.aclose()
+    assert orjson.loads(mock.last_body)["model"] == "served-name"
+
+
+async def test_upstream_400_is_rejected_with_message_and_param(
+    backend: OpenAIHTTPBackend,
+) -> None:
+    """An upstream 400 becomes BackendRejected carrying its message and parameter."""
+    with pytest.raises(BackendRejected) as info:
+        await backend.complete(chat(raw=b'{"model": "mock", "messages": []}'), soon())
+    assert info.value.param == "messages"
+    assert "messages must be a non-empty list" in info.value.message
+
+
+@pytest.mark.parametrize("status", [404, 422])
+async def test_upstream_invalid_statuses_are_rejected(
+    mock: MockOpenAIServer, backend: OpenAIHTTPBackend, status: int
+) -> None:
+    """404 and 422 from upstream are the client's fault too."""
+    mock.error_status, mock.error_rate = status, 1.0
+    with pytest.raises(BackendRejected, match=f"Injected HTTP {status}"):
+        await backend.complete(chat(), soon())
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+async def test_upstream_failures_are_retryable_errors(
+    mock: MockOpenAIServer, backend: OpenAIHTTPBackend, status: int
+) -> None:
+    """429 and 5xx become retryable BackendErrors, for streams before their first chunk too."""
+    mock.error_status, mock.error_rate = status, 1.0
+    with pytest.raises(BackendError) as info:
+        await backend.complete(chat(), soon())
+    assert info.value.retryable and f"HTTP {status}" in info.value.message
+    with pytest.raises(BackendError):
+        await collect(backend.stream(chat(stream=True), soon()))
+
+
+async def test_connection_refused_is_unavailable() -> None:
+    """A server that is not there is a retryable BackendUnavailable."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    backend = OpenAIHTTPBackend(f"http://127.0.0.1:{port}/v1", model="mock")
+    await backend.start()
+    try:
+        with pytest.raises(BackendUnavailable) as info:
+            await backend.complete(chat(), soon())
+        assert info.value.retryable
+        health = await backend.health(5.0)
+        assert not health.healthy
+    finally:
+        await backend.aclose()
+
+
+async def test_deadline_fires_while_waiting(
+    mock: MockOpenAIServer, backend: OpenAIHTTPBackend
+) -> None:
+    """A slow answer raises DeadlineExceeded naming the deadline's stage."""
+    mock.ttft = 3600.0
+    with pytest.raises(DeadlineExceeded) as info:
+        await backend.complete(chat(), Deadline.after(0.2, "ttft"))
+    assert info.value.stage == "ttft"
+    with pytest.raises(DeadlineExceeded):
+        await collect(backend.stream(chat(stream=True), Deadline.after(0.2, "ttft")))
+
+
+async def test_deadline_fires_mid_stream(
+    mock: MockOpenAIServer, backend: OpenAIHTTPBackend
+) -> None:
+    """A stream that stalls after its first token raises DeadlineExceeded."""
+    mock.itl = 3600.0
+    stream = backend.stream(chat(stream=True), Deadline.after(0.5, "total"))
+    assert (await anext(stream)).deltas
+    with pytest.raises(DeadlineExceeded) as info:
+        await anext(stream)
+    assert info.value.stage == "total"
+
+
+async def test_expired_deadline_sends_nothing(
+    mock: MockOpenAIServer, backend: OpenAIHTTPBackend
+) -> None:
+    """An already expired deadline fails at once without reaching the server."""
+    with pytest.raises(DeadlineExceeded):
+        await backend.complete(chat(), Deadline.after(-1, "total"))
+    assert mock.requests == 0
+
+
+async def test_closing_the_stream_drops_the_upstream_request(
+    mock: MockOpenAIServer, backend: OpenAIHTTPBackend
+) -> None:
+    """Closing the iterator early closes the connection, which the server sees."""
+    mock.itl = 3600.0
+    stream = backend.stream(chat(stream=True), soon())
+    first = await anext(stream)
+    assert first.deltas[0].text
+    await stream.aclose()  # type: ignore[attr-defined]
+    async with asyncio.timeout(30):
+        await mock.wait_for_disconnects(1)
+
+
+async def test_streams_and_answers_reuse_connections(
+    mock: MockOpenAIServer, backend: OpenAIHTTPBackend
+) -> None:
+    """Finished streams and answers return their connection to the pool."""
+    for _ in range(3):
+        await collect(backend.stream(chat(stream=True), soon()))
+        await backend.complete(chat(), soon())
+    assert mock.connections == 1
+
+
+async def test_connection_is_pooled_when_the_body_ends_after_done(
+    odd_server: Callable[[dict[str, Handler]], Awaitable[str]],
+) -> None:
+    """A stream whose HTTP body ends only after [DONE] was read still reuses its connection."""
+    body_may_end = asyncio.Event()
+    client_ports: list[int] = []
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        client_ports.append(request.transport.get_extra_info("peername")[1])  # type: ignore[union-attr]
+        if not (await request.json()).get("stream"):
+            return web.json_response({"choices": [{"index": 0, "text": "x"}]})
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(b'data: {"choices": [{"index": 0, "text": "x"}]}\n\n')
+        await response.write(b"data: [DONE]\n\n")
+        await body_may_end.wait()
+        await response.write_eof()
+        return response
+
+    url = await odd_server({"/v1/completions": answer})
+    # One connection at most: the next request waits for it to be pooled or closed.
+    backend = OpenAIHTTPBackend(url, model="mock", max_connections=1)
+    await backend.start()
+    try:
+        chunks = await collect(backend.stream(completion(stream=True), soon()))
+        assert texts(chunks) == {0: "x"}
+        body_may_end.set()
+        await backend.complete(completion(), soon())
+    finally:
+        await backend.aclose()
+    assert client_ports[0] == client_ports[1]
+
+
+async def test_mid_stream_error_event_raises(
+    mock: MockOpenAIServer, backend: OpenAIHTTPBackend
+) -> None:
+    """An error event after some output raises BackendError after those chunks."""
+    mock.stream_error_after = 2
+    stream = backend.stream(chat(stream=True), soon())
+    assert [(await anext(stream)).deltas[0].index for _ in range(2)] == [0, 0]
+    with pytest.raises(BackendError, match="mid-stream"):
+        await anext(stream)
+
+
+async def test_dropped_connection_mid_stream_is_unavailable(
+    mock: MockOpenAIServer, backend: OpenAIHTTPBackend
+) -> None:
+    """A connection lost before [DONE] raises BackendUnavailable."""
+    mock.drop_after = 2
+    with pytest.raises(BackendUnavailable):
+        await collect(backend.stream(chat(stream=True), soon()))
+
+
+async def test_health_uses_health_route(backend: OpenAIHTTPBackend) -> None:
+    """A server with /health (vLLM, the mock) is healthy when it answers 200."""
+    health = await backend.health(5.0)
+    assert health.healthy, health.detail
+
+
+async def test_health_falls_back_to_models(
+    odd_server: Callable[[dict[str, Handler]], Awaitable[str]],
+) -> None:
+    """Without /health the model list decides, and a missing model is unhealthy."""
+
+    async def models(request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": "other", "object": "model"}]})
+
+    url = await odd_server({"/v1/models": models})
+    for model, healthy in (("other", True), ("mock", False)):
+        backend = OpenAIHTTPBackend(url, model=model)
+        await backend.start()
+        try:
+            assert (await backend.health(5.0)).healthy is healthy
+            assert (await backend.health(5.0)).healthy is healthy  # the learned route
+        finally:
+            await backend.aclose()
+
+
+async def test_health_before_start_and_after_failure_never_raises(
+    odd_server: Callable[[dict[str, Handler]], Awaitable[str]],
+) -> None:
+    """Probes report unhealthy instead of raising: not started, 503, or garbage."""
+
+    async def unavailable(request: web.Request) -> web.Response:
+        return web.Response(status=503)
+
+    async def garbage(request: web.Request) -> web.Response:
+        return web.Response(status=200, body=b"<html>")
+
+    url = await odd_server({"/health": unavailable})
+    backend = OpenAIHTTPBackend(url, model="mock")
+    assert not (await backend.health(5.0)).healthy
+    await backend.start()
+    try:
+        health = await backend.health(5.0)
+        assert not health.healthy and "503" in health.detail
+    finally:
+        await backend.aclose()
+    url = await odd_server({"/v1/models": garbage})
+    backend = OpenAIHTTPBackend(url, model="mock")
+    await backend.start()
+    try:
+        assert not (await backend.health(5.0)).healthy
+    finally:
+        await backend.aclose()
+
+
+async def test_malformed_answers_are_backend_errors(
+    odd_server: Callable[[dict[str, Handler]], Awaitable[str]],
+) -> None:
+    """Unparseable JSON or SSE from upstream raises BackendError, not a crash."""
+
+    async def garbage(request: web.Request) -> web.StreamResponse:
+        if (await request.json()).get("stream"):
+            response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await response.prepare(request)
+            await response.write(b"data: {not json\n\n")
+            return response
+        return web.Response(body=b'{"choices": "nope"}', content_type="application/json")
+
+    url = await odd_server({"/v1/chat/completions": garbage})
+    backend = OpenAIHTTPBackend(url, model="mock")
+    await backend.start()
+    try:
+        with pytest.raises(BackendError, match="malformed"):
+            await backend.complete(chat(), soon())
+        with pytest.raises(BackendError, match="malformed"):
+            await collect(backend.stream(chat(stream=True), soon()))
+    finally:
+        await backend.aclose()
+
+
+async def test_fastapi_422_names_the_parameter(
+    odd_server: Callable[[dict[str, Handler]], Awaitable[str]],
+) -> None:
+    """A FastAPI validation error (vLLM's 422) becomes BackendRejected with its location."""
+
+    async def invalid(request: web.Request) -> web.Response:
+        detail = [{"loc": ["body", "temperature"], "msg": "too hot", "type": "value_error"}]
+        return web.json_response({"detail": detail}, status=422)
+
+    url = await odd_server({"/v1/chat/completions": invalid})
+    backend = OpenAIHTTPBackend(url, model="mock")
+    await backend.start()
+    try:
+        with pytest.raises(BackendRejected) as info:
+            await backend.complete(chat(), soon())
+    finally:
+        await backend.aclose()
+    assert info.value.param == "temperature"
+    assert "too hot" in info.value.message
+
+
+async def test_not_started_backend_is_unavailable() -> None:
+    """Calls before start() fail as unavailable rather than crashing."""
+    backend = OpenAIHTTPBackend("http://127.0.0.1:9/v1", model="mock")
+    with pytest.raises(BackendUnavailable):
+        await backend.complete(chat(), soon())
