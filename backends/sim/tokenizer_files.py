@@ -6,6 +6,7 @@ which is exactly what incremental detokenization must get right.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -28,16 +29,102 @@ CHAT_TEMPLATE = (
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
 )
 
-WORDS = (
-    "the quick brown fox jumps over lazy dog gateway latency token stream cache budget "
-    "model replica backend request answer question deadline vector semantic exact "
-    "hello world again please thanks refund policy order days old new enable disable "
-    "open close ascending descending first second third number value kernel tensor "
-    "parallel streaming python rust cluster node pod queue shed admit route retry "
-    "你好 世界 模型 缓存 延迟 请求 回答 数据 服务 网关 東京 大阪 こんにちは ありがとう "
-    "안녕하세요 감사합니다 Привет мир café naïve über straße façade jalapeño "
-    "🙂 🚀 🔥 👍🏽 👨‍👩‍👧 🇯🇵 ✅ 🧠 ☕ 🎉"
-).split()
+WORDS = [
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "jumps",
+    "over",
+    "lazy",
+    "dog",
+    "gateway",
+    "latency",
+    "token",
+    "stream",
+    "cache",
+    "budget",
+    "model",
+    "replica",
+    "backend",
+    "request",
+    "answer",
+    "question",
+    "deadline",
+    "vector",
+    "semantic",
+    "exact",
+    "hello",
+    "world",
+    "again",
+    "please",
+    "thanks",
+    "refund",
+    "policy",
+    "order",
+    "days",
+    "old",
+    "new",
+    "enable",
+    "disable",
+    "open",
+    "close",
+    "ascending",
+    "descending",
+    "first",
+    "second",
+    "third",
+    "number",
+    "value",
+    "kernel",
+    "tensor",
+    "parallel",
+    "streaming",
+    "python",
+    "rust",
+    "cluster",
+    "node",
+    "pod",
+    "queue",
+    "shed",
+    "admit",
+    "route",
+    "retry",
+    "你好",
+    "世界",
+    "模型",
+    "缓存",
+    "延迟",
+    "请求",
+    "回答",
+    "数据",
+    "服务",
+    "网关",
+    "東京",
+    "大阪",
+    "こんにちは",
+    "ありがとう",
+    "안녕하세요",
+    "감사합니다",
+    "Привет",
+    "мир",
+    "café",
+    "naïve",
+    "über",
+    "straße",
+    "façade",
+    "jalapeño",
+    "🙂",
+    "🚀",
+    "🔥",
+    "👍🏽",
+    "👨\u200d👩\u200d👧",
+    "🇯🇵",
+    "✅",
+    "🧠",
+    "☕",
+    "🎉",
+]
 
 
 def _corpus() -> list[str]:
@@ -113,9 +200,7 @@ def tokenizer_dir(cache_root: Path | None = None) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=root))
     write_tokenizer_dir(staging)
-    try:
+    # Another process may have won the race; its directory is identical.
+    with contextlib.suppress(OSError):
         staging.rename(target)
-    except OSError:
-        # Another process won the race; its directory is identical.
-        pass
     return target
