@@ -20,7 +20,7 @@ from backends.types import (
     Embeddings,
     StreamChunk,
 )
-from backends.vllm_grpc.decoding import ResponseDecoder
+from backends.vllm_grpc.decoding import DecodeOptions, ResponseDecoder
 from backends.vllm_grpc.errors import map_rpc_error
 from backends.vllm_grpc.logprobs import TokenTexts
 from backends.vllm_grpc.pool import ChannelPool
@@ -114,23 +114,28 @@ class VllmGrpcBackend:
             return await asyncio.to_thread(prepare, request, bundle, facts, request.request_id)
         return prepare(request, bundle, facts, request.request_id)
 
-    def _decoder(self, request: GenerationRequest, echo: str) -> ResponseDecoder:
+    def _decoder(self, request: GenerationRequest, prepared: PreparedPrompt) -> ResponseDecoder:
         bundle, _, token_texts = self._ready()
         body = request.body
+        options = DecodeOptions(
+            skip_special_tokens=body.skip_special_tokens,
+            spaces_between_special_tokens=body.spaces_between_special_tokens,
+            prompt_ids=prepared.prompt_ids,
+        )
         return ResponseDecoder(
             bundle,
             request.endpoint,
             n=body.n,
             stops=body.stop_list,
             include_stop_str=body.include_stop_str_in_output,
-            skip_special_tokens=body.skip_special_tokens,
-            echo=echo,
+            options=options,
+            echo=prepared.echo_text,
             token_text=token_texts,
         )
 
     async def complete(self, request: GenerationRequest, deadline: Deadline) -> Completion:
         prepared = await self._prepare(request)
-        decoder = self._decoder(request, prepared.echo_text)
+        decoder = self._decoder(request, prepared)
         call = self._stub().Generate(
             prepared.message, timeout=deadline.remaining(), metadata=_metadata(request)
         )
@@ -160,7 +165,7 @@ class VllmGrpcBackend:
         self, request: GenerationRequest, deadline: Deadline
     ) -> AsyncIterator[StreamChunk]:
         prepared = await self._prepare(request)
-        decoder = self._decoder(request, prepared.echo_text)
+        decoder = self._decoder(request, prepared)
         call = self._stub().Generate(
             prepared.message, timeout=deadline.remaining(), metadata=_metadata(request)
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from backends.types import ChoiceDelta, Endpoint, Usage
@@ -9,6 +11,15 @@ from backends.vllm_grpc.detokenizer import IncrementalDetokenizer
 from backends.vllm_grpc.logprobs import TokenTexts, format_logprobs
 from backends.vllm_grpc.stop_checker import StopChecker
 from backends.vllm_grpc.tokenizer_store import TokenizerBundle
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeOptions:
+    """How token ids become text, as the request asked."""
+
+    skip_special_tokens: bool
+    spaces_between_special_tokens: bool
+    prompt_ids: Sequence[int]
 
 
 class ChoiceDecoder:
@@ -33,13 +44,19 @@ class ChoiceDecoder:
         endpoint: Endpoint,
         stops: list[str],
         include_stop_str: bool,
-        skip_special_tokens: bool,
+        options: DecodeOptions,
         token_text: TokenTexts,
         echo: str,
     ) -> None:
         self.index = index
         self._endpoint = endpoint
-        self._detok = IncrementalDetokenizer(bundle.tokenizer, skip_special_tokens)
+        self._detok = IncrementalDetokenizer(
+            bundle.tokenizer,
+            options.skip_special_tokens,
+            spaces_between_special_tokens=options.spaces_between_special_tokens,
+            prompt_ids=options.prompt_ids,
+            added_tokens=bundle.added_tokens,
+        )
         self._stop = StopChecker(stops, include_stop_str) if stops else None
         self._stopped = False
         self._token_text = token_text
@@ -63,8 +80,12 @@ class ChoiceDecoder:
         )
 
     def finish(self, finish_reason: str) -> ChoiceDelta:
-        """The last delta: whatever text was held back, and why the choice ended."""
-        text = self._apply_stop(self._detok.flush())
+        """The last delta: whatever text was held back, and why the choice ended.
+
+        Like vLLM, bytes of an incomplete character at the very end are dropped rather than
+        shown as U+FFFD.
+        """
+        text = self._apply_stop(self._detok.flush().rstrip("\ufffd"))
         if self._stop is not None and not self._stopped:
             text += self._stop.finish()
         return ChoiceDelta(self.index, self._take_echo() + text, finish_reason)
@@ -95,14 +116,12 @@ class ResponseDecoder:
         n: int,
         stops: list[str],
         include_stop_str: bool,
-        skip_special_tokens: bool,
+        options: DecodeOptions,
         echo: str,
         token_text: TokenTexts,
     ) -> None:
         self.choices = [
-            ChoiceDecoder(
-                i, bundle, endpoint, stops, include_stop_str, skip_special_tokens, token_text, echo
-            )
+            ChoiceDecoder(i, bundle, endpoint, stops, include_stop_str, options, token_text, echo)
             for i in range(n)
         ]
         self.usage = Usage()

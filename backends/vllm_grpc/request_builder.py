@@ -9,7 +9,7 @@ import orjson
 from smg_grpc_proto.generated import vllm_engine_pb2
 
 from backends.base import GenerationRequest
-from backends.vllm_grpc.chat_template import render_chat
+from backends.vllm_grpc.chat_template import render_chat_request
 from backends.vllm_grpc.tokenizer_store import TokenizerBundle
 from gateway.errors import InvalidRequest, UnsupportedParameter
 from gateway.protocol import ChatCompletionRequest, CompletionRequest
@@ -29,7 +29,7 @@ class PreparedPrompt:
     """The request to send plus what decoding the answer needs."""
 
     message: Any  # vllm_engine_pb2.GenerateRequest
-    prompt_tokens: int
+    prompt_ids: list[int]
     echo_text: str
 
 
@@ -44,7 +44,7 @@ def prepare(
     echo_text = ""
     if isinstance(body, ChatCompletionRequest):
         _reject_unsupported_chat(body)
-        text = render_chat(bundle, body)
+        text = render_chat_request(bundle, body)
         ids = bundle.encode(text, add_special_tokens=False)
         param = "messages"
     else:
@@ -85,7 +85,7 @@ def prepare(
         sampling_params=_sampling(body, max_tokens, facts),
         stream=body.stream,
     )
-    return PreparedPrompt(message, len(ids), echo_text)
+    return PreparedPrompt(message, ids, echo_text)
 
 
 def _reject_unsupported_chat(body: ChatCompletionRequest) -> None:
