@@ -80,15 +80,19 @@ async def _start_embedded_sim(settings: Settings, stack: contextlib.AsyncExitSta
     return replace(settings, models=(model,))
 
 
-def _error_response(exc: GatewayError) -> Response:
+def _error_response(exc: GatewayError, request: Request | None = None) -> Response:
+    headers = exc.headers()
+    request_id = getattr(request.state, "request_id", None) if request is not None else None
+    if request_id is not None:
+        headers["x-request-id"] = request_id
     return Response(
-        exc.to_json(), status_code=exc.status, media_type="application/json", headers=exc.headers()
+        exc.to_json(), status_code=exc.status, media_type="application/json", headers=headers
     )
 
 
 async def _gateway_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, GatewayError)
-    return _error_response(exc)
+    return _error_response(exc, request)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -103,4 +107,4 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 async def _unexpected_error(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error on %s", request.url.path, exc_info=exc)
-    return _error_response(GatewayError("The gateway failed unexpectedly."))
+    return _error_response(GatewayError("The gateway failed unexpectedly."), request)

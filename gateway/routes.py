@@ -41,19 +41,29 @@ def _pipeline(request: Request) -> Pipeline:
     return pipeline
 
 
+def _request_id(request: Request) -> str:
+    """A fresh id, kept in request state so error responses carry it too."""
+    request_id = new_request_id()
+    request.state.request_id = request_id
+    return request_id
+
+
 async def chat_completions(request: Request) -> Response:
+    request_id = _request_id(request)
     raw = await read_json_body(request, request.state.max_body_bytes)
-    return await _pipeline(request).generate("chat", raw, request.headers, new_request_id())
+    return await _pipeline(request).generate("chat", raw, request.headers, request_id)
 
 
 async def completions(request: Request) -> Response:
+    request_id = _request_id(request)
     raw = await read_json_body(request, request.state.max_body_bytes)
-    return await _pipeline(request).generate("completion", raw, request.headers, new_request_id())
+    return await _pipeline(request).generate("completion", raw, request.headers, request_id)
 
 
 async def embeddings(request: Request) -> Response:
+    request_id = _request_id(request)
     raw = await read_json_body(request, request.state.max_body_bytes)
-    return await _pipeline(request).embed(raw, request.headers, new_request_id())
+    return await _pipeline(request).embed(raw, request.headers, request_id)
 
 
 async def list_models(request: Request) -> Response:
