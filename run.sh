@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Sets up a virtualenv with everything the project needs, then runs the gateway or the tests.
+#   ./run.sh serve   the gateway on embedded defaults (built-in vLLM stand-in, no GPU)
+#   ./run.sh test    lint, type-check and the whole test suite
+set -euo pipefail
+cd "$(dirname "$0")"
+
+VENV=.venv
+PYTHON=${PYTHON:-python3}
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    echo "run.sh: need root to run: $*" >&2; exit 1; fi
+}
+
+ensure_python() {
+  if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    echo "run.sh: Python 3.11+ is required (found: $("$PYTHON" --version 2>&1 || echo none))" >&2
+    exit 1
+  fi
+  if ! "$PYTHON" -c 'import venv, ensurepip' 2>/dev/null; then
+    echo "run.sh: installing python3-venv" >&2
+    as_root apt-get update -qq
+    as_root apt-get install -y -qq python3-venv >/dev/null
+  fi
+}
+
+ensure_venv() {
+  ensure_python
+  [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+  local stamp
+  stamp="$VENV/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)-$1"
+  if [ ! -f "$stamp" ]; then
+    "$VENV/bin/python" -m pip install -q --upgrade pip
+    "$VENV/bin/python" -m pip install -q -e ".[$1]"
+    touch "$stamp"
+  fi
+}
+
+case "${1:-}" in
+  serve)
+    ensure_venv bench
+    exec "$VENV/bin/gateway" serve
+    ;;
+  test)
+    ensure_venv dev,bench
+    export PATH="$PWD/$VENV/bin:$PATH"
+    echo "== ruff" && ruff check . && ruff format --check .
+    echo "== mypy" && mypy
+    echo "== pytest" && exec pytest -q -p no:cacheprovider "${@:2}"
+    ;;
+  *)
+    echo "usage: ./run.sh serve | test [pytest args]" >&2
+    exit 2
+    ;;
+esac
