@@ -16,12 +16,15 @@ from starlette.responses import Response
 from backends.factory import build_replicas
 from backends.fleet import Fleet
 from backends.replica import Replica
+from cache.factory import build_cache_layer
 from gateway.errors import GatewayError, MethodNotAllowed, RouteNotFound
 from gateway.pipeline import Pipeline
 from gateway.routes import ROUTES
 from gateway.settings import ModelSpec, ReplicaSpec, Settings
 
 log = logging.getLogger("gateway")
+
+_WRITEBACK_DRAIN_S = 5.0
 
 
 def create_app(settings: Settings, replicas: Sequence[Replica] | None = None) -> Starlette:
@@ -41,10 +44,13 @@ def create_app(settings: Settings, replicas: Sequence[Replica] | None = None) ->
             )
             await fleet.start()
             stack.push_async_callback(fleet.aclose)
+            cache = await build_cache_layer(effective.cache)
+            stack.push_async_callback(cache.aclose, _WRITEBACK_DRAIN_S)
             log.info("serving models: %s", ", ".join(fleet.models))
             yield {
                 "fleet": fleet,
-                "pipeline": Pipeline(effective, fleet),
+                "cache": cache,
+                "pipeline": Pipeline(effective, fleet, cache),
                 "max_body_bytes": effective.max_body_bytes,
             }
 

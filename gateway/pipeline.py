@@ -1,36 +1,27 @@
-"""Orders the stages of a request: deadline, backend call (peeking the first chunk), render."""
+"""Orders the stages of a generation request: parse, cache, backend (peeking the first
+chunk), render, write-back."""
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import logging
 import os
-import struct
 import time
 from collections.abc import AsyncIterator, Mapping
 
-import orjson
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
-from backends.base import EmbeddingCall, GenerationRequest
+from backends.base import GenerationRequest
 from backends.fleet import Fleet
-from backends.types import Endpoint, StreamChunk
+from backends.types import Completion, Endpoint, StreamChunk
 from budgets.deadline import Deadline
-from gateway.errors import GatewayError
-from gateway.protocol import (
-    ChatCompletionRequest,
-    CompletionRequest,
-    EmbeddingRequest,
-    parse_request,
-)
-from gateway.render import DONE_EVENT, ChunkRenderer, completion_body, error_event
+from cache.coalesce import SingleFlight, StreamFlight
+from cache.entry import CachedAnswer, StreamRecorder
+from cache.layer import CacheLayer, CachePlan
+from gateway.embeddings import embeddings_response
+from gateway.propagation import propagated
+from gateway.protocol import ChatCompletionRequest, CompletionRequest, parse_request
+from gateway.render import ChunkRenderer, completion_body
 from gateway.settings import Settings
-
-log = logging.getLogger("gateway.pipeline")
-
-_PROPAGATED_HEADERS = ("traceparent", "tracestate")
-_SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+from gateway.sse import replay_response, sse_response
 
 
 def new_request_id() -> str:
@@ -40,9 +31,13 @@ def new_request_id() -> str:
 class Pipeline:
     """The request path shared by every generation endpoint."""
 
-    def __init__(self, settings: Settings, fleet: Fleet) -> None:
+    def __init__(self, settings: Settings, fleet: Fleet, cache: CacheLayer) -> None:
         self._settings = settings
         self._fleet = fleet
+        self._cache = cache
+        self._coalesce = settings.cache.coalesce
+        self._flights: SingleFlight[Completion] = SingleFlight()
+        self._stream_flights: StreamFlight[StreamChunk] = StreamFlight()
 
     async def generate(
         self, endpoint: Endpoint, raw: bytes, headers: Mapping[str, str], request_id: str
@@ -59,94 +54,102 @@ class Pipeline:
             body=body,
             raw=raw,
             request_id=request_id,
-            headers=_propagated(headers),
+            headers=propagated(headers),
         )
-        response_id = ("chatcmpl-" if endpoint == "chat" else "cmpl-") + request_id
-        created = int(time.time())
+        plan = self._cache.plan(body, headers)
+        cached = await self._cache.lookup(plan)
+        response_headers = {"x-request-id": request_id, "x-cache": plan.status}
+        if cached is not None:
+            response_headers["age"] = str(cached.age(time.time()))
+            return self._cached_response(request, cached, response_headers)
         if not body.stream:
-            completion = await self._fleet.complete(request, deadline)
+            completion = await self._complete(request, deadline, plan)
             return Response(
-                completion_body(
-                    endpoint,
-                    completion,
-                    response_id=response_id,
-                    created=created,
-                    model=body.model,
-                    fingerprint=self._settings.system_fingerprint,
-                ),
+                self._body(request, completion),
                 media_type="application/json",
-                headers={"x-request-id": request_id},
+                headers=response_headers,
             )
-        first_chunk_deadline = deadline.child(self._settings.budget_ttft_s, "ttft")
-        stream = await self._fleet.open_stream(request, deadline, first_chunk_deadline)
-        renderer = ChunkRenderer(
-            endpoint,
-            response_id=response_id,
-            created=created,
-            model=body.model,
-            fingerprint=self._settings.system_fingerprint,
-            include_usage=body.include_usage,
-        )
-        return StreamingResponse(
-            _sse(stream, renderer, request_id),
-            media_type="text/event-stream",
-            headers={**_SSE_HEADERS, "x-request-id": request_id},
-        )
+        stream = await self._open_stream(request, deadline, plan)
+        return sse_response(stream, self._renderer(request), response_headers)
 
     async def embed(self, raw: bytes, headers: Mapping[str, str], request_id: str) -> Response:
         deadline = Deadline.after(self._settings.budget_total_s, "total")
-        body = parse_request(raw, EmbeddingRequest)
-        self._fleet.replicas(body.model)
-        call = EmbeddingCall(
-            body=body, raw=raw, request_id=request_id, headers=_propagated(headers)
-        )
-        result = await self._fleet.embed(call, deadline)
-        encode = _base64_floats if body.encoding_format == "base64" else None
-        data = [
-            {"object": "embedding", "index": i, "embedding": encode(v) if encode else v}
-            for i, v in enumerate(result.vectors)
-        ]
-        payload = {
-            "object": "list",
-            "data": data,
-            "model": body.model,
-            "usage": {"prompt_tokens": result.prompt_tokens, "total_tokens": result.prompt_tokens},
-        }
+        return await embeddings_response(self._fleet, raw, headers, request_id, deadline)
+
+    async def _complete(
+        self, request: GenerationRequest, deadline: Deadline, plan: CachePlan
+    ) -> Completion:
+        async def call() -> Completion:
+            completion = await self._fleet.complete(request, deadline)
+            self._cache.remember(plan, completion)
+            return completion
+
+        if plan.key is None or not self._coalesce:
+            return await call()
+        return await self._flights.do(f"{plan.tenant}:{plan.key}", call)
+
+    async def _open_stream(
+        self, request: GenerationRequest, deadline: Deadline, plan: CachePlan
+    ) -> AsyncIterator[StreamChunk]:
+        first_chunk_deadline = deadline.child(self._settings.budget_ttft_s, "ttft")
+
+        async def start() -> AsyncIterator[StreamChunk]:
+            stream = await self._fleet.open_stream(request, deadline, first_chunk_deadline)
+            if not plan.write and plan.shadow is None:
+                return stream
+            return _recorded(stream, self._cache, plan)
+
+        if plan.key is None or not self._coalesce:
+            return await start()
+        return await self._stream_flights.open(f"{plan.tenant}:{plan.key}", start)
+
+    def _cached_response(
+        self, request: GenerationRequest, cached: CachedAnswer, headers: dict[str, str]
+    ) -> Response:
+        if request.body.stream:
+            return replay_response(cached.replay(), self._renderer(request), headers)
         return Response(
-            orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY),
-            media_type="application/json",
-            headers={"x-request-id": request_id},
+            self._body(request, cached.completion), media_type="application/json", headers=headers
+        )
+
+    def _response_id(self, request: GenerationRequest) -> str:
+        prefix = "chatcmpl-" if request.endpoint == "chat" else "cmpl-"
+        return prefix + request.request_id
+
+    def _body(self, request: GenerationRequest, completion: Completion) -> bytes:
+        return completion_body(
+            request.endpoint,
+            completion,
+            response_id=self._response_id(request),
+            created=int(time.time()),
+            model=request.body.model,
+            fingerprint=self._settings.system_fingerprint,
+        )
+
+    def _renderer(self, request: GenerationRequest) -> ChunkRenderer:
+        return ChunkRenderer(
+            request.endpoint,
+            response_id=self._response_id(request),
+            created=int(time.time()),
+            model=request.body.model,
+            fingerprint=self._settings.system_fingerprint,
+            include_usage=request.body.include_usage,
         )
 
 
-def _base64_floats(vector: list[float]) -> str:
-    """OpenAI's base64 encoding: little-endian float32 values."""
-    return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
-
-
-def _propagated(headers: Mapping[str, str]) -> dict[str, str]:
-    return {name: headers[name] for name in _PROPAGATED_HEADERS if name in headers}
-
-
-async def _sse(
-    stream: AsyncIterator[StreamChunk], renderer: ChunkRenderer, request_id: str
-) -> AsyncIterator[bytes]:
-    """SSE events of an already-started stream; a later failure becomes an error event."""
+async def _recorded(
+    stream: AsyncIterator[StreamChunk], cache: CacheLayer, plan: CachePlan
+) -> AsyncIterator[StreamChunk]:
+    """Pass the stream through; once it ended complete and successful, remember it."""
+    recorder = StreamRecorder()
     try:
         async for chunk in stream:
-            event = renderer.render(chunk)
-            if event:
-                yield event
-    except GatewayError as exc:
-        log.warning("stream %s failed after the first byte: %s", request_id, exc)
-        yield error_event(exc.to_json())
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:
-        log.exception("stream %s failed after the first byte", request_id)
-        yield error_event(GatewayError(f"Internal error: {type(exc).__name__}").to_json())
+            recorder.add(chunk)
+            yield chunk
     finally:
         aclose = getattr(stream, "aclose", None)
         if aclose is not None:
             await aclose()
-    yield DONE_EVENT
+    completion = recorder.completion()
+    if completion is not None:
+        cache.remember(plan, completion)

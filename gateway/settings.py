@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gateway.cache_settings import CacheSettings
+from gateway.env import SettingsError, env_choice, env_float, env_int, env_map, env_ms
 
-class SettingsError(ValueError):
-    """A configuration value is invalid; the message names the variable."""
+__all__ = ["ModelSpec", "ReplicaSpec", "Settings", "SettingsError"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +52,7 @@ class Settings:
     budget_ttft_s: float = 60.0
     retry_attempts: int = 1
     system_fingerprint: str = "fp_llm_gateway"
+    cache: CacheSettings = field(default_factory=CacheSettings)
 
     @property
     def embedded_sim(self) -> bool:
@@ -63,38 +65,43 @@ class Settings:
         defaults = cls()
         settings = cls(
             host=env.get("GATEWAY_HOST", defaults.host),
-            port=_int(env, "GATEWAY_PORT", defaults.port, low=0, high=65535),
-            workers=_int(env, "GATEWAY_WORKERS", defaults.workers, low=1, high=256),
-            log_level=_choice(
+            port=env_int(env, "GATEWAY_PORT", defaults.port, low=0, high=65535),
+            workers=env_int(env, "GATEWAY_WORKERS", defaults.workers, low=1, high=256),
+            log_level=env_choice(
                 env,
                 "GATEWAY_LOG_LEVEL",
                 defaults.log_level,
                 ("critical", "error", "warning", "info", "debug"),
             ),
             models=_parse_backends(env.get("GATEWAY_BACKENDS", "")),
-            max_body_bytes=_int(env, "GATEWAY_MAX_BODY_BYTES", defaults.max_body_bytes, low=1024),
-            grpc_channels=_int(
+            max_body_bytes=env_int(
+                env, "GATEWAY_MAX_BODY_BYTES", defaults.max_body_bytes, low=1024
+            ),
+            grpc_channels=env_int(
                 env, "GATEWAY_GRPC_CHANNELS", defaults.grpc_channels, low=1, high=64
             ),
-            http_connections=_int(
+            http_connections=env_int(
                 env, "GATEWAY_HTTP_CONNECTIONS", defaults.http_connections, low=1, high=100_000
             ),
-            tokenizer_dirs=_parse_tokenizer_dirs(env.get("GATEWAY_TOKENIZER_DIRS", "")),
+            tokenizer_dirs={
+                model: Path(d) for model, d in env_map(env, "GATEWAY_TOKENIZER_DIRS").items()
+            },
             tokenizer_cache_dir=Path(
                 env.get("GATEWAY_TOKENIZER_CACHE_DIR", str(defaults.tokenizer_cache_dir))
             ),
-            health_interval_s=_float(
+            health_interval_s=env_float(
                 env, "GATEWAY_HEALTH_INTERVAL_S", defaults.health_interval_s, low=0.05
             ),
-            health_timeout_s=_float(
+            health_timeout_s=env_float(
                 env, "GATEWAY_HEALTH_TIMEOUT_S", defaults.health_timeout_s, low=0.01
             ),
-            budget_total_s=_ms(env, "GATEWAY_BUDGET_TOTAL_MS", defaults.budget_total_s),
-            budget_ttft_s=_ms(env, "GATEWAY_BUDGET_TTFT_MS", defaults.budget_ttft_s),
-            retry_attempts=_int(
+            budget_total_s=env_ms(env, "GATEWAY_BUDGET_TOTAL_MS", defaults.budget_total_s),
+            budget_ttft_s=env_ms(env, "GATEWAY_BUDGET_TTFT_MS", defaults.budget_ttft_s),
+            retry_attempts=env_int(
                 env, "GATEWAY_RETRY_ATTEMPTS", defaults.retry_attempts, low=0, high=5
             ),
             system_fingerprint=env.get("GATEWAY_SYSTEM_FINGERPRINT", defaults.system_fingerprint),
+            cache=CacheSettings.from_env(env),
         )
         if settings.budget_ttft_s > settings.budget_total_s:
             raise SettingsError(
@@ -102,43 +109,6 @@ class Settings:
                 f"({settings.budget_ttft_s * 1000:g} > {settings.budget_total_s * 1000:g})"
             )
         return settings
-
-
-def _int(env: Mapping[str, str], name: str, default: int, *, low: int, high: int = 2**62) -> int:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise SettingsError(f"{name} must be an integer, got {raw!r}") from None
-    if not low <= value <= high:
-        raise SettingsError(f"{name} must be between {low} and {high}, got {value}")
-    return value
-
-
-def _float(env: Mapping[str, str], name: str, default: float, *, low: float) -> float:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise SettingsError(f"{name} must be a number, got {raw!r}") from None
-    if not value >= low:
-        raise SettingsError(f"{name} must be at least {low:g}, got {raw!r}")
-    return value
-
-
-def _ms(env: Mapping[str, str], name: str, default_s: float) -> float:
-    return _float(env, name, default_s * 1000, low=1) / 1000
-
-
-def _choice(env: Mapping[str, str], name: str, default: str, options: tuple[str, ...]) -> str:
-    value = env.get(name, default).lower()
-    if value not in options:
-        raise SettingsError(f"{name} must be one of {', '.join(options)}; got {value!r}")
-    return value
 
 
 def _parse_backends(raw: str) -> tuple[ModelSpec, ...]:
@@ -168,14 +138,3 @@ def _parse_backends(raw: str) -> tuple[ModelSpec, ...]:
             raise SettingsError(f"GATEWAY_BACKENDS: model {name!r} has no replica URL")
         models.append(ModelSpec(name, tuple(replicas)))
     return tuple(models)
-
-
-def _parse_tokenizer_dirs(raw: str) -> dict[str, Path]:
-    """Parse `MODEL=DIR[;MODEL=DIR...]`."""
-    dirs: dict[str, Path] = {}
-    for entry in filter(None, (part.strip() for part in raw.split(";"))):
-        name, sep, path = entry.partition("=")
-        if not sep or not name.strip() or not path.strip():
-            raise SettingsError(f"GATEWAY_TOKENIZER_DIRS entry {entry!r} must look like MODEL=DIR")
-        dirs[name.strip()] = Path(path.strip())
-    return dirs

@@ -1,0 +1,124 @@
+"""A cached answer: what is stored, and how it is replayed as a completion or a stream."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from backends.types import Choice, ChoiceDelta, Completion, StreamChunk, Usage
+
+_FORMAT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class CachedAnswer:
+    """A complete, successful answer and when it was produced (wall clock, seconds)."""
+
+    completion: Completion
+    created_at: float
+
+    def age(self, now: float) -> int:
+        return max(0, int(now - self.created_at))
+
+    def to_bytes(self) -> bytes:
+        c = self.completion
+        return orjson.dumps(
+            {
+                "v": _FORMAT,
+                "ts": self.created_at,
+                "fp": c.system_fingerprint,
+                "u": [c.usage.prompt_tokens, c.usage.completion_tokens, c.usage.cached_tokens],
+                "c": [
+                    {
+                        "i": ch.index,
+                        "t": ch.text,
+                        "f": ch.finish_reason,
+                        "l": ch.logprobs,
+                        "x": ch.tool_calls,
+                    }
+                    for ch in c.choices
+                ],
+            }
+        )
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> CachedAnswer | None:
+        """Decode an entry; None for anything malformed or of another format version."""
+        try:
+            data: Any = orjson.loads(raw)
+            if data.get("v") != _FORMAT:
+                return None
+            prompt, completion, cached = data["u"]
+            choices = [Choice(c["i"], c["t"], c["f"], c["l"], c["x"]) for c in data["c"]]
+            usage = Usage(prompt, completion, cached)
+            return cls(Completion(choices, usage, data["fp"]), float(data["ts"]))
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+            return None
+
+    def replay(self) -> list[StreamChunk]:
+        """The answer as stream chunks: each choice's whole text, then its finish reason.
+
+        A hit is not billed as generation: the usage chunk reports the original counts, so
+        clients see the same usage whether the answer came from cache or not.
+        """
+        chunks = [
+            StreamChunk([ChoiceDelta(c.index, c.text, None, c.logprobs, c.tool_calls)])
+            for c in self.completion.choices
+        ]
+        finishes = [ChoiceDelta(c.index, "", c.finish_reason) for c in self.completion.choices]
+        chunks.append(StreamChunk(finishes, self.completion.usage))
+        return chunks
+
+
+class StreamRecorder:
+    """Accumulates a stream's chunks into the answer a cache entry stores."""
+
+    __slots__ = ("_finish", "_logprobs", "_texts", "usage")
+
+    def __init__(self) -> None:
+        self._texts: dict[int, list[str]] = {}
+        self._finish: dict[int, str] = {}
+        self._logprobs: dict[int, list[Any]] = {}
+        self.usage: Usage | None = None
+
+    def add(self, chunk: StreamChunk) -> None:
+        for delta in chunk.deltas:
+            self._texts.setdefault(delta.index, []).append(delta.text)
+            if delta.logprobs is not None:
+                self._logprobs.setdefault(delta.index, []).append(delta.logprobs)
+            if delta.finish_reason is not None:
+                self._finish[delta.index] = delta.finish_reason
+        if chunk.usage is not None:
+            self.usage = chunk.usage
+
+    def completion(self) -> Completion | None:
+        """The whole answer, or None unless every choice finished with stop or length."""
+        if not self._texts or self.usage is None:
+            return None
+        if set(self._finish) != set(self._texts):
+            return None
+        if any(reason not in ("stop", "length") for reason in self._finish.values()):
+            return None
+        choices = [
+            Choice(
+                i, "".join(self._texts[i]), self._finish[i], _merge_logprobs(self._logprobs.get(i))
+            )
+            for i in sorted(self._texts)
+        ]
+        return Completion(choices, self.usage)
+
+
+def _merge_logprobs(parts: list[Any] | None) -> Any:
+    """Concatenate per-delta OpenAI logprobs objects (chat `content` lists or text arrays)."""
+    if not parts:
+        return None
+    first = parts[0]
+    if isinstance(first, dict) and "content" in first:
+        return {"content": [item for part in parts for item in (part.get("content") or [])]}
+    merged: dict[str, list[Any]] = {}
+    for part in parts:
+        for name, values in part.items():
+            merged.setdefault(name, []).extend(values or [])
+    return merged

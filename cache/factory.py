@@ -1,0 +1,70 @@
+"""Builds the caching layer from settings: Redis-backed when a URL is given, in-process
+otherwise. Nothing here needs Redis to be up: the gateway starts without it."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import redis.asyncio as aioredis
+
+from cache.breaker import CircuitBreaker
+from cache.exact import ExactCache
+from cache.layer import CacheLayer
+from cache.memory_store import MemoryExactStore
+from cache.redis_store import RedisExactStore
+from cache.writeback import WriteBackQueue
+from gateway.cache_settings import CacheSettings
+
+if TYPE_CHECKING:
+    from cache.semantic import SemanticCache
+
+log = logging.getLogger("gateway.cache")
+
+
+def redis_client(url: str, timeout_s: float) -> aioredis.Redis:
+    """A pooled client whose socket operations cannot outlive the cache's own timeout much."""
+    return aioredis.Redis.from_url(
+        url,
+        socket_connect_timeout=max(timeout_s, 0.05),
+        socket_timeout=max(timeout_s * 4, 0.2),
+        health_check_interval=30,
+        max_connections=256,
+    )
+
+
+def breaker_for(settings: CacheSettings, name: str) -> CircuitBreaker:
+    return CircuitBreaker(
+        failure_threshold=settings.breaker_failures,
+        cooldown_s=settings.breaker_cooldown_s,
+        name=name,
+    )
+
+
+async def build_cache_layer(settings: CacheSettings) -> CacheLayer:
+    if settings.redis_url:
+        exact = ExactCache(
+            RedisExactStore(redis_client(settings.redis_url, settings.redis_timeout_s)),
+            breaker_for(settings, "redis-exact"),
+            settings.redis_timeout_s,
+            settings.ttl_s,
+        )
+    else:
+        exact = ExactCache(
+            MemoryExactStore(settings.memory_max_entries),
+            None,
+            settings.redis_timeout_s,
+            settings.ttl_s,
+        )
+    semantic = await _semantic(settings) if settings.semantic != "off" else None
+    writeback = WriteBackQueue(maxsize=settings.writeback_queue)
+    writeback.start()
+    where = "Redis" if settings.redis_url else "in-process"
+    log.info("cache %s (%s), semantic cache %s", settings.mode, where, settings.semantic)
+    return CacheLayer(settings, exact, semantic, writeback)
+
+
+async def _semantic(settings: CacheSettings) -> SemanticCache:
+    from cache.semantic_factory import build_semantic_cache
+
+    return await build_semantic_cache(settings)

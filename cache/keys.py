@@ -1,0 +1,205 @@
+"""Canonical request forms and the cache keys derived from them.
+
+Every request field is either part of the key or deliberately excluded, in the two tables
+below; a test fails when a new field appears in neither, so adding a field forces a decision.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from gateway.protocol import ChatCompletionRequest, ChatMessage, CompletionRequest
+
+# Fields that change the answer: they are in the canonical form, with defaults filled in.
+KEYED_FIELDS = frozenset(
+    {
+        "model", "messages", "prompt", "n", "stop", "max_tokens", "max_completion_tokens",
+        "temperature", "top_p", "seed", "presence_penalty", "frequency_penalty", "logit_bias",
+        "logprobs", "top_logprobs", "response_format", "tools", "tool_choice",
+        "parallel_tool_calls", "top_k", "min_p", "repetition_penalty", "min_tokens",
+        "ignore_eos", "skip_special_tokens", "spaces_between_special_tokens",
+        "include_stop_str_in_output", "stop_token_ids", "chat_template_kwargs",
+        "add_generation_prompt", "continue_final_message", "echo", "best_of", "suffix",
+    }
+)  # fmt: skip
+
+# Fields that do not change the answer, and why.
+EXCLUDED_FIELDS = {
+    "user": "end-user identifier for abuse tracking; the tenant is keyed separately",
+    "stream": "one entry serves streaming and non-streaming requests",
+    "stream_options": "only shapes the stream's framing (usage chunk)",
+    "metadata": "request annotations, not model input",
+    "store": "only false is accepted",
+    "service_tier": "scheduling class, not model input",
+}
+
+_WHITESPACE = re.compile(r"\s+")
+
+
+@dataclass(frozen=True, slots=True)
+class KeyContext:
+    """What besides the body goes into a key."""
+
+    tenant: str
+    model_revision: str = ""
+    prompt_version: str = ""
+    normalize_whitespace: bool = True
+
+
+def tenant_of(authorization: str | None) -> str:
+    """A tenant id from the bearer token: callers with different tokens never share entries."""
+    if not authorization:
+        return "anon"
+    token = authorization.removeprefix("Bearer ").removeprefix("bearer ").strip()
+    return hashlib.sha256(token.encode()).hexdigest()[:32] if token else "anon"
+
+
+def _text(value: str, normalize: bool) -> str:
+    return _WHITESPACE.sub(" ", value).strip() if normalize else value
+
+
+def _content(content: str | list[dict[str, Any]] | None, normalize: bool) -> Any:
+    if content is None or isinstance(content, str):
+        return None if content is None else _text(content, normalize)
+    parts = []
+    for part in content:
+        if part.get("type") == "text" and isinstance(part.get("text"), str):
+            parts.append({"type": "text", "text": _text(part["text"], normalize)})
+        else:
+            parts.append(part)
+    return parts
+
+
+def _message(message: ChatMessage, normalize: bool) -> dict[str, Any]:
+    return {
+        "role": message.role,
+        "content": _content(message.content, normalize),
+        "name": message.name,
+        "tool_calls": message.tool_calls,
+        "tool_call_id": message.tool_call_id,
+        "reasoning_content": message.reasoning_content,
+    }
+
+
+def _sampling(body: ChatCompletionRequest | CompletionRequest) -> dict[str, Any]:
+    """The sampling fields shared by both endpoints, explicit defaults filled in."""
+    top_k = body.top_k if body.top_k is not None and body.top_k > 0 else 0
+    return {
+        "model": body.model,
+        "n": body.n,
+        "stop": sorted(set(body.stop_list)),
+        "max_tokens": body.max_output_tokens,
+        "temperature": 1.0 if body.temperature is None else float(body.temperature),
+        "top_p": 1.0 if body.top_p is None else float(body.top_p),
+        "seed": body.seed,
+        "presence_penalty": float(body.presence_penalty or 0.0),
+        "frequency_penalty": float(body.frequency_penalty or 0.0),
+        "logit_bias": sorted((int(k), float(v)) for k, v in (body.logit_bias or {}).items()),
+        "top_k": top_k,
+        "min_p": float(body.min_p or 0.0),
+        "repetition_penalty": 1.0 if body.repetition_penalty is None else body.repetition_penalty,
+        "min_tokens": body.min_tokens or 0,
+        "ignore_eos": bool(body.ignore_eos),
+        "skip_special_tokens": body.skip_special_tokens,
+        "spaces_between_special_tokens": body.spaces_between_special_tokens,
+        "include_stop_str_in_output": body.include_stop_str_in_output,
+        "stop_token_ids": sorted(set(body.stop_token_ids or [])),
+    }
+
+
+def canonical_chat(body: ChatCompletionRequest, normalize: bool) -> dict[str, Any]:
+    response_format = body.response_format
+    tools = body.tools or []
+    return {
+        "endpoint": "chat",
+        **_sampling(body),
+        "messages": [_message(m, normalize) for m in body.messages],
+        "logprobs": body.logprobs,
+        "top_logprobs": (body.top_logprobs or 0) if body.logprobs else 0,
+        "response_format": (
+            response_format.model_dump(by_alias=True, exclude_none=True)
+            if response_format is not None and response_format.type != "text"
+            else {"type": "text"}
+        ),
+        "tools": tools,
+        "tool_choice": body.tool_choice or ("auto" if tools else "none"),
+        "parallel_tool_calls": True
+        if body.parallel_tool_calls is None
+        else body.parallel_tool_calls,
+        "chat_template_kwargs": body.chat_template_kwargs or {},
+        "add_generation_prompt": body.add_generation_prompt,
+        "continue_final_message": body.continue_final_message,
+    }
+
+
+def canonical_completion(body: CompletionRequest, normalize: bool) -> dict[str, Any]:
+    prompt = body.single_prompt
+    return {
+        "endpoint": "completion",
+        **_sampling(body),
+        "prompt": _text(prompt, normalize) if isinstance(prompt, str) else prompt,
+        "echo": body.echo,
+        "logprobs": body.logprobs,
+        "best_of": body.n,
+        "suffix": None,
+    }
+
+
+def canonical(body: ChatCompletionRequest | CompletionRequest, normalize: bool) -> dict[str, Any]:
+    if isinstance(body, ChatCompletionRequest):
+        return canonical_chat(body, normalize)
+    return canonical_completion(body, normalize)
+
+
+def _digest(document: Any) -> str:
+    return hashlib.blake2b(
+        orjson.dumps(document, option=orjson.OPT_SORT_KEYS), digest_size=20
+    ).hexdigest()
+
+
+def exact_key(body: ChatCompletionRequest | CompletionRequest, context: KeyContext) -> str:
+    """The exact-cache key: every keyed field plus model revision and prompt version.
+
+    The tenant is not hashed in: it is the key's namespace.
+    """
+    return _digest(
+        [
+            canonical(body, context.normalize_whitespace),
+            context.model_revision,
+            context.prompt_version,
+        ]
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticQuery:
+    """The part compared by meaning (the last user message) and the scope that must match."""
+
+    text: str
+    scope: str
+
+
+def semantic_query(
+    body: ChatCompletionRequest | CompletionRequest, context: KeyContext
+) -> SemanticQuery | None:
+    """Split a request for the semantic cache; None when it has no single last user text."""
+    form = canonical(body, normalize=True)
+    if isinstance(body, ChatCompletionRequest):
+        last = form["messages"][-1]
+        if last["role"] != "user" or not isinstance(last["content"], str) or last["name"]:
+            return None
+        text = last["content"]
+        form["messages"] = form["messages"][:-1]
+    else:
+        if not isinstance(form["prompt"], str):
+            return None
+        text = form["prompt"]
+        form["prompt"] = None
+    if not text:
+        return None
+    return SemanticQuery(text, _digest([form, context.model_revision, context.prompt_version]))

@@ -1,0 +1,191 @@
+"""Decides, per request, whether to read and write the caches, and does so fail-open."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from backends.types import Completion
+from cache.control import CacheControl
+from cache.entry import CachedAnswer
+from cache.exact import ExactCache
+from cache.keys import KeyContext, SemanticQuery, exact_key, semantic_query, tenant_of
+from cache.types import CacheUnavailable, Vector
+from cache.writeback import WriteBackQueue
+from gateway.cache_settings import CacheSettings
+from gateway.protocol import ChatCompletionRequest, CompletionRequest
+
+if TYPE_CHECKING:
+    from cache.semantic import SemanticCache, SemanticMatch
+
+log = logging.getLogger("gateway.cache")
+
+CacheStatus = Literal["hit-exact", "hit-semantic", "miss", "bypass", "error"]
+
+
+@dataclass(slots=True)
+class CachePlan:
+    """What the cache decided for one request, and what it needs to write the answer back."""
+
+    status: CacheStatus
+    tenant: str
+    key: str | None = None
+    read: bool = False
+    write: bool = False
+    max_age: int | None = None
+    answer: CachedAnswer | None = None
+    semantic: SemanticQuery | None = None
+    vector: Vector | None = None
+    shadow: asyncio.Task[SemanticMatch | None] | None = None
+
+
+class CacheLayer:
+    """Exact then semantic lookup; background write-back of complete answers."""
+
+    def __init__(
+        self,
+        settings: CacheSettings,
+        exact: ExactCache,
+        semantic: SemanticCache | None,
+        writeback: WriteBackQueue,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._settings = settings
+        self._exact = exact
+        self._semantic = semantic
+        self._writeback = writeback
+        self._clock = clock
+        self._background: set[asyncio.Task[SemanticMatch | None]] = set()
+
+    @property
+    def writeback(self) -> WriteBackQueue:
+        return self._writeback
+
+    @property
+    def semantic(self) -> SemanticCache | None:
+        return self._semantic
+
+    def plan(
+        self, body: ChatCompletionRequest | CompletionRequest, headers: Mapping[str, str]
+    ) -> CachePlan:
+        """Eligibility and key; no I/O."""
+        settings = self._settings
+        tenant = tenant_of(headers.get("authorization"))
+        if settings.mode == "off" or not self._eligible(body):
+            return CachePlan("bypass", tenant)
+        control = CacheControl.parse(headers.get("cache-control"))
+        read = settings.mode in ("on", "read-only") and not control.no_cache
+        write = settings.mode in ("on", "write-only") and not control.no_store
+        if not read and not write:
+            return CachePlan("bypass", tenant)
+        context = KeyContext(
+            tenant=tenant,
+            model_revision=settings.model_revisions.get(body.model, ""),
+            prompt_version=headers.get("x-prompt-version", settings.prompt_version),
+            normalize_whitespace=settings.normalize_whitespace,
+        )
+        semantic = semantic_query(body, context) if self._semantic is not None else None
+        return CachePlan(
+            "miss" if read else "bypass",
+            tenant,
+            key=exact_key(body, context),
+            read=read,
+            write=write,
+            max_age=control.max_age,
+            semantic=semantic,
+        )
+
+    def _eligible(self, body: ChatCompletionRequest | CompletionRequest) -> bool:
+        if body.n != 1:
+            return False
+        if not self._settings.require_reproducible:
+            return True
+        return body.temperature == 0 or body.seed is not None
+
+    async def lookup(self, plan: CachePlan) -> CachedAnswer | None:
+        """Fill `plan` from the caches; a failing cache marks the plan `error`, never raises."""
+        if not plan.read or plan.key is None:
+            return None
+        now = self._clock()
+        try:
+            answer = await self._exact.get(plan.tenant, plan.key)
+        except CacheUnavailable as exc:
+            log.debug("exact cache unavailable: %s", exc)
+            plan.status = "error"
+            answer = None
+        if answer is not None and (plan.max_age is None or answer.age(now) <= plan.max_age):
+            plan.status, plan.answer = "hit-exact", answer
+            return answer
+        if self._semantic is None or plan.semantic is None:
+            return None
+        if self._settings.semantic == "shadow":
+            plan.shadow = asyncio.create_task(self._shadow_lookup(plan, now))
+            self._background.add(plan.shadow)
+            plan.shadow.add_done_callback(self._background.discard)
+            return None
+        try:
+            plan.vector = await self._semantic.embed(plan.semantic.text)
+            match = await self._semantic.lookup(
+                plan.semantic, plan.vector, plan.tenant, plan.max_age, now
+            )
+        except CacheUnavailable as exc:
+            log.debug("semantic cache unavailable: %s", exc)
+            plan.status = "error"
+            return None
+        if match is None:
+            return None
+        plan.status, plan.answer = "hit-semantic", match.answer
+        return match.answer
+
+    async def _shadow_lookup(self, plan: CachePlan, now: float) -> SemanticMatch | None:
+        assert self._semantic is not None and plan.semantic is not None
+        try:
+            plan.vector = await self._semantic.embed(plan.semantic.text)
+            return await self._semantic.lookup(
+                plan.semantic, plan.vector, plan.tenant, plan.max_age, now
+            )
+        except CacheUnavailable:
+            return None
+
+    def remember(self, plan: CachePlan, completion: Completion) -> None:
+        """Queue the write-back of a complete answer; never blocks, never raises."""
+        if plan.shadow is not None:
+            plan.shadow.add_done_callback(lambda task: self._judge_shadow(task, completion))
+        if not plan.write or plan.key is None:
+            return
+        if any(choice.finish_reason not in ("stop", "length") for choice in completion.choices):
+            return
+        answer = CachedAnswer(completion, self._clock())
+        tenant, key = plan.tenant, plan.key
+        self._writeback.submit(lambda: self._exact.put(tenant, key, answer))
+        semantic, query = self._semantic, plan.semantic
+        if semantic is not None and query is not None:
+            vector = plan.vector
+            self._writeback.submit(lambda: semantic.add(query, vector, tenant, answer))
+
+    def _judge_shadow(self, task: asyncio.Task[SemanticMatch | None], truth: Completion) -> None:
+        """Would the shadow match have been right? Compare its text with the real answer."""
+        if task.cancelled() or task.exception() is not None or self._semantic is None:
+            return
+        match = task.result()
+        if match is None:
+            return
+        stats = self._semantic.stats
+        stats.shadow_would_hit += 1
+        served = [c.text for c in match.answer.completion.choices]
+        if served == [c.text for c in truth.choices]:
+            stats.shadow_agreed += 1
+        else:
+            stats.shadow_disagreed += 1
+
+    async def aclose(self, drain_timeout_s: float) -> None:
+        await self._writeback.drain(drain_timeout_s)
+        for task in list(self._background):
+            task.cancel()
+        await self._exact.aclose()
+        if self._semantic is not None:
+            await self._semantic.aclose()

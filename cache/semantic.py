@@ -1,0 +1,124 @@
+"""The semantic cache: embed the last user message, search near entries in the same scope,
+and serve one only if the verifier agrees it asks the same thing."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+
+from cache.breaker import CircuitBreaker
+from cache.entry import CachedAnswer
+from cache.keys import SemanticQuery
+from cache.types import CacheUnavailable, Embedder, Vector, VectorHit, VectorIndex
+from cache.verify import verify
+
+
+@dataclass
+class SemanticStats:
+    """Counters for metrics: what the semantic stage saw and decided."""
+
+    lookups: int = 0
+    candidates: int = 0
+    hits: int = 0
+    rejected: Counter[str] = field(default_factory=Counter)
+    shadow_would_hit: int = 0
+    shadow_agreed: int = 0
+    shadow_disagreed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticMatch:
+    answer: CachedAnswer
+    similarity: float
+    candidate_text: str
+
+
+class SemanticCache:
+    """Near-duplicate lookup over a vector index; `threshold` is a cosine similarity."""
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        index: VectorIndex,
+        *,
+        threshold: float,
+        breaker: CircuitBreaker | None,
+        timeout_s: float,
+        ttl_s: int,
+        candidates: int = 3,
+    ) -> None:
+        self._embedder = embedder
+        self._index = index
+        self.threshold = threshold
+        self._breaker = breaker
+        self._timeout_s = timeout_s
+        self._ttl_s = ttl_s
+        self._k = candidates
+        self.stats = SemanticStats()
+
+    async def embed(self, text: str) -> Vector:
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                return await self._embedder.embed(text)
+        except TimeoutError as exc:
+            raise CacheUnavailable("embedding timed out") from exc
+
+    async def lookup(
+        self, query: SemanticQuery, vector: Vector, tenant: str, max_age: int | None, now: float
+    ) -> SemanticMatch | None:
+        """The best verified entry at or above the threshold, if any."""
+        self.stats.lookups += 1
+        hits = await self._search(vector, tenant, query.scope)
+        for hit in sorted(hits, key=lambda h: h.similarity, reverse=True):
+            if hit.similarity < self.threshold:
+                break
+            self.stats.candidates += 1
+            verdict = verify(query.text, hit.text)
+            if not verdict.ok:
+                self.stats.rejected[verdict.reason or "unknown"] += 1
+                continue
+            answer = CachedAnswer.from_bytes(hit.payload)
+            if answer is None:
+                continue
+            if max_age is not None and answer.age(now) > max_age:
+                self.stats.rejected["age"] += 1
+                continue
+            self.stats.hits += 1
+            return SemanticMatch(answer, hit.similarity, hit.text)
+        return None
+
+    async def _search(self, vector: Vector, tenant: str, scope: str) -> list[VectorHit]:
+        def search() -> Awaitable[list[VectorHit]]:
+            return self._index.search(vector, tenant=tenant, scope=scope, k=self._k)
+
+        if self._breaker is None:
+            return await search()
+        return await self._breaker.call(search, self._timeout_s)
+
+    async def add(
+        self, query: SemanticQuery, vector: Vector | None, tenant: str, answer: CachedAnswer
+    ) -> None:
+        if vector is None:
+            vector = await self.embed(query.text)
+
+        def add() -> Awaitable[None]:
+            return self._index.add(
+                vector,
+                tenant=tenant,
+                scope=query.scope,
+                text=query.text,
+                payload=answer.to_bytes(),
+                created_at=answer.created_at,
+                ttl_s=self._ttl_s,
+            )
+
+        if self._breaker is None:
+            await add()
+        else:
+            await self._breaker.call(add, self._timeout_s)
+
+    async def aclose(self) -> None:
+        await self._index.aclose()
+        await self._embedder.aclose()

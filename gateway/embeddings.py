@@ -1,0 +1,48 @@
+"""The embeddings endpoint's flow: validate, call the fleet, render OpenAI's list shape."""
+
+from __future__ import annotations
+
+import base64
+import struct
+from collections.abc import Mapping
+
+import orjson
+from starlette.responses import Response
+
+from backends.base import EmbeddingCall
+from backends.fleet import Fleet
+from budgets.deadline import Deadline
+from gateway.propagation import propagated
+from gateway.protocol import EmbeddingRequest, parse_request
+
+
+async def embeddings_response(
+    fleet: Fleet,
+    raw: bytes,
+    headers: Mapping[str, str],
+    request_id: str,
+    deadline: Deadline,
+) -> Response:
+    body = parse_request(raw, EmbeddingRequest)
+    fleet.replicas(body.model)
+    call = EmbeddingCall(body=body, raw=raw, request_id=request_id, headers=propagated(headers))
+    result = await fleet.embed(call, deadline)
+    encode = _base64_floats if body.encoding_format == "base64" else None
+    data = [
+        {"object": "embedding", "index": i, "embedding": encode(v) if encode else v}
+        for i, v in enumerate(result.vectors)
+    ]
+    payload = {
+        "object": "list",
+        "data": data,
+        "model": body.model,
+        "usage": {"prompt_tokens": result.prompt_tokens, "total_tokens": result.prompt_tokens},
+    }
+    return Response(
+        orjson.dumps(payload), media_type="application/json", headers={"x-request-id": request_id}
+    )
+
+
+def _base64_floats(vector: list[float]) -> str:
+    """OpenAI's base64 encoding: little-endian float32 values."""
+    return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()

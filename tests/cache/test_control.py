@@ -1,0 +1,17 @@
+"""Cache-Control request directives."""
+
+from __future__ import annotations
+
+from cache.control import CacheControl
+
+
+def test_directives() -> None:
+    """no-cache, no-store and max-age parse, case- and space-insensitively."""
+    control = CacheControl.parse("No-Cache, no-store , max-age=30")
+    assert control == CacheControl(no_cache=True, no_store=True, max_age=30)
+
+
+def test_absent_and_invalid() -> None:
+    """No header means defaults; a malformed max-age is ignored."""
+    assert CacheControl.parse(None) == CacheControl()
+    assert CacheControl.parse("max-age=soon").max_age is None

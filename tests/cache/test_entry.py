@@ -1,0 +1,61 @@
+"""Cached answers: storage format, replay, and recording streams."""
+
+from __future__ import annotations
+
+from backends.types import Choice, ChoiceDelta, Completion, StreamChunk, Usage
+from cache.entry import CachedAnswer, StreamRecorder
+
+
+def _answer() -> CachedAnswer:
+    completion = Completion([Choice(0, "Hello 🙂 world", "stop")], Usage(5, 3, 1), "fp_x")
+    return CachedAnswer(completion, created_at=1000.0)
+
+
+def test_round_trip() -> None:
+    """An entry decodes to exactly what was stored."""
+    answer = _answer()
+    assert CachedAnswer.from_bytes(answer.to_bytes()) == answer
+
+
+def test_malformed_entries_are_misses() -> None:
+    """Garbage or another format version decodes to None, never raises."""
+    for raw in (b"", b"{", b"[]", b'{"v": 99}', b'{"v": 1}'):
+        assert CachedAnswer.from_bytes(raw) is None
+
+
+def test_age() -> None:
+    """Age is whole seconds since the answer was produced, never negative."""
+    answer = _answer()
+    assert answer.age(1010.7) == 10 and answer.age(900.0) == 0
+
+
+def test_replay_then_record_is_identity() -> None:
+    """Replaying an entry as chunks and recording them yields the same completion."""
+    recorder = StreamRecorder()
+    for chunk in _answer().replay():
+        recorder.add(chunk)
+    assert recorder.completion() == Completion(
+        [Choice(0, "Hello 🙂 world", "stop")], Usage(5, 3, 1)
+    )
+
+
+def test_recorder_refuses_incomplete_or_failed_streams() -> None:
+    """Only streams whose choices all ended with stop or length are cacheable."""
+    unfinished = StreamRecorder()
+    unfinished.add(StreamChunk([ChoiceDelta(0, "partial")]))
+    assert unfinished.completion() is None
+    aborted = StreamRecorder()
+    aborted.add(StreamChunk([ChoiceDelta(0, "x", "abort")], Usage(1, 1)))
+    assert aborted.completion() is None
+
+
+def test_recorder_merges_chat_logprobs() -> None:
+    """Per-delta chat logprobs are concatenated in order."""
+    recorder = StreamRecorder()
+    recorder.add(StreamChunk([ChoiceDelta(0, "a", None, {"content": [{"token": "a"}]})]))
+    recorder.add(
+        StreamChunk([ChoiceDelta(0, "b", "stop", {"content": [{"token": "b"}]})], Usage(1, 2))
+    )
+    completion = recorder.completion()
+    assert completion is not None
+    assert completion.choices[0].logprobs == {"content": [{"token": "a"}, {"token": "b"}]}

@@ -1,0 +1,136 @@
+"""Canonical forms and keys: stable where the answer cannot differ, distinct where it can."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cache.keys import (
+    EXCLUDED_FIELDS,
+    KEYED_FIELDS,
+    KeyContext,
+    exact_key,
+    semantic_query,
+    tenant_of,
+)
+from gateway.protocol import ChatCompletionRequest, CompletionRequest, parse_request
+
+CTX = KeyContext(tenant="t")
+
+
+def _chat(**fields: Any) -> ChatCompletionRequest:
+    body = {"model": "m", "messages": [{"role": "user", "content": "hello there"}], **fields}
+    return parse_request(orjson.dumps(body), ChatCompletionRequest)
+
+
+def test_every_request_field_is_keyed_or_excluded() -> None:
+    """A new request field fails this test until it is keyed or deliberately excluded."""
+    fields = set(ChatCompletionRequest.model_fields) | set(CompletionRequest.model_fields)
+    undecided = fields - KEYED_FIELDS - set(EXCLUDED_FIELDS)
+    assert undecided == set()
+    assert KEYED_FIELDS.isdisjoint(EXCLUDED_FIELDS)
+
+
+@given(st.permutations(["model", "messages", "temperature", "seed", "max_tokens"]))
+def test_key_order_is_irrelevant(order: list[str]) -> None:
+    """JSON key order does not change the key."""
+    values: dict[str, Any] = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "x"}],
+        "temperature": 0,
+        "seed": 1,
+        "max_tokens": 5,
+    }
+    reordered = {name: values[name] for name in order}
+    body = parse_request(orjson.dumps(reordered), ChatCompletionRequest)
+    assert exact_key(body, CTX) == exact_key(
+        _chat(temperature=0, seed=1, max_tokens=5, messages=[{"role": "user", "content": "x"}]), CTX
+    )
+
+
+@given(
+    st.text(alphabet=" \t\n", min_size=0, max_size=4),
+    st.text(alphabet=" \t\n", min_size=1, max_size=4),
+)
+def test_whitespace_is_normalized(outer: str, inner: str) -> None:
+    """Leading, trailing and repeated whitespace in message text does not change the key."""
+    messy = _chat(messages=[{"role": "user", "content": f"{outer}hello{inner}there{outer}"}])
+    assert exact_key(messy, CTX) == exact_key(_chat(), CTX)
+
+
+def test_whitespace_normalization_can_be_turned_off() -> None:
+    """With normalization off, whitespace is significant."""
+    raw = KeyContext(tenant="t", normalize_whitespace=False)
+    messy = _chat(messages=[{"role": "user", "content": "hello  there"}])
+    assert exact_key(messy, raw) != exact_key(_chat(), raw)
+
+
+def test_explicit_defaults_equal_omitted() -> None:
+    """Spelling out a default is the same request as leaving it out."""
+    explicit = _chat(
+        n=1, temperature=1, top_p=1, presence_penalty=0, frequency_penalty=0, logit_bias={},
+        stop=[], tools=[], response_format={"type": "text"}, skip_special_tokens=True,
+        top_k=-1, repetition_penalty=1.0, min_tokens=0,
+    )  # fmt: skip
+    assert exact_key(explicit, CTX) == exact_key(_chat(), CTX)
+
+
+def test_excluded_fields_do_not_change_key() -> None:
+    """user, stream, stream_options and metadata are not part of the key."""
+    noisy = _chat(
+        user="u1", stream=True, stream_options={"include_usage": True}, metadata={"a": "b"}
+    )
+    assert exact_key(noisy, CTX) == exact_key(_chat(), CTX)
+
+
+def test_sampling_and_context_change_key() -> None:
+    """Every sampling field, the model revision and the prompt version separate entries."""
+    base = exact_key(_chat(), CTX)
+    variants = [
+        _chat(temperature=0), _chat(seed=3), _chat(max_tokens=9), _chat(stop=["x"]),
+        _chat(top_p=0.5), _chat(logprobs=True), _chat(response_format={"type": "json_object"}),
+        _chat(model="other"),
+    ]  # fmt: skip
+    keys = {exact_key(v, CTX) for v in variants}
+    assert base not in keys and len(keys) == len(variants)
+    assert exact_key(_chat(), KeyContext("t", model_revision="r2")) != base
+    assert exact_key(_chat(), KeyContext("t", prompt_version="v2")) != base
+
+
+def test_stop_order_is_irrelevant() -> None:
+    """Stop sequences are a set."""
+    assert exact_key(_chat(stop=["a", "b"]), CTX) == exact_key(_chat(stop=["b", "a"]), CTX)
+
+
+def test_tenant_from_token() -> None:
+    """Different tokens are different tenants; no token is the anonymous tenant."""
+    assert tenant_of("Bearer a") != tenant_of("Bearer b")
+    assert tenant_of(None) == tenant_of("") == "anon"
+    assert tenant_of("Bearer a") == tenant_of("Bearer a")
+
+
+def test_semantic_scope_ignores_last_user_text_only() -> None:
+    """Only the last user message is compared by meaning; everything else scopes it."""
+    one = semantic_query(_chat(messages=[{"role": "user", "content": "How do I reset it?"}]), CTX)
+    two = semantic_query(_chat(messages=[{"role": "user", "content": "Reset steps?"}]), CTX)
+    system = semantic_query(
+        _chat(
+            messages=[
+                {"role": "system", "content": "S"},
+                {"role": "user", "content": "Reset steps?"},
+            ]
+        ),
+        CTX,
+    )
+    assert one is not None and two is not None and system is not None
+    assert one.scope == two.scope and one.text != two.text
+    assert system.scope != two.scope
+
+
+def test_semantic_needs_a_last_user_text() -> None:
+    """A conversation ending with the assistant has no semantic query."""
+    body = _chat(messages=[{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}])
+    assert semantic_query(body, CTX) is None

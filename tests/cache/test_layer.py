@@ -1,0 +1,140 @@
+"""Per-request cache decisions: hit, miss, bypass, error, and write-back."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import orjson
+import pytest
+
+from backends.types import Choice, Completion, Usage
+from cache.breaker import CircuitBreaker
+from cache.exact import ExactCache
+from cache.layer import CacheLayer
+from cache.memory_store import MemoryExactStore
+from cache.writeback import WriteBackQueue
+from gateway.cache_settings import CacheSettings
+from gateway.protocol import ChatCompletionRequest, parse_request
+
+ANSWER = Completion([Choice(0, "cached answer", "stop")], Usage(3, 2))
+
+
+class DeadStore:
+    """A store whose every call fails like an unreachable Redis."""
+
+    async def get(self, namespace: str, key: str) -> bytes | None:
+        raise ConnectionError("refused")
+
+    async def set(self, namespace: str, key: str, value: bytes, ttl_s: int) -> None:
+        raise ConnectionError("refused")
+
+    async def aclose(self) -> None:
+        pass
+
+
+def _body(**fields: Any) -> ChatCompletionRequest:
+    payload = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0}
+    return parse_request(orjson.dumps({**payload, **fields}), ChatCompletionRequest)
+
+
+def _layer(settings: CacheSettings | None = None, store: Any = None) -> CacheLayer:
+    breaker = CircuitBreaker(failure_threshold=2, cooldown_s=60) if store is not None else None
+    exact = ExactCache(store or MemoryExactStore(100), breaker, timeout_s=1.0, ttl_s=60)
+    writeback = WriteBackQueue(maxsize=10)
+    writeback.start()
+    return CacheLayer(settings or CacheSettings(), exact, None, writeback)
+
+
+async def _write(layer: CacheLayer, headers: dict[str, str], **fields: Any) -> None:
+    plan = layer.plan(_body(**fields), headers)
+    await layer.lookup(plan)
+    layer.remember(plan, ANSWER)
+    await layer.writeback.drain(5)
+
+
+async def test_miss_then_hit() -> None:
+    """A written answer is a hit for the same request."""
+    layer = _layer()
+    await _write(layer, {})
+    plan = layer.plan(_body(), {})
+    assert await layer.lookup(plan) is not None and plan.status == "hit-exact"
+
+
+async def test_non_reproducible_requests_bypass() -> None:
+    """Sampling without seed or temperature 0, or n > 1, is neither read nor written."""
+    layer = _layer()
+    for fields in ({"temperature": 0.7}, {"n": 2}):
+        plan = layer.plan(_body(**fields), {})
+        assert plan.status == "bypass" and not plan.read and not plan.write
+    assert layer.plan(_body(temperature=0.7, seed=4), {}).status == "miss"
+
+
+async def test_no_cache_reads_nothing_but_writes() -> None:
+    """Cache-Control: no-cache skips the read and still writes."""
+    layer = _layer()
+    plan = layer.plan(_body(), {"cache-control": "no-cache"})
+    assert plan.status == "bypass" and plan.write and not plan.read
+
+
+async def test_no_store_does_not_write() -> None:
+    """Cache-Control: no-store leaves the cache unchanged."""
+    layer = _layer()
+    await _write(layer, {"cache-control": "no-store"})
+    plan = layer.plan(_body(), {})
+    assert await layer.lookup(plan) is None and plan.status == "miss"
+
+
+async def test_max_age_refuses_older_entries() -> None:
+    """max-age=N accepts only entries younger than N seconds."""
+    now = [1000.0]
+    layer = _layer()
+    layer._clock = lambda: now[0]
+    await _write(layer, {})
+    now[0] += 30
+    fresh = layer.plan(_body(), {"cache-control": "max-age=60"})
+    stale = layer.plan(_body(), {"cache-control": "max-age=10"})
+    assert await layer.lookup(fresh) is not None
+    assert await layer.lookup(stale) is None and stale.status == "miss"
+
+
+async def test_tenants_do_not_share() -> None:
+    """An answer cached under one bearer token is invisible to another."""
+    layer = _layer()
+    await _write(layer, {"authorization": "Bearer alice"})
+    plan = layer.plan(_body(), {"authorization": "Bearer bob"})
+    assert await layer.lookup(plan) is None
+
+
+async def test_dead_store_is_error_not_exception() -> None:
+    """A failing store yields status error and no answer; writes fail silently."""
+    layer = _layer(store=DeadStore())
+    plan = layer.plan(_body(), {})
+    assert await layer.lookup(plan) is None and plan.status == "error"
+    layer.remember(plan, ANSWER)
+    await layer.writeback.drain(5)
+    assert layer.writeback.failed == 1
+
+
+@pytest.mark.parametrize(
+    ("mode", "read", "write"), [("read-only", True, False), ("write-only", False, True)]
+)
+async def test_modes(mode: str, read: bool, write: bool) -> None:
+    """read-only never writes; write-only never reads."""
+    layer = _layer(replace(CacheSettings(), mode=mode))  # type: ignore[arg-type]
+    plan = layer.plan(_body(), {})
+    assert (plan.read, plan.write) == (read, write)
+
+
+async def test_off_bypasses() -> None:
+    """GATEWAY_CACHE=off bypasses everything."""
+    layer = _layer(replace(CacheSettings(), mode="off"))
+    assert layer.plan(_body(), {}).status == "bypass"
+
+
+async def test_unfinished_answers_are_not_written() -> None:
+    """An answer that did not end with stop or length is not cached."""
+    layer = _layer()
+    plan = layer.plan(_body(), {})
+    layer.remember(plan, Completion([Choice(0, "x", "abort")], Usage(1, 1)))
+    assert layer.writeback.submitted == 0
