@@ -32,6 +32,9 @@ ensure_venv() {
   stamp="$VENV/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)-$1"
   if [ ! -f "$stamp" ]; then
     "$VENV/bin/python" -m pip install -q --upgrade pip
+    case "$1" in
+      *semantic*) "$VENV/bin/python" -m pip install -q "torch==2.13.0" ;;  # CPU build, before anything asks for torch
+    esac
     "$VENV/bin/python" -m pip install -q -e ".[$1]"
     touch "$stamp"
   fi
@@ -43,7 +46,7 @@ case "${1:-}" in
     exec "$VENV/bin/gateway" serve
     ;;
   test)
-    ensure_venv dev,bench
+    ensure_venv dev,bench,semantic
     export PATH="$PWD/$VENV/bin:$PATH"
     echo "== ruff" && ruff check . && ruff format --check .
     echo "== mypy" && mypy

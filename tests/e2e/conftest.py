@@ -1,0 +1,35 @@
+"""A module-wide stack of real processes: two stand-ins, the OpenAI mock, the gateway."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import grpc
+import pytest
+
+from backends.sim.control import ControlClient
+from tests.e2e.stack import Stack, running_stack
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with running_stack(
+        tmp_path_factory.mktemp("e2e"), env={"GATEWAY_BUDGET_TTFT_MS": "3000"}
+    ) as running:
+        yield running
+
+
+@pytest.fixture
+async def sims(stack: Stack) -> AsyncIterator[list[ControlClient]]:
+    """Control clients for every stand-in; their faults and counters are reset afterwards."""
+    channels = [grpc.aio.insecure_channel(f"127.0.0.1:{port}") for port in stack.sim_ports]
+    clients = [ControlClient(channel) for channel in channels]
+    for client in clients:
+        await client.reset()
+    try:
+        yield clients
+    finally:
+        for client in clients:
+            await client.reset()
+        for channel in channels:
+            await channel.close(grace=None)

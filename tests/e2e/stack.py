@@ -1,0 +1,95 @@
+"""Real processes for end-to-end tests: vLLM stand-ins, the OpenAI mock, and the gateway."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.probes import free_port, http_ok, tcp_open
+from bench.processes import ManagedProcess, ProcessGroup, ProcessSpec, python_module
+
+READY_TIMEOUT_S = 90.0
+
+
+@dataclass
+class Stack:
+    """Addresses of a running gateway and the servers behind it."""
+
+    group: ProcessGroup
+    gateway: ManagedProcess
+    gateway_port: int
+    sims: list[ManagedProcess]
+    sim_ports: list[int]
+    mock_port: int | None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.gateway_port}"
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.base_url}/v1"
+
+
+def start_sim(group: ProcessGroup, *args: str) -> tuple[ManagedProcess, int]:
+    port = free_port()
+    process = group.start(
+        ProcessSpec(f"sim-{port}", python_module("gateway.cli", "sim", "--port", str(port), *args))
+    )
+    process.wait_ready(lambda: tcp_open(port), READY_TIMEOUT_S, "gRPC port open")
+    return process, port
+
+
+def start_mock(group: ProcessGroup) -> int:
+    port = free_port()
+    process = group.start(
+        ProcessSpec("mock-openai", python_module("gateway.cli", "mock-openai", "--port", str(port)))
+    )
+    process.wait_ready(lambda: http_ok(port, "/health"), READY_TIMEOUT_S, "/health")
+    return port
+
+
+def start_gateway(
+    group: ProcessGroup, backends: str, env: Mapping[str, str], ready_path: str = "/readyz"
+) -> tuple[ManagedProcess, int]:
+    port = free_port()
+    process = group.start(
+        ProcessSpec(
+            "gateway",
+            python_module("gateway.cli", "serve"),
+            env={
+                "GATEWAY_PORT": str(port),
+                "GATEWAY_BACKENDS": backends,
+                "GATEWAY_LOG_LEVEL": "warning",
+                "GATEWAY_HEALTH_INTERVAL_S": "0.2",
+                **env,
+            },
+        )
+    )
+    process.wait_ready(lambda: http_ok(port, ready_path), READY_TIMEOUT_S, ready_path)
+    return process, port
+
+
+@contextlib.contextmanager
+def running_stack(
+    log_dir: Path,
+    *,
+    sims: int = 2,
+    sim_args: Sequence[str] = (),
+    mock: bool = True,
+    env: Mapping[str, str] | None = None,
+) -> Iterator[Stack]:
+    """Stand-ins serving model `sim`, the mock serving model `mock`, and the gateway."""
+    with ProcessGroup(log_dir) as group:
+        started = [start_sim(group, *sim_args) for _ in range(sims)]
+        backends = "sim=" + ",".join(f"grpc://127.0.0.1:{port}" for _, port in started)
+        mock_port = start_mock(group) if mock else None
+        if mock_port is not None:
+            backends += f";mock=http://127.0.0.1:{mock_port}/v1"
+        gateway_env = {"GATEWAY_TOKENIZER_CACHE_DIR": str(log_dir / "tokenizers"), **(env or {})}
+        gateway, port = start_gateway(group, backends, gateway_env)
+        yield Stack(
+            group, gateway, port, [p for p, _ in started], [port for _, port in started], mock_port
+        )

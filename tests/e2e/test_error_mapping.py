@@ -1,0 +1,153 @@
+"""Every error mapping, observed on a real gateway process in front of real stand-ins."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+
+from backends.sim.control import ControlClient
+from bench.probes import free_port
+from bench.processes import ProcessGroup
+from tests.e2e.stack import Stack, start_gateway
+
+CHAT: dict[str, Any] = {"model": "sim", "messages": [{"role": "user", "content": "hi"}]}
+
+
+async def _post(url: str, body: bytes, content_type: str = "application/json") -> tuple[int, Any]:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(url, data=body, headers={"content-type": content_type}) as response,
+    ):
+        return response.status, orjson.loads(await response.read())
+
+
+async def _stream_events(url: str, payload: dict[str, Any]) -> tuple[int, list[bytes]]:
+    async with aiohttp.ClientSession() as session, session.post(url, json=payload) as response:
+        body = await response.read()
+    return response.status, [e for e in body.split(b"\n\n") if e]
+
+
+async def test_invalid_json_400(stack: Stack) -> None:
+    """Invalid JSON is a 400 invalid_json."""
+    status, body = await _post(f"{stack.api_url}/chat/completions", b'{"model":')
+    assert status == 400 and body["error"]["code"] == "invalid_json"
+
+
+async def test_bad_type_400_names_param(stack: Stack) -> None:
+    """A wrong type is a 400 naming the parameter."""
+    payload = orjson.dumps({**CHAT, "max_tokens": "ten"})
+    status, body = await _post(f"{stack.api_url}/chat/completions", payload)
+    assert status == 400 and body["error"]["param"] == "max_tokens"
+
+
+async def test_unsupported_param_400(stack: Stack) -> None:
+    """A parameter the gRPC backend cannot honour is a 400 naming it."""
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    status, body = await _post(
+        f"{stack.api_url}/chat/completions", orjson.dumps({**CHAT, "tools": tools})
+    )
+    assert status == 400 and body["error"]["param"] == "tools"
+
+
+async def test_context_overflow_400(stack: Stack) -> None:
+    """A request that cannot fit the context is refused before reaching the GPU."""
+    payload = orjson.dumps({**CHAT, "max_tokens": 10_000})
+    status, body = await _post(f"{stack.api_url}/chat/completions", payload)
+    assert status == 400 and body["error"]["param"] == "max_tokens"
+
+
+async def test_unknown_model_404(stack: Stack) -> None:
+    """An unknown model is a 404 model_not_found."""
+    payload = orjson.dumps({**CHAT, "model": "gpt-9"})
+    status, body = await _post(f"{stack.api_url}/chat/completions", payload)
+    assert status == 404 and body["error"]["code"] == "model_not_found"
+
+
+async def test_oversized_body_413(stack: Stack) -> None:
+    """A body over GATEWAY_MAX_BODY_BYTES is a 413."""
+    status, body = await _post(f"{stack.api_url}/chat/completions", b" " * (5 * 1024 * 1024))
+    assert status == 413 and body["error"]["code"] == "payload_too_large"
+
+
+async def test_wrong_content_type_415(stack: Stack) -> None:
+    """A form body is a 415."""
+    status, _body = await _post(
+        f"{stack.api_url}/chat/completions", b"a=b", "application/x-www-form-urlencoded"
+    )
+    assert status == 415
+
+
+async def test_backend_failure_502(stack: Stack, sims: list[ControlClient]) -> None:
+    """When every replica fails, the client gets a 502, streaming or not."""
+    for sim in sims:
+        await sim.configure(error_rate=1.0)
+    status, body = await _post(f"{stack.api_url}/chat/completions", orjson.dumps(CHAT))
+    assert status == 502 and body["error"]["code"] == "backend_error"
+    status, _events = await _stream_events(
+        f"{stack.api_url}/chat/completions", {**CHAT, "stream": True}
+    )
+    assert status == 502
+
+
+async def test_failure_midstream_is_error_event_then_done(
+    stack: Stack, sims: list[ControlClient]
+) -> None:
+    """A stream that dies after its first tokens ends with an error event and [DONE]."""
+    for sim in sims:
+        await sim.configure(die_after_tokens=3)
+    status, events = await _stream_events(
+        f"{stack.api_url}/chat/completions", {**CHAT, "stream": True}
+    )
+    assert status == 200
+    assert events[-1] == b"data: [DONE]"
+    error = orjson.loads(events[-2].removeprefix(b"data: "))
+    assert error["error"]["type"] == "backend_error"
+    assert any(b'"content"' in e for e in events[:-2])
+
+
+async def test_first_token_deadline_504_aborts_backend(
+    stack: Stack, sims: list[ControlClient]
+) -> None:
+    """A backend that never produces a token yields 504 deadline_exceeded naming ttft, and the
+    stand-in sees the request cancelled."""
+    for sim in sims:
+        await sim.configure(hang_rate=1.0)
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            f"{stack.api_url}/chat/completions", json={**CHAT, "stream": True}
+        ) as response,
+    ):
+        body = orjson.loads(await response.read())
+        request_id = response.headers["x-request-id"]
+    assert response.status == 504
+    assert body["error"]["code"] == "deadline_exceeded" and "ttft" in body["error"]["message"]
+    seen = [await sim.stats() for sim in sims]
+    assert any(
+        request_id in s["cancelled_request_ids"] or request_id in s["aborted_request_ids"]
+        for s in seen
+    )
+
+
+async def test_no_healthy_backend_503(tmp_path: Path) -> None:
+    """A model whose only replica is unreachable gets 503 no_healthy_backend."""
+    with ProcessGroup(tmp_path) as group:
+        _, port = start_gateway(
+            group, f"dead=grpc://127.0.0.1:{free_port()}", {}, ready_path="/healthz"
+        )
+        payload = orjson.dumps({**CHAT, "model": "dead"})
+        status, body = await _post(f"http://127.0.0.1:{port}/v1/chat/completions", payload)
+        ready, _ = await _post(f"http://127.0.0.1:{port}/readyz", b"{}")
+    assert status == 503 and body["error"]["code"] == "no_healthy_backend"
+    assert ready == 405
+
+
+@pytest.mark.parametrize("path", ["/readyz", "/healthz"])
+async def test_probes_ok(stack: Stack, path: str) -> None:
+    """Liveness and readiness answer 200 while backends are healthy."""
+    async with aiohttp.ClientSession() as session, session.get(stack.base_url + path) as response:
+        assert response.status == 200

@@ -1,0 +1,153 @@
+"""The official `openai` client, sync and async, through a real gateway process."""
+
+from __future__ import annotations
+
+import openai
+import pytest
+from openai.types.chat import ChatCompletionMessageParam
+
+from backends.sim.generator import SamplingSpec, expected_generation
+from backends.sim.tokenizer_files import tokenizer_dir
+from backends.vllm_grpc.chat_template import render_chat_request
+from backends.vllm_grpc.tokenizer_store import load_tokenizer_bundle
+from gateway.protocol import ChatCompletionRequest
+from tests.e2e.stack import Stack
+
+MESSAGES: list[ChatCompletionMessageParam] = [
+    {"role": "system", "content": "You are terse."},
+    {"role": "user", "content": "Say something with emoji 🙂 and 你好"},
+]
+MODELS = ["sim", "mock"]
+
+
+def _expected_chat_text(seed: int, max_tokens: int | None = None) -> str:
+    """What the stand-in answers for MESSAGES, computed from its own generator."""
+    bundle = load_tokenizer_bundle(tokenizer_dir())
+    body = ChatCompletionRequest.model_validate({"model": "sim", "messages": list(MESSAGES)})
+    prompt_ids = bundle.encode(render_chat_request(bundle, body), add_special_tokens=False)
+    return expected_generation(prompt_ids, SamplingSpec(seed=seed, max_tokens=max_tokens)).text
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_sync_chat(stack: Stack, model: str) -> None:
+    """A sync non-streaming chat completion has content, usage and OpenAI metadata."""
+    client = openai.OpenAI(base_url=stack.api_url, api_key="k")
+    answer = client.chat.completions.create(model=model, messages=MESSAGES, seed=1)
+    assert answer.choices[0].message.content
+    assert answer.choices[0].finish_reason == "stop"
+    assert answer.model == model and answer.id and answer.created and answer.system_fingerprint
+    assert answer.usage is not None and answer.usage.completion_tokens > 0
+
+
+@pytest.mark.parametrize("model", MODELS)
+async def test_async_stream_matches_non_stream(stack: Stack, model: str) -> None:
+    """A streamed answer assembles to exactly the non-streamed one, with usage last."""
+    client = openai.AsyncOpenAI(base_url=stack.api_url, api_key="k")
+    whole = await client.chat.completions.create(model=model, messages=MESSAGES, seed=7)
+    stream = await client.chat.completions.create(
+        model=model,
+        messages=MESSAGES,
+        seed=7,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    text, finish, usage = "", None, None
+    async for chunk in stream:
+        if chunk.usage is not None:
+            usage = chunk.usage
+        for choice in chunk.choices:
+            text += choice.delta.content or ""
+            finish = choice.finish_reason or finish
+    assert text == whole.choices[0].message.content
+    assert finish == whole.choices[0].finish_reason
+    assert usage is not None and whole.usage is not None
+    assert usage.completion_tokens == whole.usage.completion_tokens
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4])
+async def test_utf8_stream_is_exact(stack: Stack, seed: int) -> None:
+    """Streamed text equals the stand-in's own output: multi-byte characters split across
+    tokens arrive whole."""
+    client = openai.AsyncOpenAI(base_url=stack.api_url, api_key="k")
+    stream = await client.chat.completions.create(
+        model="sim",
+        messages=MESSAGES,
+        seed=seed,
+        stream=True,
+    )
+    pieces = [c.choices[0].delta.content or "" async for c in stream if c.choices]
+    expected = _expected_chat_text(seed)
+    assert "".join(pieces) == expected
+    assert any(ord(ch) > 0xFFFF for ch in expected) or any(ord(ch) > 0x2E80 for ch in expected)
+    assert all("\ufffd" not in piece for piece in pieces)
+
+
+def test_max_tokens_gives_length(stack: Stack) -> None:
+    """max_tokens cuts the answer with finish_reason length, matching the stand-in."""
+    client = openai.OpenAI(base_url=stack.api_url, api_key="k")
+    answer = client.chat.completions.create(model="sim", messages=MESSAGES, seed=5, max_tokens=4)
+    assert answer.choices[0].finish_reason == "length"
+    assert answer.usage is not None and answer.usage.completion_tokens == 4
+    assert answer.choices[0].message.content == _expected_chat_text(5, max_tokens=4)
+
+
+@pytest.mark.parametrize("model", MODELS)
+async def test_n_choices_stream_by_index(stack: Stack, model: str) -> None:
+    """With n=2 each choice streams under its own index and both finish."""
+    client = openai.AsyncOpenAI(base_url=stack.api_url, api_key="k")
+    stream = await client.chat.completions.create(
+        model=model,
+        messages=MESSAGES,
+        n=2,
+        seed=3,
+        stream=True,
+    )
+    texts: dict[int, str] = {}
+    finished: set[int] = set()
+    async for chunk in stream:
+        for choice in chunk.choices:
+            texts[choice.index] = texts.get(choice.index, "") + (choice.delta.content or "")
+            if choice.finish_reason:
+                finished.add(choice.index)
+    assert finished == {0, 1} and all(texts.values())
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_text_completion_stream_and_not(stack: Stack, model: str) -> None:
+    """Text completions work streamed and not, and agree."""
+    client = openai.OpenAI(base_url=stack.api_url, api_key="k")
+    whole = client.completions.create(model=model, prompt="Once upon a time", seed=2)
+    streamed = "".join(
+        c.choices[0].text
+        for c in client.completions.create(
+            model=model, prompt="Once upon a time", seed=2, stream=True
+        )
+        if c.choices
+    )
+    assert whole.choices[0].text and streamed == whole.choices[0].text
+
+
+def test_stop_string_is_trimmed(stack: Stack) -> None:
+    """A stop string ends the answer and never appears in it."""
+    client = openai.OpenAI(base_url=stack.api_url, api_key="k")
+    full = client.chat.completions.create(model="sim", messages=MESSAGES, seed=9)
+    content = full.choices[0].message.content or ""
+    stop = content.split(" ")[2]
+    cut = client.chat.completions.create(model="sim", messages=MESSAGES, seed=9, stop=[stop])
+    assert cut.choices[0].message.content == content[: content.index(stop)]
+    assert cut.choices[0].finish_reason == "stop"
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_embeddings(stack: Stack, model: str) -> None:
+    """Embeddings return one vector per input."""
+    client = openai.OpenAI(base_url=stack.api_url, api_key="k")
+    result = client.embeddings.create(model=model, input=["one", "two words"])
+    assert [d.index for d in result.data] == [0, 1]
+    assert len(result.data[0].embedding) > 0
+
+
+def test_models_list(stack: Stack) -> None:
+    """/v1/models lists every configured model."""
+    client = openai.OpenAI(base_url=stack.api_url, api_key="k")
+    assert sorted(m.id for m in client.models.list().data) == ["mock", "sim"]
