@@ -19,7 +19,7 @@ from backends.replica import Replica
 from cache.factory import build_cache_layer
 from gateway.errors import GatewayError, MethodNotAllowed, RouteNotFound
 from gateway.pipeline import Pipeline
-from gateway.routes import ROUTES
+from gateway.routes import REQUEST_ID_SCOPE_KEY, ROUTES
 from gateway.settings import ModelSpec, ReplicaSpec, Settings
 
 log = logging.getLogger("gateway")
@@ -88,7 +88,7 @@ async def _start_embedded_sim(settings: Settings, stack: contextlib.AsyncExitSta
 
 def _error_response(exc: GatewayError, request: Request | None = None) -> Response:
     headers = exc.headers()
-    request_id = getattr(request.state, "request_id", None) if request is not None else None
+    request_id = request.scope.get(REQUEST_ID_SCOPE_KEY) if request is not None else None
     if request_id is not None:
         headers["x-request-id"] = request_id
     return Response(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import base64
 import struct
-from collections.abc import Mapping
 
 import orjson
+from starlette.datastructures import Headers
 from starlette.responses import Response
 
 from backends.base import EmbeddingCall
@@ -19,7 +19,7 @@ from gateway.protocol import EmbeddingRequest, parse_request
 async def embeddings_response(
     fleet: Fleet,
     raw: bytes,
-    headers: Mapping[str, str],
+    headers: Headers,
     request_id: str,
     deadline: Deadline,
 ) -> Response:

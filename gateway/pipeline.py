@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 
+from starlette.datastructures import Headers
 from starlette.responses import Response
 
 from backends.base import GenerationRequest
@@ -40,7 +41,7 @@ class Pipeline:
         self._stream_flights: StreamFlight[StreamChunk] = StreamFlight()
 
     async def generate(
-        self, endpoint: Endpoint, raw: bytes, headers: Mapping[str, str], request_id: str
+        self, endpoint: Endpoint, raw: bytes, headers: Headers, request_id: str
     ) -> Response:
         deadline = Deadline.after(self._settings.budget_total_s, "total")
         body: ChatCompletionRequest | CompletionRequest
@@ -72,7 +73,7 @@ class Pipeline:
         stream = await self._open_stream(request, deadline, plan)
         return sse_response(stream, self._renderer(request), response_headers)
 
-    async def embed(self, raw: bytes, headers: Mapping[str, str], request_id: str) -> Response:
+    async def embed(self, raw: bytes, headers: Headers, request_id: str) -> Response:
         deadline = Deadline.after(self._settings.budget_total_s, "total")
         return await embeddings_response(self._fleet, raw, headers, request_id, deadline)
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from starlette.datastructures import Headers
 
-PROPAGATED_HEADERS = ("traceparent", "tracestate")
+_PROPAGATED = {b"traceparent": "traceparent", b"tracestate": "tracestate"}
 
 
-def propagated(headers: Mapping[str, str]) -> dict[str, str]:
-    """The W3C trace context the client sent, to forward to the backend."""
-    return {name: headers[name] for name in PROPAGATED_HEADERS if name in headers}
+def propagated(headers: Headers) -> dict[str, str]:
+    """The W3C trace context the client sent, to forward to the backend (one pass)."""
+    found: dict[str, str] = {}
+    for name, value in headers.raw:
+        key = _PROPAGATED.get(name)
+        if key is not None:
+            found[key] = value.decode("latin-1")
+    return found

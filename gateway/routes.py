@@ -41,10 +41,13 @@ def _pipeline(request: Request) -> Pipeline:
     return pipeline
 
 
+REQUEST_ID_SCOPE_KEY = "gateway.request_id"
+
+
 def _request_id(request: Request) -> str:
-    """A fresh id, kept in request state so error responses carry it too."""
+    """A fresh id, kept in the ASGI scope so error responses carry it too."""
     request_id = new_request_id()
-    request.state.request_id = request_id
+    request.scope[REQUEST_ID_SCOPE_KEY] = request_id
     return request_id
 
 

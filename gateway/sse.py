@@ -4,10 +4,12 @@ error event, always closed by `data: [DONE]`."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Iterable, Mapping
 
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from backends.types import StreamChunk
 from gateway.errors import GatewayError
@@ -18,15 +20,56 @@ log = logging.getLogger("gateway.sse")
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 
+class SSEResponse(Response):
+    """Streams events with one ASGI send each and stops the producer when the client leaves.
+
+    Starlette's StreamingResponse does the same inside an anyio task group; this costs one
+    watcher task per stream and nothing per event.
+    """
+
+    media_type = "text/event-stream"
+
+    def __init__(self, events: AsyncIterator[bytes], headers: Mapping[str, str]) -> None:
+        self._events = events
+        self.status_code = 200
+        self.background = None
+        self.init_headers({**SSE_HEADERS, **headers})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        producer = asyncio.current_task()
+        assert producer is not None
+        gone = asyncio.Event()
+        watcher = asyncio.create_task(_watch_disconnect(receive, producer, gone))
+        try:
+            async for event in self._events:
+                await send({"type": "http.response.body", "body": event, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except asyncio.CancelledError:
+            if not gone.is_set():
+                raise
+            producer.uncancel()  # the client left: a normal end of this response
+        finally:
+            watcher.cancel()
+            aclose = getattr(self._events, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+
+async def _watch_disconnect(
+    receive: Receive, producer: asyncio.Task[object], gone: asyncio.Event
+) -> None:
+    with contextlib.suppress(asyncio.CancelledError):
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        gone.set()
+        producer.cancel()
+
+
 def sse_response(
     stream: AsyncIterator[StreamChunk], renderer: ChunkRenderer, headers: Mapping[str, str]
-) -> StreamingResponse:
-    request_id = headers.get("x-request-id", "")
-    return StreamingResponse(
-        _events(stream, renderer, request_id),
-        media_type="text/event-stream",
-        headers={**SSE_HEADERS, **headers},
-    )
+) -> SSEResponse:
+    return SSEResponse(_events(stream, renderer, headers.get("x-request-id", "")), headers)
 
 
 def replay_response(
