@@ -6,10 +6,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-import redis.asyncio as aioredis
-
-from cache.breaker import CircuitBreaker
 from cache.exact import ExactCache
+from cache.factory_redis import breaker_for, redis_client
 from cache.layer import CacheLayer
 from cache.memory_store import MemoryExactStore
 from cache.redis_store import RedisExactStore
@@ -20,25 +18,6 @@ if TYPE_CHECKING:
     from cache.semantic import SemanticCache
 
 log = logging.getLogger("gateway.cache")
-
-
-def redis_client(url: str, timeout_s: float) -> aioredis.Redis:
-    """A pooled client whose socket operations cannot outlive the cache's own timeout much."""
-    return aioredis.Redis.from_url(
-        url,
-        socket_connect_timeout=max(timeout_s, 0.05),
-        socket_timeout=max(timeout_s * 4, 0.2),
-        health_check_interval=30,
-        max_connections=256,
-    )
-
-
-def breaker_for(settings: CacheSettings, name: str) -> CircuitBreaker:
-    return CircuitBreaker(
-        failure_threshold=settings.breaker_failures,
-        cooldown_s=settings.breaker_cooldown_s,
-        name=name,
-    )
 
 
 async def build_cache_layer(settings: CacheSettings) -> CacheLayer:

@@ -14,6 +14,7 @@ from cache.control import CacheControl
 from cache.entry import CachedAnswer
 from cache.exact import ExactCache
 from cache.keys import KeyContext, SemanticQuery, exact_key, semantic_query, tenant_of
+from cache.semantic_defaults import MAX_SEMANTIC_CHARS
 from cache.types import CacheUnavailable, Vector
 from cache.writeback import WriteBackQueue
 from gateway.cache_settings import CacheSettings
@@ -89,6 +90,8 @@ class CacheLayer:
             normalize_whitespace=settings.normalize_whitespace,
         )
         semantic = semantic_query(body, context) if self._semantic is not None else None
+        if semantic is not None and len(semantic.text) > MAX_SEMANTIC_CHARS:
+            semantic = None
         return CachePlan(
             "miss" if read else "bypass",
             tenant,

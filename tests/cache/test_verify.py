@@ -1,0 +1,278 @@
+"""The candidate verifier: each check, tricky inputs, and the counters."""
+
+from __future__ import annotations
+
+import pytest
+
+from cache.verify import ACCEPT, DEFAULT_CHECKS, REASONS, Check, Verdict, Verifier, verify
+
+
+def _reason(a: str, b: str) -> str | None:
+    return verify(a, b).reason
+
+
+def test_identical_texts_pass() -> None:
+    """A stored prompt equal to the query up to whitespace is accepted."""
+    assert verify("How do I reset my password?", "How do I  reset my password? ") == ACCEPT
+
+
+def test_every_check_has_a_known_reason() -> None:
+    """Each default check names a reason the metrics know in advance."""
+    assert [c.name for c in DEFAULT_CHECKS] == [r for r in REASONS if r != "unknown"]
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("How do I reset my password?", "I forgot my password, how can I reset it?"),
+        ("How do I enable 2FA?", "How do I turn on 2FA?"),
+        ("How do I turn off notifications?", "How can I disable notifications?"),
+        ("What's 15% of 80?", "How much is 15 percent of 80?"),
+        ("Is 16GB of RAM enough for video editing?", "Is 16 GB RAM sufficient for editing videos?"),
+        ("How do I book a table for two?", "Can I make a reservation for 2 people?"),
+        ("What's the best laptop under $1000?", "Which laptop is best for less than 1000 dollars?"),
+        ("Why can't I log in?", "I'm unable to log in, why?"),
+        ("How do I install Docker on Ubuntu?", "how do i install docker on ubuntu"),
+        ("Translate 'thank you' into Spanish.", "How do you say 'thank you' in Spanish?"),
+        ("What time does the store open on Sundays?", "When does the store open on Sunday?"),
+        (
+            "How do I get from the airport to the hotel?",
+            "How do I get to the hotel from the airport?",
+        ),
+        (
+            "How do I stop my laptop from going to sleep?",
+            "How can I prevent my laptop from sleeping?",
+        ),
+    ],
+)
+def test_paraphrases_pass(a: str, b: str) -> None:
+    """Rewordings that keep numbers, polarity, entities and direction are accepted."""
+    assert verify(a, b) == ACCEPT
+    assert verify(b, a) == ACCEPT
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("What is 15% of 200?", "What is 25% of 200?"),
+        ("How do I install Python 3.11?", "How do I install Python 3.12?"),
+        ("Book a table for 2 at 7pm.", "Book a table for 4 at 7pm."),
+        ("Give me three ideas.", "Give me five ideas."),
+        ("Can I get a refund within 30 days?", "Can I get a refund within thirty-one days?"),
+        ("Is 8GB enough?", "Is 8TB enough?"),
+        ("Set an alarm for 6:30 am.", "Set an alarm for 7:30 am."),
+        ("Convert $50 to yen.", "Convert €50 to yen."),
+        ("Is 38.5°C a fever?", "Is 37.5°C a fever?"),
+        ("What is 2 + 2?", "What is 2 + 3?"),
+    ],
+)
+def test_numbers_must_match(a: str, b: str) -> None:
+    """Different quantities, units or currencies reject the candidate."""
+    assert _reason(a, b) == "number"
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("The version is 3.10.", "The version is 3.1."),
+        ("Is 1,000 a lot?", "Is 1000 a lot?"),
+        ("Wait 30 days.", "Wait thirty days."),
+        ("Is 05 the same?", "Is 5 the same?"),
+    ],
+)
+def test_number_normalization(a: str, b: str) -> None:
+    """Thousands separators, spelled numbers and leading zeros compare equal; 3.10 != 3.1."""
+    expected = "number" if "3.1" in a else None
+    assert _reason(a, b) == expected
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Why is my code working?", "Why is my code not working?"),
+        ("Which browsers support WebGPU?", "Which browsers don't support WebGPU?"),
+        ("Can I fly with an ID?", "Can I fly without an ID?"),
+        ("My order arrived.", "My order never arrived."),
+        ("Which medicines can be taken with alcohol?", "Which cannot be taken with alcohol?"),
+        ("Is this refundable?", "Is this non-refundable?"),
+        ("How do I keep my cat indoors?", "How do I keep my cat from going indoors?"),
+        ("¿Puedo pagar con tarjeta?", "¿No puedo pagar con tarjeta?"),
+        ("Kann ich mit Karte zahlen?", "Kann ich nicht mit Karte zahlen?"),
+    ],
+)
+def test_negation_polarity_must_match(a: str, b: str) -> None:
+    """A negation on one side only rejects the candidate, in several languages."""
+    assert _reason(a, b) == "negation"
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("How do I enable 2FA?", "How do I disable 2FA?"),
+        ("How do I turn on location?", "How do I turn off location?"),
+        ("How do I turn the lights on?", "How do I turn the lights off?"),
+        ("Sort in ascending order.", "Sort in descending order."),
+        ("Orders over 30 days old", "Orders under 30 days old"),
+        ("Find items costing more than $5.", "Find items costing less than $5."),
+        ("Should I eat before training?", "Should I eat after training?"),
+        ("How do I open the port?", "How do I close the port?"),
+        ("Opened files", "Closed files"),
+        ("How do I upload files?", "How do I download files?"),
+        ("Encrypting a disk", "Decrypting a disk"),
+        ("Get the first element.", "Get the last element."),
+        ("How do I log in?", "How do I log out?"),
+        ("Why does it return true?", "Why does it return false?"),
+        ("Is now the time to buy?", "Is now the time to sell?"),
+        ("Open on Mondays?", "Open on Tuesdays?"),
+    ],
+)
+def test_antonyms_reject(a: str, b: str) -> None:
+    """Opposite poles of a curated axis reject, matched across inflections."""
+    assert _reason(a, b) == "antonym"
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("How do I install Docker on Ubuntu?", "How do I install Docker on Windows?"),
+        ("How do I use useEffect?", "How do I use useState?"),
+        ("What is a KeyError?", "What is a TypeError?"),
+        ("Mail alice@example.com", "Mail bob@example.com"),
+        ("Summarize https://a.example/foo", "Summarize https://a.example/bar"),
+        ("What changed in Django v4.2?", "What changed in Django v5.0?"),
+        ("How do I set up 2FA?", "How do I set up MFA?"),
+        ("Call os.path.join", "Call os.path.split"),
+        ("Why does my_func fail?", "Why does my_other_func fail?"),
+        ("How do I say 谢谢 in English?", "How do I say 你好 in English?"),
+    ],
+)
+def test_entities_must_agree(a: str, b: str) -> None:
+    """Names, acronyms, identifiers, URLs, emails, versions and foreign words must agree."""
+    assert _reason(a, b) == "entity"
+
+
+def test_entity_case_and_plural_are_tolerated() -> None:
+    """An entity matches its lowercase or plural form in the other text."""
+    assert verify("Why is my Docker container slow?", "why is my docker container slow") == ACCEPT
+    assert verify("How do I version REST APIs?", "How do I version a REST API?") == ACCEPT
+
+
+def test_sentence_start_and_title_case_are_not_entities() -> None:
+    """A capital opening a sentence, or a Title Case text, does not make an entity."""
+    assert verify("Docker keeps restarting. Why?", "Why does docker keep restarting?").ok
+    assert verify("How To Reset My Password", "how to reset my password").ok
+
+
+def test_units_after_numbers_are_not_acronyms() -> None:
+    """The GB of "16 GB" is a unit, not an entity; "2FA" is an entity, not the number 2."""
+    assert verify("Is 16 GB enough?", "Is 16GB enough?").ok
+    assert _reason("Enable 2FA now", "Enable 2 factors now") == "number"
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ('What does "foo bar" mean?', 'What does "foo baz" mean?'),
+        ("Explain `map`", "Explain `filter`"),
+        ("Fix ```x = 1```", "Fix ```x = 2```"),
+    ],
+)
+def test_quoted_text_must_match(a: str, b: str) -> None:
+    """Quoted strings and code spans must be identical."""
+    assert _reason(a, b) == "quoted"
+
+
+def test_apostrophes_are_not_quotes() -> None:
+    """Contractions and possessives do not open a quoted span."""
+    assert verify("I don't know the users' names", "I don't know the users' names!").ok
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Flights from London to Paris", "Flights from Paris to London"),
+        ("Is Python faster than Go?", "Is Go faster than Python?"),
+        ("Convert a list to a string.", "Convert a string to a list."),
+        ("Should I stretch before running?", "Should I run before stretching?"),
+    ],
+)
+def test_swapped_direction_rejects(a: str, b: str) -> None:
+    """The same words in reversed roles around to/from/than/before reject."""
+    assert _reason(a, b) == "order"
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("How do I reset my password?", "¿Cómo restablezco mi contraseña?"),
+        ("What time is it?", "Quelle heure est-il ?"),
+        ("How do I change my password?", "如何更改我的密码？"),
+        ("How do I delete my account?", "Как удалить мой аккаунт?"),
+    ],
+)
+def test_other_language_rejects(a: str, b: str) -> None:
+    """A different script or a different Latin-script language rejects."""
+    assert _reason(a, b) == "language"
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("How do I implement a stack in Python?", "How do I implement a queue in Python?"),
+        ("What are the symptoms of the flu?", "What are the symptoms of a cold?"),
+        ("Classify the sentiment: great phone", "Classify the sentiment: awful phone"),
+    ],
+)
+def test_swapped_slot_rejects(a: str, b: str) -> None:
+    """One template with one slot filled differently rejects."""
+    assert _reason(a, b) == "slot"
+
+
+def test_synonym_slot_passes() -> None:
+    """A slot filled with a synonym or an inflection is a rewording, not a new question."""
+    assert verify("How do I delete my account?", "How do I remove my account?").ok
+    assert verify("How do I change my email?", "How do I update my email?").ok
+    assert verify("How do I sort a dict?", "How do I sort a dictionary?").ok
+
+
+def test_long_additions_reject() -> None:
+    """A candidate that adds many requirements to a short query is not the same question."""
+    long = "Write a poem about the sea in the voice of an old sailor who misses his home, "
+    long += "his family and the smell of salt, with a rhyme scheme and a sad ending"
+    assert _reason("Write a poem about the sea", long) == "length"
+
+
+def test_custom_checks_run_in_order() -> None:
+    """A verifier runs the checks it is given, and the first failure names the verdict."""
+    checks = [Check("first", lambda a, b: True), Check("second", lambda a, b: False)]
+    assert verify("a b", "a c", checks) == Verdict(ok=False, reason="second")
+
+
+def test_stats_count_checked_passed_and_reasons() -> None:
+    """VerifierStats counts every verdict, and exposes every known reason as a flat counter."""
+    verifier = Verifier()
+    verifier.verify("How do I enable 2FA?", "How do I disable 2FA?")
+    verifier.verify("What is 15% of 200?", "What is 25% of 200?")
+    verifier.verify("How do I reset my password?", "How can I reset my password?")
+    snapshot = verifier.stats.snapshot()
+    assert snapshot["checked"] == 3
+    assert snapshot["passed"] == 1
+    assert snapshot["rejected_antonym"] == 1
+    assert snapshot["rejected_number"] == 1
+    assert snapshot["rejected_entity"] == 0
+    assert {f"rejected_{r}" for r in REASONS} <= set(snapshot)
+
+
+def test_empty_and_punctuation_only_texts() -> None:
+    """Degenerate inputs do not raise."""
+    assert verify("", "").ok
+    assert verify("?!", "...").ok
+    assert isinstance(verify("", "How do I reset my password?"), Verdict)
+
+
+@pytest.mark.timeout(20)
+def test_long_prompts_verify_quickly() -> None:
+    """Long, nearly identical prompts are compared quickly, and one swapped word still shows."""
+    body = " ".join(f"item{i % 97} and some filler text" for i in range(5_000))
+    assert verify(body + " alpha", body + " beta").reason == "slot"
+    assert verify(body + " delete", body + " remove").ok

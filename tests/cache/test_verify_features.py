@@ -1,0 +1,135 @@
+"""Feature extraction for the verifier: numbers, entities, negations, scripts, languages."""
+
+from __future__ import annotations
+
+import pytest
+
+from cache.verify_features import extract, script_of, stem
+
+
+@pytest.mark.parametrize(
+    ("text", "numbers"),
+    [
+        ("orders over 30 days old", (("30", "d"),)),
+        ("a $1,299.99 laptop", (("1299.99", "usd"),)),
+        ("15% or 15 percent or 15 per cent", (("15", "%"),) * 3),
+        ("16GB and 16 GB", (("16", "gb"),) * 2),
+        ("a 300-mile drive", (("300", "mi"),)),
+        ("at 7pm or 7 p.m.", (("7", "pm"),) * 2),
+        ("twenty-five minutes", (("25", "min"),)),
+        ("two hundred people", (("200", ""),)),
+        ("the 1st and 2nd", (("1", "ord"), ("2", "ord"))),
+        ("Python 3.10", (("3.10", ""),)),
+        ("IP 192.168.0.1", (("192.168.0.1", ""),)),
+        ("COVID-19", (("19", ""),)),
+        ("-5 degrees", (("-5", "deg"),)),
+    ],
+)
+def test_numbers(text: str, numbers: tuple[tuple[str, str], ...]) -> None:
+    """Quantities are normalized to (value, canonical unit) and kept as a sorted multiset."""
+    assert extract(text).numbers == tuple(sorted(numbers))
+
+
+@pytest.mark.parametrize("text", ["enable 2FA", "an H100 GPU", "mp3 files", "error 0x8007", "v2"])
+def test_identifiers_with_digits_are_not_numbers(text: str) -> None:
+    """Digits glued to letters form an identifier (an entity), not a quantity."""
+    features = extract(text)
+    assert features.numbers == ()
+    assert features.entities
+
+
+def test_which_one_is_not_a_number() -> None:
+    """The word "one" is too often a pronoun to count as a quantity."""
+    assert extract("Which one is better?").numbers == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "count"),
+    [
+        ("I don't know", 1),
+        ("can't and won't", 2),
+        ("cannot", 1),
+        ("without a receipt", 1),
+        ("non-refundable", 1),
+        ("n'est pas", 2),
+        ("keep the cat from going out", 1),
+        ("keep the cat inside", 0),
+    ],
+)
+def test_negations(text: str, count: int) -> None:
+    """Negation cues are counted, contractions and elisions included."""
+    assert extract(text).negations == count
+
+
+def test_entities() -> None:
+    """URLs, emails, acronyms, CamelCase, snake_case, dotted names, calls and versions."""
+    text = (
+        "Ask Bob at bob@x.io about the AWS bill, useEffect, my_var, os.path, run() and v2.3 "
+        "per https://x.io/a."
+    )
+    assert extract(text).entities >= {
+        "bob", "bob@x.io", "aws", "useeffect", "my_var", "os.path", "run", "v2.3", "https://x.io/a",
+    }  # fmt: skip
+
+
+def test_shouting_is_not_acronyms() -> None:
+    """An all-caps text does not turn every word into an acronym."""
+    assert extract("HOW DO I RESET MY PASSWORD").entities == frozenset()
+
+
+def test_quoted_spans() -> None:
+    """Quotes of every kind are collected; code keeps its case, prose is casefolded."""
+    text = "Say \"Hello\" or 'Bye' or “Hi”, run `Foo()` and ```X = 1```"
+    assert set(extract(text).quoted) == {"hello", "bye", "hi", "Foo()", "X = 1"}
+
+
+@pytest.mark.parametrize(
+    ("char", "script"),
+    [("a", "latin"), ("é", "latin"), ("ж", "cyrillic"), ("汉", "han"), ("か", "kana"),
+     ("한", "hangul"), ("ع", "arabic"), ("α", "greek")],
+)  # fmt: skip
+def test_script_of(char: str, script: str) -> None:
+    """Letters map to coarse writing systems."""
+    assert script_of(char) == script
+
+
+def test_japanese_is_kana_dominant() -> None:
+    """Kanji within kana count as Japanese, not Chinese."""
+    assert extract("最寄りの駅はどこですか").script == "kana"
+    assert extract("如何更改我的密码").script == "han"
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        ("How do I reset my password?", "en"),
+        ("¿Cómo restablezco mi contraseña?", "es"),
+        ("Quels sont vos horaires d'ouverture ?", "fr"),
+        ("Wie setze ich mein Passwort zurück?", "de"),
+    ],
+)
+def test_languages(text: str, language: str) -> None:
+    """Latin-script languages are told apart by their function words."""
+    assert language in extract(text).languages
+
+
+@pytest.mark.parametrize(
+    ("word", "stemmed"),
+    [("containers", "container"), ("running", "run"), ("stopped", "stop"), ("policies", "policy"),
+     ("boxes", "box"), ("class", "class"), ("bus", "bus"), ("called", "call")],
+)  # fmt: skip
+def test_stem(word: str, stemmed: str) -> None:
+    """The light stemmer strips common English suffixes only."""
+    assert stem(word) == stemmed
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize(
+    "text",
+    ["a" * 50_000 + "@", "a" * 50_000 + "_", "a." * 25_000, "```" + "a" * 50_000, "'a " * 20_000,
+     "1," * 25_000, "a" * 50_000 + "()", "don't " * 10_000, "Hello World " * 5_000],
+)  # fmt: skip
+def test_adversarial_inputs_stay_linear(text: str) -> None:
+    """Long hostile inputs finish quickly: no pattern backtracks quadratically."""
+    extract.cache_clear()
+    assert extract(text).n_words >= 0

@@ -1,0 +1,79 @@
+"""The semantic cache through a real gateway: paraphrases hit, hard negatives do not."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import aiohttp
+import pytest
+
+from bench.processes import ProcessGroup
+from bench.redis_stack import redis_stack
+from tests.e2e.stack import start_gateway, start_sim
+
+SYSTEM = {"role": "system", "content": "You are a support assistant."}
+
+
+@pytest.fixture(scope="module")
+def gateway_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    log_dir = tmp_path_factory.mktemp("semantic")
+    with redis_stack() as server, ProcessGroup(log_dir) as group:
+        _, sim_port = start_sim(group)
+        _, port = start_gateway(
+            group,
+            f"sim=grpc://127.0.0.1:{sim_port}",
+            {"GATEWAY_REDIS_URL": server.url, "GATEWAY_SEMANTIC_CACHE": "on"},
+        )
+        yield f"http://127.0.0.1:{port}/v1"
+
+
+async def _ask(url: str, text: str, *, system: dict[str, str] = SYSTEM, token: str = "k") -> str:
+    payload = {"model": "sim", "messages": [system, {"role": "user", "content": text}], "seed": 1}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            f"{url}/chat/completions", json=payload, headers={"authorization": f"Bearer {token}"}
+        ) as response,
+    ):
+        await response.read()
+        assert response.status == 200
+        return response.headers["x-cache"]
+
+
+async def _stored(url: str, text: str, **kwargs: object) -> None:
+    """Ask once, then until the write-back landed (exact hit)."""
+    await _ask(url, text, **kwargs)  # type: ignore[arg-type]
+    for _ in range(200):
+        if await _ask(url, text, **kwargs) == "hit-exact":  # type: ignore[arg-type]
+            return
+    raise AssertionError("the answer was never written back")
+
+
+async def test_paraphrase_is_a_semantic_hit(gateway_url: str) -> None:
+    """A reworded question is answered from the semantic cache."""
+    await _stored(gateway_url, "How do I reset my password?")
+    assert await _ask(gateway_url, "How can I reset my password?") == "hit-semantic"
+
+
+async def test_negation_is_not_a_hit(gateway_url: str) -> None:
+    """'disable 2FA' never gets the answer cached for 'enable 2FA'."""
+    await _stored(gateway_url, "How do I enable 2FA on my account?")
+    assert await _ask(gateway_url, "How do I disable 2FA on my account?") == "miss"
+
+
+async def test_changed_number_is_not_a_hit(gateway_url: str) -> None:
+    """A different number is a different question."""
+    await _stored(gateway_url, "What is the refund policy for orders over 30 days old?")
+    assert (
+        await _ask(gateway_url, "What is the refund policy for orders over 60 days old?") == "miss"
+    )
+
+
+async def test_scope_and_tenant_are_hard_filters(gateway_url: str) -> None:
+    """Another system prompt or another tenant never shares semantic entries."""
+    await _stored(gateway_url, "Where can I download my invoice?")
+    other_system = {"role": "system", "content": "You are a pirate."}
+    assert (
+        await _ask(gateway_url, "Where can I download my invoices?", system=other_system) == "miss"
+    )
+    assert await _ask(gateway_url, "Where can I download my invoices?", token="other") == "miss"
