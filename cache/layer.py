@@ -42,6 +42,7 @@ class CachePlan:
     semantic: SemanticQuery | None = None
     vector: Vector | None = None
     shadow: asyncio.Task[SemanticMatch | None] | None = None
+    looked_up_at: float = 0.0
 
 
 class CacheLayer:
@@ -113,7 +114,7 @@ class CacheLayer:
         """Fill `plan` from the caches; a failing cache marks the plan `error`, never raises."""
         if not plan.read or plan.key is None:
             return None
-        now = self._clock()
+        now = plan.looked_up_at = self._clock()
         try:
             answer = await self._exact.get(plan.tenant, plan.key)
         except CacheUnavailable as exc:
@@ -157,7 +158,11 @@ class CacheLayer:
     def remember(self, plan: CachePlan, completion: Completion) -> None:
         """Queue the write-back of a complete answer; never blocks, never raises."""
         if plan.shadow is not None:
-            plan.shadow.add_done_callback(lambda task: self._judge_shadow(task, completion))
+            shadow, since = plan.shadow, plan.looked_up_at
+            if shadow.done():
+                self._judge_shadow(shadow, completion, since)
+            else:
+                shadow.add_done_callback(lambda task: self._judge_shadow(task, completion, since))
         if not plan.write or plan.key is None:
             return
         if any(choice.finish_reason not in ("stop", "length") for choice in completion.choices):
@@ -170,12 +175,17 @@ class CacheLayer:
             vector = plan.vector
             self._writeback.submit(lambda: semantic.add(query, vector, tenant, answer))
 
-    def _judge_shadow(self, task: asyncio.Task[SemanticMatch | None], truth: Completion) -> None:
-        """Would the shadow match have been right? Compare its text with the real answer."""
+    def _judge_shadow(
+        self, task: asyncio.Task[SemanticMatch | None], truth: Completion, since: float
+    ) -> None:
+        """Would the shadow match have been right? Compare its text with the real answer.
+
+        A match written after the lookup began is this request's own write-back: ignored.
+        """
         if task.cancelled() or task.exception() is not None or self._semantic is None:
             return
         match = task.result()
-        if match is None:
+        if match is None or match.answer.created_at >= since:
             return
         stats = self._semantic.stats
         stats.shadow_would_hit += 1

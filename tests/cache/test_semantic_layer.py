@@ -1,0 +1,106 @@
+"""The semantic stage inside the cache layer: serving in `on` mode, measuring in `shadow`."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import orjson
+
+from backends.types import Choice, Completion, Usage
+from cache.exact import ExactCache
+from cache.layer import CacheLayer
+from cache.memory_store import MemoryExactStore
+from cache.semantic import SemanticCache
+from cache.types import Vector
+from cache.vector_index_memory import InMemoryVectorIndex
+from cache.writeback import WriteBackQueue
+from gateway.cache_settings import CacheSettings
+from gateway.protocol import ChatCompletionRequest, parse_request
+
+DIMENSIONS = 8
+
+
+class WordEmbedder:
+    """Bag-of-words vectors: texts with the same words are identical, others are not."""
+
+    dimensions = DIMENSIONS
+
+    async def embed(self, text: str) -> Vector:
+        vector = np.zeros(DIMENSIONS, dtype=np.float32)
+        for word in sorted(set(text.lower().strip("?").split())):
+            vector[hashlib.sha256(word.encode()).digest()[0] % DIMENSIONS] += 1.0
+        norm = float(np.linalg.norm(vector))
+        return vector / norm if norm else vector
+
+    async def aclose(self) -> None:
+        pass
+
+
+def _layer(mode: str) -> CacheLayer:
+    settings = replace(CacheSettings(), semantic=mode)
+    semantic = SemanticCache(
+        WordEmbedder(),
+        InMemoryVectorIndex(dimensions=DIMENSIONS),
+        threshold=0.5,
+        breaker=None,
+        timeout_s=5,
+        ttl_s=60,
+    )
+    exact = ExactCache(MemoryExactStore(100), None, timeout_s=1, ttl_s=60)
+    writeback = WriteBackQueue(maxsize=10)
+    writeback.start()
+    return CacheLayer(settings, exact, semantic, writeback)
+
+
+def _body(text: str) -> ChatCompletionRequest:
+    payload: dict[str, Any] = {"model": "m", "temperature": 0}
+    payload["messages"] = [{"role": "user", "content": text}]
+    return parse_request(orjson.dumps(payload), ChatCompletionRequest)
+
+
+def _answer(text: str) -> Completion:
+    return Completion([Choice(0, text, "stop")], Usage(3, 2))
+
+
+async def _store(layer: CacheLayer, text: str, answer: str) -> None:
+    plan = layer.plan(_body(text), {})
+    await layer.lookup(plan)
+    layer.remember(plan, _answer(answer))
+    await layer.writeback.drain(5)
+
+
+async def test_on_mode_serves_reordered_question() -> None:
+    """In `on` mode a near-identical question is a semantic hit."""
+    layer = _layer("on")
+    await _store(layer, "reset my password how", "Use the link.")
+    plan = layer.plan(_body("how reset my password"), {})
+    hit = await layer.lookup(plan)
+    assert plan.status == "hit-semantic" and hit is not None
+    assert hit.completion.choices[0].text == "Use the link."
+
+
+async def test_verifier_blocks_negated_question() -> None:
+    """A candidate that fails verification is not served, and the reason is counted."""
+    layer = _layer("on")
+    await _store(layer, "enable 2FA now", "Enabled.")
+    plan = layer.plan(_body("disable 2FA now"), {})
+    assert await layer.lookup(plan) is None and plan.status == "miss"
+    assert layer.semantic is not None
+    assert layer.semantic.stats.candidates == 1 and sum(layer.semantic.stats.rejected.values()) == 1
+
+
+async def test_shadow_mode_measures_but_never_serves() -> None:
+    """Shadow mode answers from the backend and records whether the match would have agreed."""
+    layer = _layer("shadow")
+    await _store(layer, "reset my password how", "Use the link.")
+    plan = layer.plan(_body("how reset my password"), {})
+    assert await layer.lookup(plan) is None and plan.status == "miss"
+    assert plan.shadow is not None
+    await plan.shadow
+    layer.remember(plan, _answer("Use the link."))
+    stats = layer.semantic.stats if layer.semantic is not None else None
+    assert stats is not None
+    assert (stats.shadow_would_hit, stats.shadow_agreed, stats.shadow_disagreed) == (1, 1, 0)
