@@ -44,9 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add(
         "--scenario",
-        choices=("http", "grpc", "all"),
+        choices=("http", "grpc", "all", "cache"),
         default="all",
-        help="http: mock direct vs floor proxy vs gateway; grpc: bare gRPC client vs gateway",
+        help="http: mock direct vs floor proxy vs gateway; grpc: bare gRPC client vs gateway;"
+        " all: http and grpc; cache: exact/semantic cache hits against Redis Stack"
+        " (bench/cache_scenario.py)",
     )
     add(
         "--duration",
@@ -157,8 +159,9 @@ def run(args: argparse.Namespace) -> int:
     warmup = (
         args.warmup if args.warmup is not None else (QUICK_WARMUP_S if quick else DEFAULT_WARMUP_S)
     )
+    cache = args.scenario == "cache"
     scenarios: tuple[Scenario, ...] = (
-        ("http", "grpc") if args.scenario == "all" else (args.scenario,)
+        () if cache else ("http", "grpc") if args.scenario == "all" else (args.scenario,)
     )
     if args.sut_cpu == args.client_cpu and not args.no_pin:
         print("bench: --sut-cpu and --client-cpu must differ", file=sys.stderr)
@@ -203,6 +206,10 @@ def run(args: argparse.Namespace) -> int:
         rounds=max(1, args.rounds),
         gateway_env=gateway_env,
     )
+    if cache:
+        from bench.cache_scenario import execute as execute_cache
+
+        return execute_cache(config)
     return execute(config)
 
 

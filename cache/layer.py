@@ -118,9 +118,12 @@ class CacheLayer:
         try:
             answer = await self._exact.get(plan.tenant, plan.key)
         except CacheUnavailable as exc:
+            # The semantic index lives in the same Redis, and an embedding costs far more
+            # than the lookup that just failed: under overload, falling through would
+            # make things worse. Go straight to the backend.
             log.debug("exact cache unavailable: %s", exc)
             plan.status = "error"
-            answer = None
+            return None
         if answer is not None and (plan.max_age is None or answer.age(now) <= plan.max_age):
             plan.status, plan.answer = "hit-exact", answer
             return answer

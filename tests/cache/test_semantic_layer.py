@@ -10,6 +10,7 @@ import numpy as np
 import orjson
 
 from backends.types import Choice, Completion, Usage
+from cache.breaker import CircuitBreaker
 from cache.exact import ExactCache
 from cache.layer import CacheLayer
 from cache.memory_store import MemoryExactStore
@@ -104,3 +105,25 @@ async def test_shadow_mode_measures_but_never_serves() -> None:
     stats = layer.semantic.stats if layer.semantic is not None else None
     assert stats is not None
     assert (stats.shadow_would_hit, stats.shadow_agreed, stats.shadow_disagreed) == (1, 1, 0)
+
+
+class FailingStore:
+    """An exact store that always fails like a timed-out Redis."""
+
+    async def get(self, namespace: str, key: str) -> bytes | None:
+        raise ConnectionError("timeout")
+
+    async def set(self, namespace: str, key: str, value: bytes, ttl_s: int) -> None:
+        raise ConnectionError("timeout")
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_exact_cache_failure_skips_semantic_stage() -> None:
+    """When the exact lookup fails, the request goes to the backend without embedding."""
+    layer = _layer("on")
+    layer._exact = ExactCache(FailingStore(), CircuitBreaker(), timeout_s=1, ttl_s=60)
+    plan = layer.plan(_body("how reset my password"), {})
+    assert await layer.lookup(plan) is None and plan.status == "error"
+    assert layer.semantic is not None and layer.semantic.stats.lookups == 0
