@@ -1,29 +1,52 @@
-"""The exact cache: answers by canonical request hash, behind a timeout and circuit breaker."""
+"""The exact cache: answers by canonical request hash, behind a timeout and circuit breaker,
+with an optional in-process near cache in front of a shared store."""
 
 from __future__ import annotations
 
 from cache.breaker import CircuitBreaker
 from cache.entry import CachedAnswer
+from cache.memory_store import MemoryExactStore
 from cache.types import ExactStore
 
 
 class ExactCache:
-    """Reads and writes `CachedAnswer`s; a failing store raises `CacheUnavailable` quickly."""
+    """Reads and writes `CachedAnswer`s; a failing store raises `CacheUnavailable` quickly.
+
+    Entries never change (the key is the whole request), so a near copy cannot go stale: it
+    only saves the round trip for hot entries. It holds only what the store confirmed (a read
+    hit or a successful write), so a dead store adds nothing to it.
+    """
 
     def __init__(
-        self, store: ExactStore, breaker: CircuitBreaker | None, timeout_s: float, ttl_s: int
+        self,
+        store: ExactStore,
+        breaker: CircuitBreaker | None,
+        timeout_s: float,
+        ttl_s: int,
+        near: MemoryExactStore | None = None,
+        near_ttl_s: int = 30,
     ) -> None:
         self._store = store
         self._breaker = breaker
         self._timeout_s = timeout_s
         self._ttl_s = ttl_s
+        self._near = near
+        self._near_ttl_s = min(near_ttl_s, ttl_s)
 
     async def get(self, tenant: str, key: str) -> CachedAnswer | None:
+        if self._near is not None:
+            raw = await self._near.get(tenant, key)
+            if raw is not None:
+                return CachedAnswer.from_bytes(raw)
         if self._breaker is None:
             raw = await self._store.get(tenant, key)
         else:
             raw = await self._breaker.call(lambda: self._store.get(tenant, key), self._timeout_s)
-        return None if raw is None else CachedAnswer.from_bytes(raw)
+        if raw is None:
+            return None
+        if self._near is not None:
+            await self._near.set(tenant, key, raw, self._near_ttl_s)
+        return CachedAnswer.from_bytes(raw)
 
     async def put(self, tenant: str, key: str, answer: CachedAnswer) -> None:
         value = answer.to_bytes()
@@ -33,6 +56,8 @@ class ExactCache:
             await self._breaker.call(
                 lambda: self._store.set(tenant, key, value, self._ttl_s), self._timeout_s
             )
+        if self._near is not None:
+            await self._near.set(tenant, key, value, self._near_ttl_s)
 
     async def aclose(self) -> None:
         await self._store.aclose()

@@ -27,6 +27,8 @@ async def build_cache_layer(settings: CacheSettings) -> CacheLayer:
             breaker_for(settings, "redis-exact"),
             settings.redis_timeout_s,
             settings.ttl_s,
+            near=MemoryExactStore(settings.near_entries) if settings.near_entries else None,
+            near_ttl_s=settings.near_ttl_s,
         )
     else:
         exact = ExactCache(

@@ -20,6 +20,8 @@ class CacheSettings:
     mode: CacheMode = "on"
     ttl_s: int = 3600
     memory_max_entries: int = 10_000
+    near_entries: int = 1024
+    near_ttl_s: int = 30
     require_reproducible: bool = True
     normalize_whitespace: bool = True
     prompt_version: str = ""
@@ -45,6 +47,8 @@ class CacheSettings:
             memory_max_entries=env_int(
                 env, "GATEWAY_CACHE_MAX_ENTRIES", d.memory_max_entries, low=1
             ),
+            near_entries=env_int(env, "GATEWAY_CACHE_NEAR_ENTRIES", d.near_entries, low=0),
+            near_ttl_s=env_int(env, "GATEWAY_CACHE_NEAR_TTL_S", d.near_ttl_s, low=1),
             require_reproducible=env_bool(
                 env, "GATEWAY_CACHE_REQUIRE_REPRODUCIBLE", d.require_reproducible
             ),

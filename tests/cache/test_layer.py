@@ -10,9 +10,11 @@ import pytest
 
 from backends.types import Choice, Completion, Usage
 from cache.breaker import CircuitBreaker
+from cache.entry import CachedAnswer
 from cache.exact import ExactCache
 from cache.layer import CacheLayer
 from cache.memory_store import MemoryExactStore
+from cache.types import CacheUnavailable
 from cache.writeback import WriteBackQueue
 from gateway.cache_settings import CacheSettings
 from gateway.protocol import ChatCompletionRequest, parse_request
@@ -138,3 +140,37 @@ async def test_unfinished_answers_are_not_written() -> None:
     plan = layer.plan(_body(), {})
     layer.remember(plan, Completion([Choice(0, "x", "abort")], Usage(1, 1)))
     assert layer.writeback.submitted == 0
+
+
+class CountingStore(MemoryExactStore):
+    """A memory store that counts reads, standing in for a shared store."""
+
+    def __init__(self) -> None:
+        super().__init__(100)
+        self.reads = 0
+
+    async def get(self, namespace: str, key: str) -> bytes | None:
+        self.reads += 1
+        return await super().get(namespace, key)
+
+
+async def test_near_cache_serves_hot_entries_without_the_store() -> None:
+    """After the store confirmed an entry, repeats are answered from the near cache."""
+    store = CountingStore()
+    exact = ExactCache(store, None, timeout_s=1, ttl_s=60, near=MemoryExactStore(10))
+    answer = CachedAnswer(ANSWER, created_at=1.0)
+    await exact.put("t", "k", answer)
+    assert await exact.get("t", "k") == answer
+    assert await exact.get("t", "k") == answer
+    assert store.reads == 0
+
+
+async def test_near_cache_keeps_nothing_a_dead_store_refused() -> None:
+    """A write the store refused is not served from the near cache either."""
+    exact = ExactCache(
+        DeadStore(), CircuitBreaker(cooldown_s=60), timeout_s=1, ttl_s=60, near=MemoryExactStore(10)
+    )
+    with pytest.raises(CacheUnavailable):
+        await exact.put("t", "k", CachedAnswer(ANSWER, created_at=1.0))
+    with pytest.raises(CacheUnavailable):
+        await exact.get("t", "k")

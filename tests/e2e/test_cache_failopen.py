@@ -76,9 +76,10 @@ async def test_paused_redis_then_recovery(tmp_path: Path, redis_server: RedisPro
             frozen = [o for tag in ("x", "y") for o in await _round(url, tag)]
         finally:
             redis_server.resume()
-        # The breaker probes again only after its cool-down, in the gateway process: poll.
+        # The breaker probes again only after its cool-down, in the gateway process: poll
+        # with a prompt that was never cached, so a hit proves Redis writes and reads again.
         async with asyncio.timeout(30):
-            while (await _ask(url, "warm 0")).cache != "hit-exact":  # noqa: ASYNC110
+            while (await _ask(url, "after the pause")).cache != "hit-exact":  # noqa: ASYNC110
                 await asyncio.sleep(0.1)
     assert all(o.status == 200 for o in warm + frozen)
     assert "error" in {o.cache for o in frozen}
