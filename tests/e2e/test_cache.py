@@ -39,6 +39,7 @@ def cached_stack(
             f"sim=grpc://127.0.0.1:{sim_port}",
             {
                 "GATEWAY_REDIS_URL": redis_server.url,
+                "GATEWAY_REDIS_TIMEOUT_MS": "2000",  # functional tests; fail-open has its own
                 "GATEWAY_TOKENIZER_CACHE_DIR": str(log_dir / "tok"),
             },
         )
@@ -210,8 +211,11 @@ async def test_writeback_drains_on_shutdown(tmp_path: Path) -> None:
     """Answers given just before SIGTERM are in Redis after the gateway exits."""
     with redis_stack() as server, ProcessGroup(tmp_path) as group:
         _, sim_port = start_sim(group)
+        # A generous Redis deadline: this test is about draining, not about slow writes.
         gateway, port = start_gateway(
-            group, f"sim=grpc://127.0.0.1:{sim_port}", {"GATEWAY_REDIS_URL": server.url}
+            group,
+            f"sim=grpc://127.0.0.1:{sim_port}",
+            {"GATEWAY_REDIS_URL": server.url, "GATEWAY_REDIS_TIMEOUT_MS": "2000"},
         )
         url = f"http://127.0.0.1:{port}/v1"
         results = await asyncio.gather(*(_chat(url, f"drain {i}") for i in range(20)))

@@ -22,7 +22,13 @@ def gateway_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         _, port = start_gateway(
             group,
             f"sim=grpc://127.0.0.1:{sim_port}",
-            {"GATEWAY_REDIS_URL": server.url, "GATEWAY_SEMANTIC_CACHE": "on"},
+            {
+                "GATEWAY_REDIS_URL": server.url,
+                "GATEWAY_SEMANTIC_CACHE": "on",
+                # Functional test: deadlines generous enough for a loaded CI machine.
+                "GATEWAY_SEMANTIC_TIMEOUT_MS": "5000",
+                "GATEWAY_REDIS_TIMEOUT_MS": "2000",
+            },
         )
         yield f"http://127.0.0.1:{port}/v1"
 
