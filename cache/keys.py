@@ -162,18 +162,19 @@ def _digest(document: Any) -> str:
     ).hexdigest()
 
 
-def exact_key(body: ChatCompletionRequest | CompletionRequest, context: KeyContext) -> str:
+def exact_key(
+    body: ChatCompletionRequest | CompletionRequest,
+    context: KeyContext,
+    form: dict[str, Any] | None = None,
+) -> str:
     """The exact-cache key: every keyed field plus model revision and prompt version.
 
-    The tenant is not hashed in: it is the key's namespace.
+    The tenant is not hashed in: it is the key's namespace. Pass `form` when the canonical
+    form was already built with `context.normalize_whitespace`.
     """
-    return _digest(
-        [
-            canonical(body, context.normalize_whitespace),
-            context.model_revision,
-            context.prompt_version,
-        ]
-    )
+    if form is None:
+        form = canonical(body, context.normalize_whitespace)
+    return _digest([form, context.model_revision, context.prompt_version])
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,10 +186,16 @@ class SemanticQuery:
 
 
 def semantic_query(
-    body: ChatCompletionRequest | CompletionRequest, context: KeyContext
+    body: ChatCompletionRequest | CompletionRequest,
+    context: KeyContext,
+    form: dict[str, Any] | None = None,
 ) -> SemanticQuery | None:
-    """Split a request for the semantic cache; None when it has no single last user text."""
-    form = canonical(body, normalize=True)
+    """Split a request for the semantic cache; None when it has no single last user text.
+
+    Meaning is always compared on whitespace-normalized text; `form` is reused only when it
+    was built that way. It is not modified.
+    """
+    form = dict(form) if form is not None else canonical(body, normalize=True)
     if isinstance(body, ChatCompletionRequest):
         last = form["messages"][-1]
         if last["role"] != "user" or not isinstance(last["content"], str) or last["name"]:

@@ -13,7 +13,14 @@ from backends.types import Completion
 from cache.control import CacheControl
 from cache.entry import CachedAnswer
 from cache.exact import ExactCache
-from cache.keys import KeyContext, SemanticQuery, exact_key, semantic_query, tenant_of
+from cache.keys import (
+    KeyContext,
+    SemanticQuery,
+    canonical,
+    exact_key,
+    semantic_query,
+    tenant_of,
+)
 from cache.semantic_defaults import MAX_SEMANTIC_CHARS
 from cache.types import CacheUnavailable, Vector
 from cache.writeback import WriteBackQueue
@@ -90,13 +97,17 @@ class CacheLayer:
             prompt_version=headers.get("x-prompt-version", settings.prompt_version),
             normalize_whitespace=settings.normalize_whitespace,
         )
-        semantic = semantic_query(body, context) if self._semantic is not None else None
+        form = canonical(body, context.normalize_whitespace)
+        semantic = None
+        if self._semantic is not None:
+            normalized = form if context.normalize_whitespace else None
+            semantic = semantic_query(body, context, normalized)
         if semantic is not None and len(semantic.text) > MAX_SEMANTIC_CHARS:
             semantic = None
         return CachePlan(
             "miss" if read else "bypass",
             tenant,
-            key=exact_key(body, context),
+            key=exact_key(body, context, form),
             read=read,
             write=write,
             max_age=control.max_age,

@@ -12,6 +12,7 @@ from cache.keys import (
     EXCLUDED_FIELDS,
     KEYED_FIELDS,
     KeyContext,
+    canonical,
     exact_key,
     semantic_query,
     tenant_of,
@@ -134,3 +135,13 @@ def test_semantic_needs_a_last_user_text() -> None:
     """A conversation ending with the assistant has no semantic query."""
     body = _chat(messages=[{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}])
     assert semantic_query(body, CTX) is None
+
+
+def test_shared_canonical_form_gives_same_results_and_is_not_modified() -> None:
+    """Keys built from one precomputed canonical form equal those built from the body."""
+    body = _chat(messages=[{"role": "system", "content": "S"}, {"role": "user", "content": "q"}])
+    form = canonical(body, normalize=True)
+    snapshot = orjson.dumps(form)
+    assert exact_key(body, CTX, form) == exact_key(body, CTX)
+    assert semantic_query(body, CTX, form) == semantic_query(body, CTX)
+    assert orjson.dumps(form) == snapshot
