@@ -6,11 +6,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+
+from bench.serve import run_on_loopback
 
 BODY = (
     b'{"id":"bare","object":"chat.completion","created":0,"model":"sim","choices":[{"index":0,'
@@ -37,17 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bare-starlette", description=__doc__)
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args(argv)
-    uvicorn.run(
-        create_app(),
-        host="127.0.0.1",
-        port=args.port,
-        loop="uvloop",
-        http="httptools",
-        workers=1,
-        log_level="warning",
-        access_log=False,
-        lifespan="off",
-    )
+    run_on_loopback(create_app(), args.port, lifespan="off")
     return 0
 
 

@@ -10,11 +10,12 @@ import sys
 from collections.abc import AsyncIterator
 
 import aiohttp
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
+
+from bench.serve import run_on_loopback
 
 
 def create_app(upstream: str, connections: int = 256) -> Starlette:
@@ -56,17 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--upstream", required=True, help="e.g. http://127.0.0.1:8100")
     args = parser.parse_args(argv)
-    uvicorn.run(
-        create_app(args.upstream.rstrip("/")),
-        host="127.0.0.1",
-        port=args.port,
-        loop="uvloop",
-        http="httptools",
-        workers=1,
-        log_level="warning",
-        access_log=False,
-        lifespan="on",
-    )
+    run_on_loopback(create_app(args.upstream.rstrip("/")), args.port, lifespan="on")
     return 0
 
 

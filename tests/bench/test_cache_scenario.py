@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from bench.cache_scenario import repeat_fraction, zipf_prompts, zipf_sequence
-from bench.processes import REPO_ROOT
+from tests.bench.quick_run import run_quick_bench
 
 EXPECTED_ROWS = [
     "| cache | exact hit p50 at c=1 |",
@@ -40,33 +38,8 @@ def test_zipf_helpers_are_deterministic() -> None:
 def test_quick_cache_run_reports_cache_rows(tmp_path: Path) -> None:
     """A quick cache run exits 0 and its report has the cache targets and workload rows."""
     out = tmp_path / "run"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "gateway.cli",
-            "bench",
-            "--scenario",
-            "cache",
-            "--quick",
-            "--no-wrk",
-            "--duration",
-            "0.25",
-            "--warmup",
-            "0.1",
-            "--startup-timeout",
-            "30",
-            "--out",
-            str(out),
-        ],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=58,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = (out / "report.md").read_text()
+    run = run_quick_bench(out, "--scenario", "cache", "--no-wrk", timeout=58)
+    report = run.report
     for row in EXPECTED_ROWS:
         assert row in report, row
     results = json.loads((out / "results.json").read_text())

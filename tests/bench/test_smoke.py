@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench.processes import REPO_ROOT
+from tests.bench.quick_run import run_quick_bench
 
 EXPECTED_ROWS = [
     "| http | non-stream max throughput, gateway / floor proxy |",
@@ -29,32 +30,8 @@ EXPECTED_ROWS = [
 def test_quick_run_writes_report_and_charts(tmp_path: Path) -> None:
     """A quick run of both scenarios exits 0 and writes report.md, results.json and PNGs."""
     out = tmp_path / "run"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "gateway.cli",
-            "bench",
-            "--quick",
-            "--concurrency",
-            "1,2",
-            "--duration",
-            "0.25",
-            "--warmup",
-            "0.1",
-            "--startup-timeout",
-            "30",
-            "--out",
-            str(out),
-        ],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=55,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = (out / "report.md").read_text()
+    run = run_quick_bench(out, "--concurrency", "1,2", timeout=55)
+    proc, report = run.proc, run.report
     for row in EXPECTED_ROWS:
         assert row in report, row
     assert report in proc.stdout

@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 from collections.abc import AsyncIterator
 
 import uvicorn
 from starlette.types import ASGIApp
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+from bench.probes import free_port
 
 
 @contextlib.asynccontextmanager
