@@ -34,6 +34,7 @@ from bench.format import ms, num
 from bench.probes import HOST, free_port, http_ok, tcp_open
 from bench.processes import ProcessGroup, ProcessSpec, python_module
 from bench.redis_stack import server_command
+from bench.stack import gateway_spec
 from bench.stats import Summary
 
 EXIT_OK = 0
@@ -228,24 +229,9 @@ def start_cache_stack(
     took = sim.wait_ready(lambda: tcp_open(sim_port), timeout, "gRPC port open")
     say(f"sim ready on :{sim_port} ({took:.1f} s)")
     gateway_port = free_port()
-    cache_dir = Path(tempfile.mkdtemp(prefix="bench-tokenizers-", dir=group.log_dir))
+    env = {**gateway_env(config), "GATEWAY_REDIS_URL": redis_url}
     gateway = group.start(
-        ProcessSpec(
-            "gateway",
-            python_module("gateway.cli", "serve"),
-            cpu=config.sut_cpu,
-            env={
-                "GATEWAY_HOST": HOST,
-                "GATEWAY_PORT": str(gateway_port),
-                "GATEWAY_BACKENDS": f"{MODEL}=grpc://{HOST}:{sim_port}",
-                "GATEWAY_LOG_LEVEL": "warning",
-                "GATEWAY_WORKERS": "1",
-                "GATEWAY_GRPC_CHANNELS": str(config.grpc_channels),
-                "GATEWAY_TOKENIZER_CACHE_DIR": str(cache_dir),
-                **gateway_env(config),
-                "GATEWAY_REDIS_URL": redis_url,
-            },
-        )
+        gateway_spec(config, group, f"{MODEL}=grpc://{HOST}:{sim_port}", gateway_port, env)
     )
     bare_port = free_port()
     bare = group.start(

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,23 +136,8 @@ def start_stack(config: BenchConfig, group: ProcessGroup, say: Callable[[str], N
     if want_grpc:
         backends.append(f"{SIM_MODEL}=grpc://{HOST}:{sim_port}")
     gateway_port = free_port()
-    cache_dir = Path(tempfile.mkdtemp(prefix="bench-tokenizers-", dir=group.log_dir))
     gateway = group.start(
-        ProcessSpec(
-            "gateway",
-            python_module("gateway.cli", "serve"),
-            cpu=config.sut_cpu,
-            env={
-                "GATEWAY_HOST": HOST,
-                "GATEWAY_PORT": str(gateway_port),
-                "GATEWAY_BACKENDS": ";".join(backends),
-                "GATEWAY_LOG_LEVEL": "warning",
-                "GATEWAY_WORKERS": "1",
-                "GATEWAY_GRPC_CHANNELS": str(config.grpc_channels),
-                "GATEWAY_TOKENIZER_CACHE_DIR": str(cache_dir),
-                **config.gateway_env,
-            },
-        )
+        gateway_spec(config, group, ";".join(backends), gateway_port, config.gateway_env)
     )
     if floor is not None:
         took = floor.wait_ready(lambda: http_ok(floor_port, "/healthz"), timeout, "GET /healthz")
@@ -198,3 +183,29 @@ def start_stack(config: BenchConfig, group: ProcessGroup, say: Callable[[str], N
     )
     stack.check_alive()
     return stack
+
+
+def gateway_spec(
+    config: BenchConfig,
+    group: ProcessGroup,
+    backends: str,
+    port: int,
+    env: Mapping[str, str],
+) -> ProcessSpec:
+    """The gateway under test: one worker pinned to the server core, logging warnings only."""
+    cache_dir = Path(tempfile.mkdtemp(prefix="bench-tokenizers-", dir=group.log_dir))
+    return ProcessSpec(
+        "gateway",
+        python_module("gateway.cli", "serve"),
+        cpu=config.sut_cpu,
+        env={
+            "GATEWAY_HOST": HOST,
+            "GATEWAY_PORT": str(port),
+            "GATEWAY_BACKENDS": backends,
+            "GATEWAY_LOG_LEVEL": "warning",
+            "GATEWAY_WORKERS": "1",
+            "GATEWAY_GRPC_CHANNELS": str(config.grpc_channels),
+            "GATEWAY_TOKENIZER_CACHE_DIR": str(cache_dir),
+            **env,
+        },
+    )
