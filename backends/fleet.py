@@ -1,4 +1,5 @@
-"""Chooses a replica per request, retries once before the first byte, and polls health."""
+"""Chooses a replica per request, admits the request to it, retries once before the first
+byte, and polls health."""
 
 from __future__ import annotations
 
@@ -7,22 +8,44 @@ import contextlib
 import itertools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 from backends.base import EmbeddingCall, GenerationRequest
-from backends.replica import Replica
+from backends.replica import DEFAULT_LIMIT, Replica
 from backends.types import Completion, Embeddings, StreamChunk
+from budgets.admission import AdmissionQueue, Priority, Shed, Slot
 from budgets.deadline import Deadline
+from budgets.request_budget import RequestBudget
 from gateway.errors import (
     BackendError,
     BackendUnavailable,
     DeadlineExceeded,
     ModelNotFound,
     NoHealthyBackend,
+    Overloaded,
 )
 
 log = logging.getLogger("gateway.fleet")
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionConfig:
+    """How each replica admits work; `max_inflight` 0 follows the backend's reported capacity."""
+
+    enabled: bool = True
+    max_inflight: int = 0
+    max_queue: int = 1024
+    batch_share: float = 0.5
+
+    def queue(self) -> AdmissionQueue:
+        return AdmissionQueue(
+            limit=self.max_inflight or DEFAULT_LIMIT,
+            max_queue=self.max_queue,
+            batch_share=self.batch_share,
+            enabled=self.enabled,
+        )
 
 
 class Fleet:
@@ -35,9 +58,13 @@ class Fleet:
         retry_attempts: int,
         health_interval_s: float,
         health_timeout_s: float,
+        admission: AdmissionConfig | None = None,
     ) -> None:
         self._by_model: dict[str, list[Replica]] = {}
         for replica in replicas:
+            if admission is not None:
+                replica.admission = admission.queue()
+                replica.auto_limit = admission.max_inflight == 0
             self._by_model.setdefault(replica.model, []).append(replica)
         self._retry_attempts = retry_attempts
         self._health_interval_s = health_interval_s
@@ -59,8 +86,11 @@ class Fleet:
         """Every model has at least one healthy replica."""
         return all(any(r.healthy for r in rs) for rs in self._by_model.values())
 
-    def pick(self, model: str, exclude: Sequence[Replica] = ()) -> Replica:
-        """The least-loaded healthy replica; ties rotate so equal replicas share work."""
+    def pick(
+        self, model: str, exclude: Sequence[Replica] = (), priority: Priority = "interactive"
+    ) -> Replica:
+        """The healthy replica with the shortest predicted queue wait, then the least load;
+        ties rotate so equal replicas share work."""
         candidates = [r for r in self.replicas(model) if r.healthy and r not in exclude]
         if not candidates:
             raise NoHealthyBackend(f"No healthy backend for model {model!r}.")
@@ -70,8 +100,22 @@ class Fleet:
         n = len(candidates)
         return min(
             candidates,
-            key=lambda r: (r.load_score(), (candidates.index(r) - turn) % n),
+            key=lambda r: (
+                r.admission.predicted_wait(priority),
+                r.load_score(),
+                (candidates.index(r) - turn) % n,
+            ),
         )
+
+    async def _admit(self, replica: Replica, budget: RequestBudget) -> Slot:
+        """A slot on `replica`, or 429 at once when the wait would not fit the budget."""
+        started = budget.timeline.clock()
+        try:
+            return await replica.admission.acquire(budget.priority, budget.admission())
+        except Shed as exc:
+            raise _overloaded(exc, budget) from None
+        finally:
+            budget.timeline.record("admission", started)
 
     async def start(self) -> None:
         all_replicas = [r for rs in self._by_model.values() for r in rs]
@@ -100,68 +144,76 @@ class Fleet:
             except Exception:  # a poller must never die
                 log.exception("health probe of %s failed", replica.url)
 
-    async def complete(self, request: GenerationRequest, deadline: Deadline) -> Completion:
-        model = request.body.model
+    async def complete(self, request: GenerationRequest, budget: RequestBudget) -> Completion:
+        deadline = budget.total
         return await self._with_retry(
-            model, deadline, lambda r: r.backend.complete(request, deadline)
+            request.body.model, budget, lambda r: r.backend.complete(request, deadline)
         )
 
-    async def embed(self, request: EmbeddingCall, deadline: Deadline) -> Embeddings:
+    async def embed(self, request: EmbeddingCall, budget: RequestBudget) -> Embeddings:
+        deadline = budget.total
         return await self._with_retry(
-            request.body.model, deadline, lambda r: r.backend.embed(request, deadline)
+            request.body.model, budget, lambda r: r.backend.embed(request, deadline)
         )
 
     async def _with_retry(
-        self, model: str, deadline: Deadline, call: Callable[[Replica], Awaitable[T]]
+        self, model: str, budget: RequestBudget, call: Callable[[Replica], Awaitable[T]]
     ) -> T:
         tried: list[Replica] = []
         while True:
-            replica = self.pick(model, tried)
+            replica = self.pick(model, tried, budget.priority)
             tried.append(replica)
-            replica.inflight += 1
+            slot = await self._admit(replica, budget)
             try:
-                return await call(replica)
+                async with asyncio.timeout(budget.total.remaining()):
+                    return await call(replica)
+            except TimeoutError:
+                raise DeadlineExceeded(budget.total.stage) from None
             except BackendError as exc:
-                if not self._may_retry(exc, replica, tried, model, deadline):
+                if not self._may_retry(exc, replica, tried, model, budget.total):
                     raise
             finally:
-                replica.inflight -= 1
+                slot.release()
 
     async def open_stream(
-        self, request: GenerationRequest, deadline: Deadline, first_chunk_deadline: Deadline
+        self, request: GenerationRequest, budget: RequestBudget
     ) -> AsyncIterator[StreamChunk]:
         """A stream whose first chunk has already arrived, so failures so far were retried.
 
-        Waiting for the first chunk is bounded by `first_chunk_deadline`; when it fires the
-        backend request is cancelled and `DeadlineExceeded` names that budget.
+        Waiting for the first chunk is bounded by the first-token deadline; when it fires
+        the backend request is cancelled and `DeadlineExceeded` names that budget.
         """
         model = request.body.model
+        first_token, timeline = budget.first_token, budget.timeline
         tried: list[Replica] = []
         while True:
-            replica = self.pick(model, tried)
+            replica = self.pick(model, tried, budget.priority)
             tried.append(replica)
-            replica.inflight += 1
-            stream = aiter(replica.backend.stream(request, deadline))
+            slot = await self._admit(replica, budget)
+            started = timeline.clock()
+            stream = aiter(replica.backend.stream(request, budget.total))
             try:
-                async with asyncio.timeout(first_chunk_deadline.remaining()):
+                async with asyncio.timeout(first_token.remaining()):
                     first = await anext(stream)
             except TimeoutError:
-                replica.inflight -= 1
+                slot.release()
                 await _close(stream)
-                raise DeadlineExceeded(first_chunk_deadline.stage) from None
+                raise DeadlineExceeded(first_token.stage) from None
             except StopAsyncIteration:
                 first = None
             except BackendError as exc:
-                replica.inflight -= 1
+                slot.release()
                 await _close(stream)
-                if not self._may_retry(exc, replica, tried, model, deadline):
+                if not self._may_retry(exc, replica, tried, model, budget.total):
                     raise
                 continue
             except BaseException:
-                replica.inflight -= 1
+                slot.release()
                 await _close(stream)
                 raise
-            return _tracked(replica, first, stream)
+            finally:
+                timeline.record("ttft", started)
+            return _tracked(replica, slot, first, stream)
 
     def _may_retry(
         self,
@@ -188,8 +240,29 @@ async def _close(stream: AsyncIterator[StreamChunk]) -> None:
             await aclose()
 
 
+def _overloaded(exc: Shed, budget: RequestBudget) -> Overloaded:
+    if exc.reason == "queue_timeout":
+        return Overloaded(
+            f"The {exc.priority} queue did not reach this request within its admission "
+            "budget; retry later.",
+            retry_after_s=exc.retry_after_s,
+            code="queue_timeout",
+        )
+    if exc.reason == "queue_full":
+        detail = "the queue is full"
+    else:
+        detail = (
+            f"the predicted queue wait of {exc.predicted_wait_s * 1000:.0f} ms exceeds the "
+            f"{budget.admission().remaining() * 1000:.0f} ms left for admission"
+        )
+    return Overloaded(
+        f"Overloaded: {detail} ({exc.priority} priority); retry later.",
+        retry_after_s=exc.retry_after_s,
+    )
+
+
 async def _tracked(
-    replica: Replica, first: StreamChunk | None, stream: AsyncIterator[StreamChunk]
+    replica: Replica, slot: Slot, first: StreamChunk | None, stream: AsyncIterator[StreamChunk]
 ) -> AsyncIterator[StreamChunk]:
     try:
         if first is None:
@@ -201,5 +274,5 @@ async def _tracked(
         replica.eject(str(exc))
         raise
     finally:
-        replica.inflight -= 1
+        slot.release()
         await _close(stream)

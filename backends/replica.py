@@ -7,6 +7,15 @@ from dataclasses import dataclass, field
 
 from backends.base import Backend
 from backends.types import BackendHealth
+from budgets.admission import AdmissionQueue
+
+DEFAULT_LIMIT = 256
+
+
+def unlimited_admission() -> AdmissionQueue:
+    """Counts in-flight requests and never queues: for replicas built outside a fleet."""
+    return AdmissionQueue(limit=DEFAULT_LIMIT, max_queue=0, batch_share=1.0, enabled=False)
+
 
 log = logging.getLogger("gateway.fleet")
 
@@ -18,7 +27,8 @@ class Replica:
     model: str
     backend: Backend
     healthy: bool = False
-    inflight: int = 0
+    admission: AdmissionQueue = field(default_factory=unlimited_admission)
+    auto_limit: bool = True
     reported_running: int = 0
     reported_waiting: int = 0
     kv_usage: float = 0.0
@@ -27,6 +37,10 @@ class Replica:
     @property
     def url(self) -> str:
         return self.backend.url
+
+    @property
+    def inflight(self) -> int:
+        return self.admission.inflight
 
     def load_score(self) -> float:
         """Lower is less loaded: our own in-flight requests plus the server's own queue."""
@@ -43,6 +57,9 @@ class Replica:
             self.reported_running = health.running
             self.reported_waiting = health.waiting
             self.kv_usage = health.kv_usage
+            self.admission.observe_backend(health.running, health.waiting)
+            if self.auto_limit and health.capacity > 0 and health.capacity != self.admission.limit:
+                self.admission.resize(health.capacity)
 
     def eject(self, reason: str) -> None:
         """Take the replica out of rotation until a health probe re-admits it."""

@@ -84,4 +84,5 @@ class BackendHealth:
     running: int = 0
     waiting: int = 0
     kv_usage: float = 0.0
+    capacity: int = 0  # requests the engine runs at once (vLLM max_num_seqs); 0 = unknown
     extra: dict[str, Any] = field(default_factory=dict)

@@ -50,6 +50,7 @@ class CachePlan:
     vector: Vector | None = None
     shadow: asyncio.Task[SemanticMatch | None] | None = None
     looked_up_at: float = 0.0
+    similarity: float | None = None
 
 
 class CacheLayer:
@@ -122,33 +123,56 @@ class CacheLayer:
         return body.temperature == 0 or body.seed is not None
 
     async def lookup(self, plan: CachePlan) -> CachedAnswer | None:
-        """Fill `plan` from the caches; a failing cache marks the plan `error`, never raises."""
+        """Both lookups without stage budgets; the pipeline runs the two stages itself."""
+        answer = await self.lookup_exact(plan)
+        if answer is not None or not self.wants_semantic(plan):
+            return answer
+        return await self.lookup_semantic(plan)
+
+    async def lookup_exact(self, plan: CachePlan) -> CachedAnswer | None:
+        """The exact stage; a failing cache marks the plan `error`, never raises."""
         if not plan.read or plan.key is None:
             return None
         now = plan.looked_up_at = self._clock()
         try:
             answer = await self._exact.get(plan.tenant, plan.key)
         except CacheUnavailable as exc:
-            # The semantic index lives in the same Redis, and an embedding costs far more
-            # than the lookup that just failed: under overload, falling through would
-            # make things worse. Go straight to the backend.
             log.debug("exact cache unavailable: %s", exc)
             plan.status = "error"
             return None
         if answer is not None and (plan.max_age is None or answer.age(now) <= plan.max_age):
             plan.status, plan.answer = "hit-exact", answer
             return answer
-        if self._semantic is None or plan.semantic is None:
-            return None
+        return None
+
+    def wants_semantic(self, plan: CachePlan) -> bool:
+        """Whether the semantic stage should run inline; starts the shadow lookup instead.
+
+        After an exact-cache failure it does not: the semantic index lives in the same
+        Redis, and an embedding costs far more than the lookup that just failed, so under
+        overload falling through would make things worse.
+        """
+        if (
+            self._semantic is None
+            or plan.semantic is None
+            or not plan.read
+            or plan.status in ("error", "hit-exact")
+        ):
+            return False
         if self._settings.semantic == "shadow":
-            plan.shadow = asyncio.create_task(self._shadow_lookup(plan, now))
+            plan.shadow = asyncio.create_task(self._shadow_lookup(plan, plan.looked_up_at))
             self._background.add(plan.shadow)
             plan.shadow.add_done_callback(self._background.discard)
-            return None
+            return False
+        return True
+
+    async def lookup_semantic(self, plan: CachePlan) -> CachedAnswer | None:
+        """The semantic stage: embed, then search; failures mark the plan `error`."""
+        assert self._semantic is not None and plan.semantic is not None
         try:
             plan.vector = await self._semantic.embed(plan.semantic.text)
             match = await self._semantic.lookup(
-                plan.semantic, plan.vector, plan.tenant, plan.max_age, now
+                plan.semantic, plan.vector, plan.tenant, plan.max_age, plan.looked_up_at
             )
         except CacheUnavailable as exc:
             log.debug("semantic cache unavailable: %s", exc)
@@ -157,6 +181,7 @@ class CacheLayer:
         if match is None:
             return None
         plan.status, plan.answer = "hit-semantic", match.answer
+        plan.similarity = match.similarity
         return match.answer
 
     async def _shadow_lookup(self, plan: CachePlan, now: float) -> SemanticMatch | None:

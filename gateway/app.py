@@ -14,12 +14,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from backends.factory import build_replicas
-from backends.fleet import Fleet
+from backends.fleet import AdmissionConfig, Fleet
 from backends.replica import Replica
+from budgets.timeline import Timeline
 from cache.factory import build_cache_layer
 from gateway.errors import GatewayError, MethodNotAllowed, RouteNotFound
 from gateway.pipeline import Pipeline
-from gateway.routes import REQUEST_ID_SCOPE_KEY, ROUTES
+from gateway.routes import REQUEST_ID_SCOPE_KEY, ROUTES, TIMELINE_SCOPE_KEY
 from gateway.settings import ModelSpec, ReplicaSpec, Settings
 
 log = logging.getLogger("gateway")
@@ -41,6 +42,12 @@ def create_app(settings: Settings, replicas: Sequence[Replica] | None = None) ->
                 retry_attempts=effective.retry_attempts,
                 health_interval_s=effective.health_interval_s,
                 health_timeout_s=effective.health_timeout_s,
+                admission=AdmissionConfig(
+                    enabled=effective.budgets.admission,
+                    max_inflight=effective.budgets.max_inflight,
+                    max_queue=effective.budgets.max_queue,
+                    batch_share=effective.budgets.batch_share,
+                ),
             )
             await fleet.start()
             stack.push_async_callback(fleet.aclose)
@@ -88,9 +95,13 @@ async def _start_embedded_sim(settings: Settings, stack: contextlib.AsyncExitSta
 
 def _error_response(exc: GatewayError, request: Request | None = None) -> Response:
     headers = exc.headers()
-    request_id = request.scope.get(REQUEST_ID_SCOPE_KEY) if request is not None else None
-    if request_id is not None:
-        headers["x-request-id"] = request_id
+    if request is not None:
+        request_id = request.scope.get(REQUEST_ID_SCOPE_KEY)
+        if request_id is not None:
+            headers["x-request-id"] = request_id
+        timeline: Timeline | None = request.scope.get(TIMELINE_SCOPE_KEY)
+        if timeline is not None:
+            headers["server-timing"] = timeline.server_timing(total=True)
     return Response(
         exc.to_json(), status_code=exc.status, media_type="application/json", headers=headers
     )

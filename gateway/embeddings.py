@@ -11,7 +11,7 @@ from starlette.responses import Response
 
 from backends.base import EmbeddingCall
 from backends.fleet import Fleet
-from budgets.deadline import Deadline
+from budgets.request_budget import RequestBudget
 from gateway.propagation import propagated
 from gateway.protocol import EmbeddingRequest, parse_request
 
@@ -21,12 +21,12 @@ async def embeddings_response(
     raw: bytes,
     headers: Headers,
     request_id: str,
-    deadline: Deadline,
+    budget: RequestBudget,
 ) -> Response:
     body = parse_request(raw, EmbeddingRequest)
     fleet.replicas(body.model)
     call = EmbeddingCall(body=body, raw=raw, request_id=request_id, headers=propagated(headers))
-    result = await fleet.embed(call, deadline)
+    result = await fleet.embed(call, budget)
     encode = _base64_floats if body.encoding_format == "base64" else None
     data = [
         {"object": "embedding", "index": i, "embedding": encode(v) if encode else v}
@@ -38,9 +38,11 @@ async def embeddings_response(
         "model": body.model,
         "usage": {"prompt_tokens": result.prompt_tokens, "total_tokens": result.prompt_tokens},
     }
-    return Response(
-        orjson.dumps(payload), media_type="application/json", headers={"x-request-id": request_id}
-    )
+    headers_out = {
+        "x-request-id": request_id,
+        "server-timing": budget.timeline.server_timing(total=True),
+    }
+    return Response(orjson.dumps(payload), media_type="application/json", headers=headers_out)
 
 
 def _base64_floats(vector: list[float]) -> str:

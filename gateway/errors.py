@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 import orjson
@@ -129,3 +130,22 @@ class DeadlineExceeded(GatewayError):
     def __init__(self, stage: str) -> None:
         super().__init__(f"Deadline exceeded in stage {stage!r}.")
         self.stage = stage
+
+
+class Overloaded(GatewayError):
+    """Admission refused the request: the queue cannot serve it within its budget."""
+
+    status = 429
+    type = "rate_limit_error"
+    code: ClassVar[str | None] = "overloaded"
+
+    def __init__(self, message: str, *, retry_after_s: float, code: str = "overloaded") -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+        self.code = code  # type: ignore[misc]
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "retry-after": str(max(1, math.ceil(self.retry_after_s))),
+            "retry-after-ms": str(max(1, math.ceil(self.retry_after_s * 1000))),
+        }

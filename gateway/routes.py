@@ -10,6 +10,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from backends.fleet import Fleet
+from budgets.request_budget import RequestBudget
 from gateway.errors import NoHealthyBackend, PayloadTooLarge, UnsupportedMediaType
 from gateway.pipeline import Pipeline, new_request_id
 
@@ -42,31 +43,35 @@ def _pipeline(request: Request) -> Pipeline:
 
 
 REQUEST_ID_SCOPE_KEY = "gateway.request_id"
+TIMELINE_SCOPE_KEY = "gateway.timeline"
 
 
-def _request_id(request: Request) -> str:
-    """A fresh id, kept in the ASGI scope so error responses carry it too."""
+def _begin(request: Request) -> tuple[str, RequestBudget]:
+    """A fresh id and the request's budget, kept in the ASGI scope so that error responses
+    carry the id and the Server-Timing of the stages that ran."""
     request_id = new_request_id()
     request.scope[REQUEST_ID_SCOPE_KEY] = request_id
-    return request_id
+    budget = _pipeline(request).begin(request.headers)
+    request.scope[TIMELINE_SCOPE_KEY] = budget.timeline
+    return request_id, budget
 
 
 async def chat_completions(request: Request) -> Response:
-    request_id = _request_id(request)
+    request_id, budget = _begin(request)
     raw = await read_json_body(request, request.state.max_body_bytes)
-    return await _pipeline(request).generate("chat", raw, request.headers, request_id)
+    return await _pipeline(request).generate("chat", raw, request.headers, request_id, budget)
 
 
 async def completions(request: Request) -> Response:
-    request_id = _request_id(request)
+    request_id, budget = _begin(request)
     raw = await read_json_body(request, request.state.max_body_bytes)
-    return await _pipeline(request).generate("completion", raw, request.headers, request_id)
+    return await _pipeline(request).generate("completion", raw, request.headers, request_id, budget)
 
 
 async def embeddings(request: Request) -> Response:
-    request_id = _request_id(request)
+    request_id, budget = _begin(request)
     raw = await read_json_body(request, request.state.max_body_bytes)
-    return await _pipeline(request).embed(raw, request.headers, request_id)
+    return await _pipeline(request).embed(raw, request.headers, request_id, budget)
 
 
 async def list_models(request: Request) -> Response:

@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gateway.budget_settings import BudgetSettings
 from gateway.cache_settings import CacheSettings
-from gateway.env import SettingsError, env_choice, env_float, env_int, env_map, env_ms
+from gateway.env import SettingsError, env_choice, env_float, env_int, env_map
 
 __all__ = ["ModelSpec", "ReplicaSpec", "Settings", "SettingsError"]
 
@@ -48,11 +49,10 @@ class Settings:
     tokenizer_cache_dir: Path = Path.home() / ".cache" / "llm-gateway" / "tokenizers"
     health_interval_s: float = 2.0
     health_timeout_s: float = 1.0
-    budget_total_s: float = 300.0
-    budget_ttft_s: float = 60.0
     retry_attempts: int = 1
     system_fingerprint: str = "fp_llm_gateway"
     cache: CacheSettings = field(default_factory=CacheSettings)
+    budgets: BudgetSettings = field(default_factory=BudgetSettings)
 
     @property
     def embedded_sim(self) -> bool:
@@ -63,7 +63,7 @@ class Settings:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if environ is None else environ
         defaults = cls()
-        settings = cls(
+        return cls(
             host=env.get("GATEWAY_HOST", defaults.host),
             port=env_int(env, "GATEWAY_PORT", defaults.port, low=0, high=65535),
             workers=env_int(env, "GATEWAY_WORKERS", defaults.workers, low=1, high=256),
@@ -95,20 +95,13 @@ class Settings:
             health_timeout_s=env_float(
                 env, "GATEWAY_HEALTH_TIMEOUT_S", defaults.health_timeout_s, low=0.01
             ),
-            budget_total_s=env_ms(env, "GATEWAY_BUDGET_TOTAL_MS", defaults.budget_total_s),
-            budget_ttft_s=env_ms(env, "GATEWAY_BUDGET_TTFT_MS", defaults.budget_ttft_s),
             retry_attempts=env_int(
                 env, "GATEWAY_RETRY_ATTEMPTS", defaults.retry_attempts, low=0, high=5
             ),
             system_fingerprint=env.get("GATEWAY_SYSTEM_FINGERPRINT", defaults.system_fingerprint),
             cache=CacheSettings.from_env(env),
+            budgets=BudgetSettings.from_env(env),
         )
-        if settings.budget_ttft_s > settings.budget_total_s:
-            raise SettingsError(
-                "GATEWAY_BUDGET_TTFT_MS must not exceed GATEWAY_BUDGET_TOTAL_MS "
-                f"({settings.budget_ttft_s * 1000:g} > {settings.budget_total_s * 1000:g})"
-            )
-        return settings
 
 
 def _parse_backends(raw: str) -> tuple[ModelSpec, ...]:

@@ -273,6 +273,7 @@ class VllmGrpcBackend:
             running=sum(load.num_running_reqs for load in loads.loads),
             waiting=sum(load.num_waiting_reqs for load in loads.loads),
             kv_usage=max((load.token_usage for load in loads.loads), default=0.0),
+            capacity=sum(load.max_running_requests for load in loads.loads),
         )
 
     async def aclose(self) -> None:

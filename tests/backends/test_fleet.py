@@ -7,6 +7,7 @@ import pytest
 from backends.fleet import Fleet
 from backends.replica import Replica
 from backends.types import BackendHealth
+from budgets.deadline import Deadline
 from gateway.errors import ModelNotFound, NoHealthyBackend
 from tests.support.fake_backend import FakeBackend
 
@@ -15,13 +16,20 @@ def _fleet(*replicas: Replica) -> Fleet:
     return Fleet(list(replicas), retry_attempts=1, health_interval_s=60, health_timeout_s=1)
 
 
-def _replica(url: str, *, healthy: bool = True, inflight: int = 0) -> Replica:
-    return Replica("m", FakeBackend(url=url), healthy=healthy, inflight=inflight)
+def _replica(url: str, *, healthy: bool = True) -> Replica:
+    return Replica("m", FakeBackend(url=url), healthy=healthy)
 
 
-def test_pick_prefers_least_loaded() -> None:
+async def _occupy(replica: Replica, slots: int) -> None:
+    for _ in range(slots):
+        await replica.admission.acquire("interactive", Deadline.after(60))
+
+
+async def test_pick_prefers_least_loaded() -> None:
     """The replica with fewer in-flight requests wins."""
-    busy, idle = _replica("a", inflight=3), _replica("b", inflight=1)
+    busy, idle = _replica("a"), _replica("b")
+    await _occupy(busy, 3)
+    await _occupy(idle, 1)
     assert _fleet(busy, idle).pick("m") is idle
 
 

@@ -1,0 +1,43 @@
+"""An optional stage (a cache lookup): run it only when its recent p95 fits the time left."""
+
+from __future__ import annotations
+
+from budgets.deadline import Clock
+from budgets.recent import RecentQuantile
+
+
+class OptionalStage:
+    """Decides per request whether a stage is worth starting, from its recent p95.
+
+    A stage that is skipped produces no new samples, so its p95 would never recover:
+    one request per `probe_interval_s` runs it anyway to keep the estimate current.
+    """
+
+    __slots__ = ("_clock", "_last_probe", "_probe_interval_s", "_recent", "budget_s", "name")
+
+    def __init__(
+        self, name: str, budget_s: float, clock: Clock, probe_interval_s: float = 1.0
+    ) -> None:
+        self.name = name
+        self.budget_s = budget_s
+        self._clock = clock
+        self._probe_interval_s = probe_interval_s
+        self._recent = RecentQuantile(0.95)
+        self._last_probe = float("-inf")
+
+    def should_run(self, available_s: float) -> bool:
+        """True when the stage's recent p95 fits in `available_s` (or it is time to probe)."""
+        p95 = self._recent.value()
+        if p95 is None or p95 <= available_s:
+            return True
+        now = self._clock()
+        if now - self._last_probe >= self._probe_interval_s:
+            self._last_probe = now
+            return True
+        return False
+
+    def observe(self, duration_s: float) -> None:
+        self._recent.add(duration_s)
+
+    def p95(self) -> float | None:
+        return self._recent.value()

@@ -1,0 +1,56 @@
+"""One request's deadlines: the total, the first token, and the stages cut from them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from budgets.admission import Priority
+from budgets.deadline import Clock, Deadline
+from budgets.timeline import Timeline
+
+
+@dataclass(frozen=True, slots=True)
+class ClassBudgets:
+    """The budgets of one priority class, in seconds."""
+
+    total_s: float
+    ttft_s: float
+    admission_s: float
+    stall_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class RequestBudget:
+    """Deadlines fixed when the request arrived; every stage cuts its own from these."""
+
+    priority: Priority
+    budgets: ClassBudgets
+    total: Deadline
+    first_token: Deadline
+    timeline: Timeline
+
+    @classmethod
+    def start(
+        cls,
+        priority: Priority,
+        budgets: ClassBudgets,
+        clock: Clock,
+        started: float,
+        client_timeout_s: float | None = None,
+    ) -> RequestBudget:
+        """Deadlines counted from `started`; a client timeout may only tighten the total."""
+        total_s = budgets.total_s
+        if client_timeout_s is not None and client_timeout_s < total_s:
+            total_s = client_timeout_s
+        total = Deadline(started + total_s, "total", clock)
+        first_token = total
+        if budgets.ttft_s < total_s:
+            first_token = Deadline(started + budgets.ttft_s, "ttft", clock)
+        return cls(priority, budgets, total, first_token, Timeline(clock, started))
+
+    def before_first_token(self, cap_s: float, stage: str) -> Deadline:
+        """A deadline for a stage that runs before the first token: `cap_s` from now at most."""
+        return self.first_token.child(cap_s, stage)
+
+    def admission(self) -> Deadline:
+        return self.first_token.child(self.budgets.admission_s, "admission")
