@@ -164,6 +164,7 @@ class Fleet:
             replica = self.pick(model, tried, budget.priority)
             tried.append(replica)
             slot = await self._admit(replica, budget)
+            started = budget.timeline.clock()
             try:
                 async with asyncio.timeout(budget.total.remaining()):
                     return await call(replica)
@@ -174,6 +175,7 @@ class Fleet:
                     raise
             finally:
                 slot.release()
+                budget.timeline.record("backend", started)
 
     async def open_stream(
         self, request: GenerationRequest, budget: RequestBudget

@@ -19,6 +19,7 @@ from tests.support.delay_proxy import DelayProxy
 class Outcome(NamedTuple):
     status: int
     cache: str
+    exact_cache_ms: float | None
 
 
 async def _ask(url: str, text: str) -> Outcome:
@@ -28,7 +29,19 @@ async def _ask(url: str, text: str) -> Outcome:
         session.post(f"{url}/chat/completions", json=payload) as response,
     ):
         await response.read()
-        return Outcome(response.status, response.headers.get("x-cache", ""))
+        return Outcome(
+            response.status,
+            response.headers.get("x-cache", ""),
+            _stage_ms(response.headers.get("server-timing", ""), "exact_cache"),
+        )
+
+
+def _stage_ms(server_timing: str, stage: str) -> float | None:
+    for part in server_timing.split(","):
+        name, _, duration = part.strip().partition(";dur=")
+        if name == stage:
+            return float(duration)
+    return None
 
 
 async def _round(url: str, tag: str, count: int = 8) -> list[Outcome]:
@@ -46,6 +59,7 @@ def _env(redis_url: str) -> dict[str, str]:
     return {
         "GATEWAY_REDIS_URL": redis_url,
         "GATEWAY_REDIS_TIMEOUT_MS": "50",
+        "GATEWAY_BUDGET_EXACT_CACHE_MS": "50",
         "GATEWAY_REDIS_BREAKER_FAILURES": "3",
         "GATEWAY_REDIS_BREAKER_COOLDOWN_MS": "300",
     }
@@ -102,3 +116,6 @@ async def test_slow_redis(tmp_path: Path, redis_server: RedisProcess) -> None:
             slow = [o for tag in ("s1", "s2") for o in await _round(url, tag)]
     assert all(o.status == 200 for o in normal + slow)
     assert "error" in {o.cache for o in slow}
+    # The lookup was abandoned at its 50 ms budget, not waited out for Redis's 500 ms
+    # (or skipped up front once its recent p95 no longer fit).
+    assert all(o.exact_cache_ms is None or o.exact_cache_ms < 400 for o in slow)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +117,7 @@ async def test_first_token_deadline_504_aborts_backend(
     stand-in sees the request cancelled."""
     for sim in sims:
         await sim.configure(hang_rate=1.0)
+    started = time.monotonic()
     async with (
         aiohttp.ClientSession() as session,
         session.post(
@@ -124,7 +126,10 @@ async def test_first_token_deadline_504_aborts_backend(
     ):
         body = orjson.loads(await response.read())
         request_id = response.headers["x-request-id"]
+    elapsed = time.monotonic() - started
     assert response.status == 504
+    # The e2e stack's first-token budget is 3 s: not before it, and not long after.
+    assert 3.0 <= elapsed < 9.0
     assert body["error"]["code"] == "deadline_exceeded" and "ttft" in body["error"]["message"]
     seen = [await sim.stats() for sim in sims]
     assert any(

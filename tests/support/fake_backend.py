@@ -30,8 +30,12 @@ class FakeBackend:
     fail_with: GatewayError | None = None
     fail_after: int | None = None
     hang_before_first: bool = False
+    stall_after: int | None = None
+    hold: asyncio.Event | None = None
     calls: int = 0
     closed_early: int = 0
+    held: int = 0
+    _held_changed: asyncio.Event = field(default_factory=asyncio.Event)
     started: bool = False
 
     async def start(self) -> None:
@@ -39,6 +43,8 @@ class FakeBackend:
 
     async def complete(self, request: GenerationRequest, deadline: Deadline) -> Completion:
         self.calls += 1
+        if self.hold is not None:
+            await self._held(request)
         if self.fail_with is not None:
             raise self.fail_with
         text = "".join(self.words)
@@ -52,6 +58,8 @@ class FakeBackend:
         self.calls += 1
         finished = False
         try:
+            if self.hold is not None:
+                await self._held(request)
             if self.hang_before_first:
                 await asyncio.Event().wait()
             if self.fail_with is not None and self.fail_after is None:
@@ -59,6 +67,8 @@ class FakeBackend:
             for position, word in enumerate(self.words):
                 if self.fail_with is not None and position == self.fail_after:
                     raise self.fail_with
+                if position == self.stall_after:
+                    await asyncio.Event().wait()
                 yield StreamChunk([ChoiceDelta(i, word) for i in range(request.body.n)])
             usage = Usage(3, len(self.words) * request.body.n)
             yield StreamChunk([ChoiceDelta(i, "", "stop") for i in range(request.body.n)], usage)
@@ -66,6 +76,27 @@ class FakeBackend:
         finally:
             if not finished:
                 self.closed_early += 1
+
+    async def _held(self, request: GenerationRequest) -> None:
+        """Requests whose user content starts with "hold" wait until `hold` is set."""
+        if request.raw.find(b'"hold') >= 0:
+            assert self.hold is not None
+            self._count_held(+1)
+            try:
+                await self.hold.wait()
+            finally:
+                self._count_held(-1)
+
+    def _count_held(self, delta: int) -> None:
+        self.held += delta
+        self._held_changed.set()
+
+    async def wait_held(self, count: int, timeout_s: float = 10.0) -> None:
+        """Until exactly `count` requests are being held."""
+        async with asyncio.timeout(timeout_s):
+            while self.held != count:
+                self._held_changed.clear()
+                await self._held_changed.wait()
 
     async def embed(self, request: EmbeddingCall, deadline: Deadline) -> Embeddings:
         self.calls += 1
