@@ -6,10 +6,11 @@ import math
 
 
 class RecentQuantile:
-    """The q-quantile of the last `window` samples, recomputed every `every` samples.
+    """The q-quantile of the last `window` samples, recomputed lazily.
 
-    Recomputing lazily keeps `add` O(1) on the request path; the answer lags by at most
-    `every` samples, which is noise next to a window of hundreds.
+    Recomputing every `every` samples keeps `add` O(1) on the request path. The allowed lag
+    also shrinks with the number of samples held (one in 16), so that right after startup a
+    few slow samples show at once instead of hiding behind one fast first sample.
     """
 
     __slots__ = ("_cached", "_every", "_next", "_q", "_samples", "_since", "_window")
@@ -32,7 +33,7 @@ class RecentQuantile:
             self._samples[self._next] = value
             self._next = (self._next + 1) % self._window
         self._since += 1
-        if self._since >= self._every:
+        if self._since >= max(1, min(self._every, len(self._samples) // 16)):
             self._cached = None
 
     def value(self) -> float | None:

@@ -110,7 +110,8 @@ def _priority(env: Mapping[str, str], name: str, default: Priority) -> Priority:
 
 def _priority_map(env: Mapping[str, str], name: str) -> dict[str, Priority]:
     result: dict[str, Priority] = {}
-    for tenant, value in env_map(env, name).items():
+    for tenant, raw in env_map(env, name).items():
+        value = raw.lower()
         if value not in PRIORITIES:
             raise SettingsError(
                 f"{name}: tenant {tenant!r} has priority {value!r}; "
