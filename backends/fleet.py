@@ -109,13 +109,15 @@ class Fleet:
 
     async def _admit(self, replica: Replica, budget: RequestBudget) -> Slot:
         """A slot on `replica`, or 429 at once when the wait would not fit the budget."""
-        started = budget.timeline.clock()
+        timeline = budget.timeline
+        timeline.replica = replica.url
+        started = timeline.clock()
         try:
             return await replica.admission.acquire(budget.priority, budget.admission())
         except Shed as exc:
             raise _overloaded(exc, budget) from None
         finally:
-            budget.timeline.record("admission", started)
+            timeline.record("admission", started)
 
     async def start(self) -> None:
         all_replicas = [r for rs in self._by_model.values() for r in rs]
@@ -215,6 +217,7 @@ class Fleet:
                 raise
             finally:
                 timeline.record("ttft", started)
+            timeline.first_token_at = timeline.clock()
             return _tracked(replica, slot, first, stream)
 
     def _may_retry(

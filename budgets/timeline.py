@@ -1,24 +1,36 @@
-"""The stages one request went through and how long each took: the source of `Server-Timing`."""
+"""The stages one request went through, when each began and how long it took: the source of
+`Server-Timing`, of the stage metrics and of the stage spans."""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from budgets.deadline import Clock
 
 
-class Timeline:
-    """Stage durations in the order they ended. Cheap: one tuple per stage."""
+class Stage(NamedTuple):
+    name: str
+    start: float
+    duration: float
 
-    __slots__ = ("clock", "stages", "started")
+
+class Timeline:
+    """Stages in the order they ended, on the request's monotonic clock. Cheap: one tuple per
+    stage; spans and metrics are derived from it once the request is over."""
+
+    __slots__ = ("clock", "first_token_at", "replica", "stages", "started")
 
     def __init__(self, clock: Clock, started: float | None = None) -> None:
         self.clock = clock
         self.started = clock() if started is None else started
-        self.stages: list[tuple[str, float]] = []
+        self.stages: list[Stage] = []
+        self.first_token_at: float | None = None
+        self.replica: str | None = None
 
     def record(self, stage: str, since: float) -> float:
         """Record `stage` as having run from `since` until now; returns its duration."""
         duration = self.clock() - since
-        self.stages.append((stage, duration))
+        self.stages.append(Stage(stage, since, duration))
         return duration
 
     def elapsed(self) -> float:
@@ -26,7 +38,7 @@ class Timeline:
 
     def server_timing(self, *, total: bool = False) -> str:
         """The `Server-Timing` value, durations in milliseconds; `total` appends the whole."""
-        parts = [f"{stage};dur={duration * 1000:.2f}" for stage, duration in self.stages]
+        parts = [f"{stage.name};dur={stage.duration * 1000:.2f}" for stage in self.stages]
         if total:
             parts.append(f"total;dur={self.elapsed() * 1000:.2f}")
         return ", ".join(parts)

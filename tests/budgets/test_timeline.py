@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from budgets.timeline import Timeline
+from budgets.timeline import Stage, Timeline
 
 
 class FakeClock:
@@ -30,7 +30,11 @@ def test_record_returns_duration_and_appends_in_order() -> None:
     assert timeline.record("exact_cache", 100.5) == 0.25
     clock.now = 101.0
     assert timeline.record("parse", 100.0) == 1.0
-    assert timeline.stages == [("parse", 0.5), ("exact_cache", 0.25), ("parse", 1.0)]
+    assert timeline.stages == [
+        ("parse", 100.0, 0.5),
+        ("exact_cache", 100.5, 0.25),
+        ("parse", 100.0, 1.0),
+    ]
 
 
 def test_elapsed_counts_from_started() -> None:
@@ -45,7 +49,9 @@ def test_server_timing_formats_milliseconds_with_two_decimals() -> None:
     """Each stage renders as `name;dur=<ms>` with two decimals, joined by ', '."""
     clock = FakeClock()
     timeline = Timeline(clock)
-    timeline.stages.extend([("parse", 0.0015), ("exact_cache", 0.25), ("semantic", 0.0012345)])
+    timeline.stages.extend(
+        [Stage("parse", 0, 0.0015), Stage("exact_cache", 0, 0.25), Stage("semantic", 0, 0.0012345)]
+    )
     assert timeline.server_timing() == ("parse;dur=1.50, exact_cache;dur=250.00, semantic;dur=1.23")
 
 
