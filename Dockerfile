@@ -6,6 +6,7 @@ COPY gateway gateway
 COPY cache cache
 COPY backends backends
 COPY budgets budgets
+COPY obs obs
 COPY bench bench
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 

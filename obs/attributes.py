@@ -1,0 +1,108 @@
+"""Span, attribute and stage names in one place, so traces, metrics and dashboards agree.
+
+GenAI and HTTP names follow the OpenTelemetry semantic conventions; `gateway.*` names are
+this gateway's own. Prompt and answer text go only into `GEN_AI_INPUT_MESSAGES` /
+`GEN_AI_OUTPUT_MESSAGES`, and only when `Tracing.record_content` is true.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Final
+
+# Stages: the `stage` label of gateway_stage_duration_seconds, as the request's Timeline
+# names them (and Server-Timing shows them).
+STAGE_PARSE: Final = "parse"
+STAGE_EXACT_CACHE: Final = "exact_cache"
+STAGE_SEMANTIC_CACHE: Final = "semantic_cache"
+STAGE_EMBED: Final = "embed"
+STAGE_SEARCH: Final = "search"
+STAGE_ADMISSION: Final = "admission"
+STAGE_TTFT: Final = "ttft"
+STAGE_BACKEND: Final = "backend"
+STAGE_STREAM: Final = "stream"
+STAGE_WRITEBACK: Final = "writeback"
+STAGES: Final = (
+    STAGE_PARSE,
+    STAGE_EXACT_CACHE,
+    STAGE_SEMANTIC_CACHE,
+    STAGE_EMBED,
+    STAGE_SEARCH,
+    STAGE_ADMISSION,
+    STAGE_TTFT,
+    STAGE_BACKEND,
+    STAGE_STREAM,
+    STAGE_WRITEBACK,
+)
+
+# Child span names, one per stage. The backend span uses `backend_span_name` instead.
+SPAN_PARSE: Final = "gateway.parse"
+SPAN_EXACT_CACHE: Final = "gateway.cache.exact"
+SPAN_SEMANTIC_CACHE: Final = "gateway.cache.semantic"
+SPAN_EMBED: Final = "gateway.cache.semantic.embed"
+SPAN_SEARCH: Final = "gateway.cache.semantic.search"
+SPAN_ADMISSION: Final = "gateway.admission"
+SPAN_WRITEBACK: Final = "gateway.writeback"
+STAGE_SPANS: Final = {
+    STAGE_PARSE: SPAN_PARSE,
+    STAGE_EXACT_CACHE: SPAN_EXACT_CACHE,
+    STAGE_SEMANTIC_CACHE: SPAN_SEMANTIC_CACHE,
+    STAGE_EMBED: SPAN_EMBED,
+    STAGE_SEARCH: SPAN_SEARCH,
+    STAGE_ADMISSION: SPAN_ADMISSION,
+    STAGE_WRITEBACK: SPAN_WRITEBACK,
+}
+
+EVENT_FIRST_TOKEN: Final = "gateway.first_token"
+
+# HTTP server span (semconv).
+HTTP_REQUEST_METHOD: Final = "http.request.method"
+HTTP_ROUTE: Final = "http.route"
+HTTP_RESPONSE_STATUS_CODE: Final = "http.response.status_code"
+URL_PATH: Final = "url.path"
+ERROR_TYPE: Final = "error.type"
+SERVER_ADDRESS: Final = "server.address"
+SERVER_PORT: Final = "server.port"
+
+# GenAI (semconv). gen_ai.system was renamed gen_ai.provider.name; both are set for old UIs.
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_SYSTEM: Final = "gen_ai.system"
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_SYSTEM_VLLM: Final = "vllm"
+GEN_AI_SYSTEM_OPENAI_COMPATIBLE: Final = "openai"
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
+GEN_AI_REQUEST_TEMPERATURE: Final = "gen_ai.request.temperature"
+GEN_AI_REQUEST_TOP_P: Final = "gen_ai.request.top_p"
+GEN_AI_REQUEST_SEED: Final = "gen_ai.request.seed"
+GEN_AI_REQUEST_CHOICE_COUNT: Final = "gen_ai.request.choice.count"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
+GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+# Opt-in content (GATEWAY_TRACE_CONTENT=true only).
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+
+# The gateway's own.
+ATTR_REQUEST_ID: Final = "gateway.request.id"
+ATTR_PRIORITY: Final = "gateway.priority"
+ATTR_CACHE_RESULT: Final = "gateway.cache.result"
+ATTR_CACHE_AGE_S: Final = "gateway.cache.age_s"
+ATTR_SEMANTIC_SIMILARITY: Final = "gateway.cache.semantic.similarity"
+ATTR_SEMANTIC_THRESHOLD: Final = "gateway.cache.semantic.threshold"
+ATTR_SEMANTIC_VERDICT: Final = "gateway.cache.semantic.verdict"
+ATTR_BUDGET_REMAINING_MS: Final = "gateway.budget.remaining_ms"
+ATTR_BUDGET_EXCEEDED: Final = "gateway.budget.exceeded"
+ATTR_REPLICA: Final = "gateway.replica"
+ATTR_ATTEMPT: Final = "gateway.backend.attempt"
+ATTR_COALESCED: Final = "gateway.coalesced"
+ATTR_SHED_REASON: Final = "gateway.shed.reason"
+ATTR_WRITEBACK_RESULT: Final = "gateway.writeback.result"
+
+
+@lru_cache(maxsize=256)
+def backend_span_name(operation: str, model: str) -> str:
+    """The GenAI client span name, `{gen_ai.operation.name} {gen_ai.request.model}`."""
+    return f"{operation} {model}"

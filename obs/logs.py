@@ -1,0 +1,165 @@
+"""Logging: JSON lines (default) or text, and the one info line per request.
+
+Structured fields travel as `extra=` keys of the record; the JSON formatter writes every
+non-standard record attribute as a key, so `request_id`, `trace_id`, `span_id` and the
+request line's fields are real JSON keys, never interpolated into the message. Prompt and
+answer text are never logged here.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.config
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import orjson
+
+from gateway.env import env_choice
+
+LogFormat = Literal["json", "text"]
+ACCESS_LOGGER = "gateway.access"
+REQUEST_MESSAGE = "request"
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+# Attributes every LogRecord has (plus those the formatting machinery adds); anything else
+# on a record came from `extra=`. uvicorn adds `color_message`, a duplicate of the message.
+_STANDARD = frozenset(
+    {
+        *logging.LogRecord("", 0, "", 0, "", None, None).__dict__,
+        "message",
+        "asctime",
+        "color_message",
+        "taskName",
+    }
+)
+
+
+def log_format_from_env(environ: Mapping[str, str]) -> LogFormat:
+    """GATEWAY_LOG_FORMAT: json (default) or text; SettingsError otherwise."""
+    value = env_choice(environ, "GATEWAY_LOG_FORMAT", "json", ("json", "text"))
+    return "text" if value == "text" else "json"
+
+
+def _fields(record: logging.LogRecord) -> dict[str, Any]:
+    return {k: v for k, v in record.__dict__.items() if k not in _STANDARD}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, then the record's extra keys."""
+
+    _second = -1
+    _prefix = ""
+
+    def _time(self, created: float) -> str:
+        """UTC ISO 8601 with milliseconds; the part up to the second is reused within it."""
+        second = int(created)
+        if second != self._second:
+            self._prefix = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+            self._second = second
+        return f"{self._prefix}.{int((created - second) * 1000):03d}Z"
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": self._time(record.created),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        entry.update(_fields(record))
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        if record.stack_info:
+            entry["stack"] = self.formatStack(record.stack_info)
+        return orjson.dumps(entry, default=str).decode()
+
+
+class TextFormatter(logging.Formatter):
+    """The classic line, with the record's extra keys appended as key=value."""
+
+    def __init__(self) -> None:
+        super().__init__(TEXT_FORMAT)
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        fields = _fields(record)
+        if not fields:
+            return line
+        pairs = " ".join(f"{k}={_text(v)}" for k, v in fields.items())
+        head, sep, tail = line.partition("\n")  # keep a traceback after the fields
+        return f"{head} {pairs}{sep}{tail}"
+
+
+def _text(value: object) -> str:
+    if isinstance(value, Mapping):
+        return orjson.dumps(value, default=str).decode()
+    return str(value)
+
+
+def logging_config(level: str, fmt: LogFormat) -> dict[str, Any]:
+    """A `logging.config.dictConfig` dict; pass it as uvicorn's `log_config` so that every
+    worker process (spawned, so it re-applies it) logs in the same format."""
+    formatter = "obs.logs.JsonFormatter" if fmt == "json" else "obs.logs.TextFormatter"
+    handler = {
+        "class": "logging.StreamHandler",
+        "formatter": "default",
+        "stream": "ext://sys.stderr",
+    }
+    level = level.upper()
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"default": {"()": formatter}},
+        "handlers": {"default": handler},
+        "root": {"handlers": ["default"], "level": level},
+        "loggers": {
+            # uvicorn's own config gives these handlers of their own; route them to ours.
+            "uvicorn": {"handlers": [], "level": level, "propagate": True},
+            "uvicorn.error": {"handlers": [], "level": level, "propagate": True},
+            "uvicorn.access": {"handlers": [], "level": level, "propagate": True},
+        },
+    }
+
+
+def configure_logging(level: str, fmt: LogFormat) -> None:
+    """Configure the root logger of this process (stderr, one line per record)."""
+    logging.config.dictConfig(logging_config(level, fmt))
+
+
+def log_request(
+    logger: logging.Logger,
+    *,
+    request_id: str,
+    trace_id: str | None,
+    method: str,
+    route: str,
+    model: str | None,
+    status: int,
+    duration_ms: float,
+    cache: str | None,
+    priority: str | None,
+    stages: Mapping[str, float],
+    **fields: object,
+) -> None:
+    """The one info line per request; `stages` maps stage name to milliseconds.
+
+    Further keyword fields (tokens, finish reason, replica, error type, span_id) are added
+    as keys. Nothing is built when info is disabled for `logger`.
+    """
+    if not logger.isEnabledFor(logging.INFO):
+        return
+    extra: dict[str, object] = {
+        "request_id": request_id,
+        "trace_id": trace_id,
+        "method": method,
+        "route": route,
+        "model": model,
+        "status": status,
+        "duration_ms": round(duration_ms, 3),
+        "cache": cache,
+        "priority": priority,
+        "stages": {name: round(ms, 3) for name, ms in stages.items()},
+    }
+    extra.update(fields)
+    logger.info(REQUEST_MESSAGE, extra=extra)

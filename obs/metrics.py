@@ -1,0 +1,318 @@
+"""Prometheus metrics of the gateway, correct with one or several uvicorn workers.
+
+One worker: each `GatewayMetrics` owns a private registry (tests build several). Several
+workers: PROMETHEUS_MULTIPROC_DIR (see `obs.multiproc.prepare_multiprocess`) makes every
+worker write memory-mapped files there and `render` merges all workers' files, so any worker
+answers GET /metrics for the whole process group.
+
+Gauges in multiprocess mode: in-flight, queued, write-back depth and the Redis circuit
+one-hot gauge use `livesum` (the sum over live workers: each worker has its own fleet
+counters, queue and breaker, so e.g. `gateway_redis_circuit_state{state="open"}` is the
+number of workers whose breaker is open); `gateway_replica_healthy` uses `livemin` (0 as soon
+as any live worker has ejected the replica). Dead workers' live gauges are swept when a
+worker starts (`sweep_dead_processes`).
+
+Hot-path methods look up cached label children in a dict and call `observe`/`inc`; the
+label set of every metric is small and known (routes, stages, cache kinds), except models:
+pass `models=` (the configured names) so a client cannot grow the label set, others become
+`other`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection
+from typing import Literal
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+    values,
+)
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+from prometheus_client.multiprocess import MultiProcessCollector
+
+from obs.multiproc import ENV_VAR, sweep_dead_processes
+
+CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
+OTHER_MODEL = "other"
+CIRCUIT_STATES = ("closed", "open", "half_open")
+
+# Whole requests: from an in-process cache hit (~0.3 ms) to a long generation (the default
+# budget is 300 s).
+REQUEST_BUCKETS = (
+    *(0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5),
+    *(1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0),
+)
+# Stages: 0.1 ms (an in-process cache lookup) to 60 s (a long backend call).
+STAGE_BUCKETS = (
+    *(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05),
+    *(0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
+)
+# Time to first token: 5 ms (a replayed hit) to 60 s (a long prompt on a busy GPU).
+TTFT_BUCKETS = (
+    *(0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5),
+    *(0.75, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
+)
+# Time per output token: 1 ms (small model, big GPU) to 1 s (overloaded).
+TPOT_BUCKETS = (
+    *(0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03),
+    *(0.05, 0.075, 0.1, 0.25, 0.5, 1.0),
+)
+
+CacheKind = Literal["exact", "semantic"]
+CacheResult = Literal["hit", "miss", "error", "skipped"]
+
+
+class GatewayMetrics:
+    """All gateway metrics; build once per process (per app), after the CLI prepared the mode."""
+
+    def __init__(self, *, models: Collection[str] | None = None) -> None:
+        self.multiprocess_dir = os.environ.get(ENV_VAR) or None
+        if self.multiprocess_dir is not None:
+            if values.ValueClass is values.MutexValue:
+                raise RuntimeError(
+                    f"{ENV_VAR} was set after prometheus_client was imported in this process; "
+                    "set it before the workers start (obs.multiproc.prepare_multiprocess)"
+                )
+            sweep_dead_processes(self.multiprocess_dir)
+        disable_created_metrics()  # type: ignore[no-untyped-call]  # no *_created series
+        self._models = frozenset(models) if models is not None else None
+        self.registry = registry = CollectorRegistry(auto_describe=True)
+
+        self._request = Histogram(
+            "gateway_request_duration_seconds",
+            "Request duration from receipt to the last byte, by route, model and cache result",
+            ("route", "model", "cache", "status"),
+            buckets=REQUEST_BUCKETS,
+            registry=registry,
+        )
+        self._ttft = Histogram(
+            "gateway_time_to_first_token_seconds",
+            "Time from receipt to the first generated token sent",
+            ("model",),
+            buckets=TTFT_BUCKETS,
+            registry=registry,
+        )
+        self._tpot = Histogram(
+            "gateway_time_per_output_token_seconds",
+            "Generation time after the first token divided by the further output tokens",
+            ("model",),
+            buckets=TPOT_BUCKETS,
+            registry=registry,
+        )
+        self._stage = Histogram(
+            "gateway_stage_duration_seconds",
+            "Duration of each pipeline stage",
+            ("stage",),
+            buckets=STAGE_BUCKETS,
+            registry=registry,
+        )
+        self._cache = Counter(
+            "gateway_cache_lookups_total",
+            "Cache lookups by kind (exact, semantic) and result (hit, miss, error, skipped)",
+            ("kind", "result"),
+            registry=registry,
+        )
+        self._overruns = Counter(
+            "gateway_budget_overruns_total",
+            "Requests whose budget ran out, by the stage it ran out in",
+            ("stage",),
+            registry=registry,
+        )
+        self._shed = Counter(
+            "gateway_shed_requests_total",
+            "Requests refused by admission control, by reason and priority",
+            ("reason", "priority"),
+            registry=registry,
+        )
+        self._tokens = Counter(
+            "gateway_tokens_total",
+            "Prompt (type=input) and generated (type=output) tokens",
+            ("model", "type"),
+            registry=registry,
+        )
+        replica = ("model", "replica")
+        self._inflight = Gauge(
+            "gateway_replica_inflight_requests",
+            "Requests running on each replica (summed over workers)",
+            replica,
+            multiprocess_mode="livesum",
+            registry=registry,
+        )
+        self._queued = Gauge(
+            "gateway_replica_queued_requests",
+            "Requests waiting for each replica (summed over workers)",
+            replica,
+            multiprocess_mode="livesum",
+            registry=registry,
+        )
+        self._healthy = Gauge(
+            "gateway_replica_healthy",
+            "1 if the replica is in rotation (0 if any worker ejected it)",
+            replica,
+            multiprocess_mode="livemin",
+            registry=registry,
+        )
+        self._circuit = Gauge(
+            "gateway_redis_circuit_state",
+            "Redis circuit breaker state, one-hot over closed/open/half_open "
+            "(with several workers: the number of workers in that state)",
+            ("name", "state"),
+            multiprocess_mode="livesum",
+            registry=registry,
+        )
+        self._wb_depth = Gauge(
+            "gateway_writeback_queue_depth",
+            "Cache writes waiting in the write-back queue",
+            multiprocess_mode="livesum",
+            registry=registry,
+        )
+        self._wb_dropped = Counter(
+            "gateway_writeback_dropped_total",
+            "Cache writes dropped because the write-back queue was full",
+            registry=registry,
+        )
+        self._wb_failed = Counter(
+            "gateway_writeback_failed_total",
+            "Cache writes that failed",
+            registry=registry,
+        )
+
+        self._request_children: dict[tuple[str, str, str, int], Histogram] = {}
+        self._ttft_children: dict[str, Histogram] = {}
+        self._tpot_children: dict[str, Histogram] = {}
+        self._stage_children: dict[str, Histogram] = {}
+        self._cache_children: dict[tuple[str, str], Counter] = {}
+        self._overrun_children: dict[str, Counter] = {}
+        self._shed_children: dict[tuple[str, str], Counter] = {}
+        self._token_children: dict[str, tuple[Counter, Counter]] = {}
+        self._replica_children: dict[tuple[str, str], tuple[Gauge, Gauge, Gauge]] = {}
+        self._circuit_last: dict[str, str] = {}
+        self._wb_last = (0, 0)
+
+        if self.multiprocess_dir is not None:
+            self._exposed = CollectorRegistry(auto_describe=True)
+            MultiProcessCollector(self._exposed, path=self.multiprocess_dir)  # type: ignore[no-untyped-call]
+        else:
+            self._exposed = registry
+
+    def request(self, route: str, model: str, cache: str, status: int, duration_s: float) -> None:
+        """One finished request (`cache` is the X-Cache value: hit-exact, miss, bypass, ...)."""
+        model = self._model(model)
+        key = (route, model, cache, status)
+        child = self._request_children.get(key)
+        if child is None:
+            child = self._request.labels(route, model, cache, str(status))
+            self._request_children[key] = child
+        child.observe(duration_s)
+
+    def ttft(self, model: str, seconds: float) -> None:
+        """Time to first token of one response."""
+        model = self._model(model)
+        child = self._ttft_children.get(model)
+        if child is None:
+            child = self._ttft_children[model] = self._ttft.labels(model)
+        child.observe(seconds)
+
+    def time_per_output_token(self, model: str, seconds: float) -> None:
+        """Mean time between output tokens of one response."""
+        model = self._model(model)
+        child = self._tpot_children.get(model)
+        if child is None:
+            child = self._tpot_children[model] = self._tpot.labels(model)
+        child.observe(seconds)
+
+    def stage(self, stage: str, seconds: float) -> None:
+        """Duration of one pipeline stage (names in `obs.attributes.STAGES`)."""
+        child = self._stage_children.get(stage)
+        if child is None:
+            child = self._stage_children[stage] = self._stage.labels(stage)
+        child.observe(seconds)
+
+    def cache_lookup(self, kind: CacheKind, result: CacheResult) -> None:
+        """One exact or semantic cache lookup and its outcome."""
+        key = (kind, result)
+        child = self._cache_children.get(key)
+        if child is None:
+            child = self._cache_children[key] = self._cache.labels(kind, result)
+        child.inc()
+
+    def budget_overrun(self, stage: str) -> None:
+        """A request's budget ran out during `stage`."""
+        child = self._overrun_children.get(stage)
+        if child is None:
+            child = self._overrun_children[stage] = self._overruns.labels(stage)
+        child.inc()
+
+    def shed(self, reason: str, priority: str) -> None:
+        """Admission control refused a request."""
+        key = (reason, priority)
+        child = self._shed_children.get(key)
+        if child is None:
+            child = self._shed_children[key] = self._shed.labels(reason, priority)
+        child.inc()
+
+    def tokens(self, model: str, input: int, output: int) -> None:
+        """Prompt and generated tokens of one response."""
+        model = self._model(model)
+        children = self._token_children.get(model)
+        if children is None:
+            children = (self._tokens.labels(model, "input"), self._tokens.labels(model, "output"))
+            self._token_children[model] = children
+        if input:
+            children[0].inc(input)
+        if output:
+            children[1].inc(output)
+
+    def replica_state(
+        self, model: str, replica_url: str, inflight: int, queued: int, healthy: bool
+    ) -> None:
+        """Sampled load and health of one replica (call periodically from each worker)."""
+        key = (self._model(model), replica_url)
+        children = self._replica_children.get(key)
+        if children is None:
+            children = (
+                self._inflight.labels(*key),
+                self._queued.labels(*key),
+                self._healthy.labels(*key),
+            )
+            self._replica_children[key] = children
+        children[0].set(inflight)
+        children[1].set(queued)
+        children[2].set(1 if healthy else 0)
+
+    def redis_circuit(self, name: str, state: str) -> None:
+        """Sampled breaker state: one of closed, open, half_open (one-hot gauge)."""
+        if state not in CIRCUIT_STATES:
+            raise ValueError(f"circuit state must be one of {CIRCUIT_STATES}, got {state!r}")
+        if self._circuit_last.get(name) == state:
+            return
+        self._circuit_last[name] = state
+        for candidate in CIRCUIT_STATES:
+            self._circuit.labels(name, candidate).set(1 if candidate == state else 0)
+
+    def writeback(self, depth: int, dropped_total: int, failed_total: int) -> None:
+        """Sampled write-back queue: its depth and its cumulative drop and failure counts."""
+        self._wb_depth.set(depth)
+        last_dropped, last_failed = self._wb_last
+        # A total below the last one means a new queue object: count it from zero.
+        dropped = dropped_total - last_dropped if dropped_total >= last_dropped else dropped_total
+        failed = failed_total - last_failed if failed_total >= last_failed else failed_total
+        if dropped:
+            self._wb_dropped.inc(dropped)
+        if failed:
+            self._wb_failed.inc(failed)
+        self._wb_last = (dropped_total, failed_total)
+
+    def render(self) -> tuple[bytes, str]:
+        """The text exposition (all workers' values in multiprocess mode) and its content type."""
+        return generate_latest(self._exposed), CONTENT_TYPE
+
+    def _model(self, model: str) -> str:
+        models = self._models
+        return model if models is None or model in models else OTHER_MODEL

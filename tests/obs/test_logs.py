@@ -1,0 +1,184 @@
+from __future__ import annotations
+
+import io
+import logging
+import logging.config
+import re
+from collections.abc import Iterator
+
+import orjson
+import pytest
+
+from gateway.env import SettingsError
+from obs.logs import (
+    ACCESS_LOGGER,
+    JsonFormatter,
+    TextFormatter,
+    configure_logging,
+    log_format_from_env,
+    log_request,
+    logging_config,
+)
+
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+
+@pytest.fixture
+def captured() -> Iterator[tuple[logging.Logger, io.StringIO, logging.StreamHandler[io.StringIO]]]:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    logger = logging.getLogger("tests.obs.logs")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    yield logger, stream, handler
+    logger.removeHandler(handler)
+
+
+def lines(stream: io.StringIO) -> list[dict[str, object]]:
+    return [orjson.loads(line) for line in stream.getvalue().splitlines()]
+
+
+def test_json_line_carries_ids_from_extra(
+    captured: tuple[logging.Logger, io.StringIO, logging.Handler],
+) -> None:
+    """One JSON object per record with time, level, logger, message and the extra ids."""
+    logger, stream, _ = captured
+    logger.warning(
+        "backend %s slow", "a", extra={"request_id": "req-1", "trace_id": TRACE_ID, "span_id": "b7"}
+    )
+    (entry,) = lines(stream)
+    assert entry["level"] == "warning"
+    assert entry["logger"] == "tests.obs.logs"
+    assert entry["message"] == "backend a slow"
+    assert (entry["request_id"], entry["trace_id"], entry["span_id"]) == ("req-1", TRACE_ID, "b7")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", str(entry["time"]))
+    assert set(entry) == {"time", "level", "logger", "message", "request_id", "trace_id", "span_id"}
+
+
+def test_exception_stays_on_one_line(
+    captured: tuple[logging.Logger, io.StringIO, logging.Handler],
+) -> None:
+    """A traceback goes into an `exception` key; the record is still a single line."""
+    logger, stream, _ = captured
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError:
+        logger.exception("failed", extra={"request_id": "req-2"})
+    assert len(stream.getvalue().splitlines()) == 1
+    (entry,) = lines(stream)
+    assert "RuntimeError: boom" in str(entry["exception"])
+    assert entry["request_id"] == "req-2"
+
+
+def test_log_request_is_one_structured_line(
+    captured: tuple[logging.Logger, io.StringIO, logging.Handler],
+) -> None:
+    """The per-request line has its fields as keys, not interpolated into the message."""
+    logger, stream, _ = captured
+    log_request(
+        logger,
+        request_id="req-3",
+        trace_id=TRACE_ID,
+        method="POST",
+        route="/v1/chat/completions",
+        model="sim",
+        status=200,
+        duration_ms=12.34567,
+        cache="miss",
+        priority="interactive",
+        stages={"exact_cache": 0.2, "backend": 11.9},
+        tokens_in=12,
+        tokens_out=30,
+        finish_reason="stop",
+    )
+    (entry,) = lines(stream)
+    assert entry["message"] == "request"
+    assert entry["level"] == "info"
+    assert entry["request_id"] == "req-3"
+    assert entry["trace_id"] == TRACE_ID
+    assert entry["status"] == 200
+    assert entry["duration_ms"] == 12.346
+    assert entry["stages"] == {"exact_cache": 0.2, "backend": 11.9}
+    assert (entry["tokens_in"], entry["tokens_out"], entry["finish_reason"]) == (12, 30, "stop")
+
+
+def test_log_request_skipped_below_info(
+    captured: tuple[logging.Logger, io.StringIO, logging.Handler],
+) -> None:
+    """With info disabled nothing is built or written."""
+    logger, stream, _ = captured
+    logger.setLevel(logging.WARNING)
+    log_request(
+        logger,
+        request_id="r",
+        trace_id=None,
+        method="GET",
+        route="/v1/models",
+        model=None,
+        status=200,
+        duration_ms=1.0,
+        cache=None,
+        priority=None,
+        stages={},
+    )
+    assert stream.getvalue() == ""
+
+
+def test_text_format_appends_fields() -> None:
+    """The text format keeps the classic line and appends extra fields as key=value."""
+    record = logging.LogRecord("gateway", logging.INFO, __file__, 1, "request", None, None)
+    record.request_id = "req-4"
+    record.stages = {"backend": 1.5}
+    line = TextFormatter().format(record)
+    assert line.endswith('INFO gateway: request request_id=req-4 stages={"backend":1.5}')
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, "json"),
+        ({"GATEWAY_LOG_FORMAT": "text"}, "text"),
+        ({"GATEWAY_LOG_FORMAT": "JSON"}, "json"),
+    ],
+)
+def test_log_format_from_env(env: dict[str, str], expected: str) -> None:
+    """GATEWAY_LOG_FORMAT selects json (default) or text."""
+    assert log_format_from_env(env) == expected
+
+
+def test_log_format_invalid() -> None:
+    """Another GATEWAY_LOG_FORMAT is a SettingsError naming the variable."""
+    with pytest.raises(SettingsError, match="GATEWAY_LOG_FORMAT"):
+        log_format_from_env({"GATEWAY_LOG_FORMAT": "xml"})
+
+
+def test_configure_logging_routes_uvicorn_through_the_json_handler(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """configure_logging() makes the root and uvicorn loggers write JSON lines to stderr."""
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    try:
+        configure_logging("info", "json")
+        logging.getLogger("uvicorn.error").info("started", extra={"request_id": "boot"})
+        logging.getLogger("gateway.x").debug("hidden")
+        err = capsys.readouterr().err.splitlines()
+        entries = [orjson.loads(line) for line in err]
+        assert [e["message"] for e in entries] == ["started"]
+        assert entries[0]["logger"] == "uvicorn.error"
+    finally:
+        for handler in root.handlers:
+            handler.close()
+        root.handlers[:], root.level = saved
+        for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+            logging.getLogger(name).setLevel(logging.NOTSET)
+
+
+def test_logging_config_is_a_valid_dict_config() -> None:
+    """The dictConfig used for uvicorn workers names the text formatter when asked."""
+    config = logging_config("warning", "text")
+    assert config["formatters"]["default"]["()"] == "obs.logs.TextFormatter"
+    assert config["root"]["level"] == "WARNING"
+    assert ACCESS_LOGGER == "gateway.access"
