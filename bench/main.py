@@ -12,6 +12,10 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bench.config import BenchConfig
 
 DEFAULT_CONCURRENCY = (1, 4, 16, 64)
 QUICK_CONCURRENCY = (1, 4)
@@ -19,6 +23,10 @@ DEFAULT_DURATION_S = 5.0
 QUICK_DURATION_S = 0.3
 DEFAULT_WARMUP_S = 1.0
 QUICK_WARMUP_S = 0.15
+OVERLOAD_DURATION_S = 10.0
+QUICK_OVERLOAD_DURATION_S = 1.5
+OVERLOAD_TTFT_MS = 100.0
+OVERLOAD_ITL_MS = 10.0
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
@@ -30,6 +38,23 @@ def _levels(text: str) -> tuple[int, ...]:
     if not levels or any(not 1 <= c <= 1024 for c in levels):
         raise argparse.ArgumentTypeError("concurrency levels must be within 1..1024")
     return tuple(sorted(set(levels)))
+
+
+def _multiples(text: str) -> tuple[float, ...]:
+    try:
+        levels = tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers like 0.5,1,2 - got {text!r}") from None
+    if not levels or any(not 0 < m <= 20 for m in levels):
+        raise argparse.ArgumentTypeError("load levels must be within (0, 20]")
+    return tuple(sorted(set(levels)))
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be within 0..1, got {text}")
+    return value
 
 
 def _positive(text: str) -> float:
@@ -44,18 +69,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add(
         "--scenario",
-        choices=("http", "grpc", "all", "cache"),
+        choices=("http", "grpc", "all", "cache", "overload"),
         default="all",
         help="http: mock direct vs floor proxy vs gateway; grpc: bare gRPC client vs gateway;"
         " all: http and grpc; cache: exact/semantic cache hits against Redis Stack"
-        " (bench/cache_scenario.py)",
+        " (bench/cache_scenario.py); overload: goodput under open-loop overload with and"
+        " without admission control (bench/overload_scenario.py)",
     )
     add(
         "--duration",
         type=_positive,
         default=None,
         help=f"measured seconds per phase (default {DEFAULT_DURATION_S:g},"
-        f" --quick {QUICK_DURATION_S:g})",
+        f" --quick {QUICK_DURATION_S:g}); overload: seconds per load level (default"
+        f" {OVERLOAD_DURATION_S:g}, --quick {QUICK_OVERLOAD_DURATION_S:g})",
     )
     add(
         "--warmup",
@@ -84,8 +111,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add("--output-tokens", type=int, default=20, help="tokens every answer has")
     add("--prompt-tokens", type=int, default=32, help="prompt token ids on the gRPC path")
-    add("--ttft-ms", type=float, default=0.0, help="upstream time to first token (mock and sim)")
-    add("--itl-ms", type=float, default=0.0, help="upstream inter-token latency (mock and sim)")
+    add(
+        "--ttft-ms",
+        type=float,
+        default=None,
+        help=f"upstream time to first token (mock and sim; default 0, overload"
+        f" {OVERLOAD_TTFT_MS:g})",
+    )
+    add(
+        "--itl-ms",
+        type=float,
+        default=None,
+        help=f"upstream inter-token latency (mock and sim; default 0, overload"
+        f" {OVERLOAD_ITL_MS:g})",
+    )
     add(
         "--grpc-api",
         choices=("completions", "chat"),
@@ -137,6 +176,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with --profile: include C frames (pauses the gateway per sample: much slower)",
     )
+    add(
+        "--load-levels",
+        type=_multiples,
+        default=None,
+        help="overload: offered load as multiples of the measured capacity"
+        " (default 0.5,1,1.5,2,3; --quick 0.5,2)",
+    )
+    add(
+        "--batch-fraction",
+        type=_fraction,
+        default=0.2,
+        help="overload: share of requests sent with X-Priority: batch (the rest interactive)",
+    )
+    add("--sim-slots", type=int, default=8, help="overload: the stand-in's max_concurrency")
+    add("--seed", type=int, default=1, help="overload: seed of the Poisson arrivals")
+    add(
+        "--capacity-duration",
+        type=_positive,
+        default=None,
+        help="overload: measured seconds of the closed-loop capacity phase per mode"
+        " (default 4, --quick 1)",
+    )
 
 
 def _command_line() -> str:
@@ -154,14 +215,19 @@ def run(args: argparse.Namespace) -> int:
     from bench.session import execute
 
     quick = bool(args.quick)
+    overload = args.scenario == "overload"
     concurrency = args.concurrency or (QUICK_CONCURRENCY if quick else DEFAULT_CONCURRENCY)
     duration = args.duration or (QUICK_DURATION_S if quick else DEFAULT_DURATION_S)
+    if overload and not args.duration:
+        duration = QUICK_OVERLOAD_DURATION_S if quick else OVERLOAD_DURATION_S
+    default_ttft, default_itl = (OVERLOAD_TTFT_MS, OVERLOAD_ITL_MS) if overload else (0.0, 0.0)
     warmup = (
         args.warmup if args.warmup is not None else (QUICK_WARMUP_S if quick else DEFAULT_WARMUP_S)
     )
     cache = args.scenario == "cache"
+    own_stack = cache or overload  # these scenarios start their own processes
     scenarios: tuple[Scenario, ...] = (
-        () if cache else ("http", "grpc") if args.scenario == "all" else (args.scenario,)
+        () if own_stack else ("http", "grpc") if args.scenario == "all" else (args.scenario,)
     )
     if args.sut_cpu == args.client_cpu and not args.no_pin:
         print("bench: --sut-cpu and --client-cpu must differ", file=sys.stderr)
@@ -188,8 +254,8 @@ def run(args: argparse.Namespace) -> int:
         warmup_s=max(0.0, warmup),
         out_dir=out_dir,
         workload=Workload(output_tokens=args.output_tokens, prompt_tokens=args.prompt_tokens),
-        ttft_ms=args.ttft_ms,
-        itl_ms=args.itl_ms,
+        ttft_ms=default_ttft if args.ttft_ms is None else args.ttft_ms,
+        itl_ms=default_itl if args.itl_ms is None else args.itl_ms,
         sut_cpu=args.sut_cpu if pin else None,
         client_cpu=args.client_cpu if pin else None,
         upstream_cpu=upstream_cpu if pin else None,
@@ -210,7 +276,35 @@ def run(args: argparse.Namespace) -> int:
         from bench.cache_scenario import execute as execute_cache
 
         return execute_cache(config)
+    if overload:
+        return _run_overload(args, config, quick)
     return execute(config)
+
+
+def _run_overload(args: argparse.Namespace, config: BenchConfig, quick: bool) -> int:
+    from bench.overload_scenario import (
+        DEFAULT_CAPACITY_S,
+        DEFAULT_MULTIPLES,
+        QUICK_CAPACITY_S,
+        QUICK_MULTIPLES,
+        OverloadConfig,
+        execute,
+    )
+
+    if args.sim_slots < 1:
+        print("bench: --sim-slots must be >= 1", file=sys.stderr)
+        return 2
+    capacity_s = args.capacity_duration or (QUICK_CAPACITY_S if quick else DEFAULT_CAPACITY_S)
+    return execute(
+        OverloadConfig(
+            bench=config,
+            multiples=args.load_levels or (QUICK_MULTIPLES if quick else DEFAULT_MULTIPLES),
+            batch_fraction=args.batch_fraction,
+            seed=args.seed,
+            slots=args.sim_slots,
+            capacity_s=capacity_s,
+        )
+    )
 
 
 if __name__ == "__main__":
