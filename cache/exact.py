@@ -33,6 +33,10 @@ class ExactCache:
         self._near = near
         self._near_ttl_s = min(near_ttl_s, ttl_s)
 
+    @property
+    def breaker(self) -> CircuitBreaker | None:
+        return self._breaker
+
     async def get(self, tenant: str, key: str) -> CachedAnswer | None:
         if self._near is not None:
             raw = await self._near.get(tenant, key)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from backends.types import Completion
+from budgets.timeline import Stage
+from cache.breaker import CircuitBreaker
 from cache.control import CacheControl
 from cache.entry import CachedAnswer
 from cache.exact import ExactCache
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("gateway.cache")
 
 CacheStatus = Literal["hit-exact", "hit-semantic", "miss", "bypass", "error"]
+# Hears about each write-back: (monotonic start, duration in seconds, succeeded).
+WriteTrace = Callable[[float, float, bool], None]
 
 
 @dataclass(slots=True)
@@ -51,6 +55,7 @@ class CachePlan:
     shadow: asyncio.Task[SemanticMatch | None] | None = None
     looked_up_at: float = 0.0
     similarity: float | None = None
+    timings: list[Stage] = field(default_factory=list)
 
 
 class CacheLayer:
@@ -78,6 +83,13 @@ class CacheLayer:
     @property
     def semantic(self) -> SemanticCache | None:
         return self._semantic
+
+    def breakers(self) -> list[CircuitBreaker]:
+        """The circuit breakers in front of Redis (none for in-process caches)."""
+        found = [self._exact.breaker]
+        if self._semantic is not None:
+            found.append(self._semantic.breaker)
+        return [breaker for breaker in found if breaker is not None]
 
     def plan(
         self, body: ChatCompletionRequest | CompletionRequest, headers: Mapping[str, str]
@@ -169,11 +181,16 @@ class CacheLayer:
     async def lookup_semantic(self, plan: CachePlan) -> CachedAnswer | None:
         """The semantic stage: embed, then search; failures mark the plan `error`."""
         assert self._semantic is not None and plan.semantic is not None
+        timings = plan.timings
         try:
+            started = time.monotonic()
             plan.vector = await self._semantic.embed(plan.semantic.text)
+            searched = time.monotonic()
+            timings.append(Stage("embed", started, searched - started))
             match = await self._semantic.lookup(
                 plan.semantic, plan.vector, plan.tenant, plan.max_age, plan.looked_up_at
             )
+            timings.append(Stage("search", searched, time.monotonic() - searched))
         except CacheUnavailable as exc:
             log.debug("semantic cache unavailable: %s", exc)
             plan.status = "error"
@@ -194,8 +211,13 @@ class CacheLayer:
         except CacheUnavailable:
             return None
 
-    def remember(self, plan: CachePlan, completion: Completion) -> None:
-        """Queue the write-back of a complete answer; never blocks, never raises."""
+    def remember(
+        self, plan: CachePlan, completion: Completion, trace: WriteTrace | None = None
+    ) -> None:
+        """Queue the write-back of a complete answer; never blocks, never raises.
+
+        `trace`, when given, hears when each write ran and whether it succeeded.
+        """
         if plan.shadow is not None:
             shadow, since = plan.shadow, plan.looked_up_at
             if shadow.done():
@@ -208,11 +230,12 @@ class CacheLayer:
             return
         answer = CachedAnswer(completion, self._clock())
         tenant, key = plan.tenant, plan.key
-        self._writeback.submit(lambda: self._exact.put(tenant, key, answer))
+        self._writeback.submit(_traced(lambda: self._exact.put(tenant, key, answer), trace))
         semantic, query = self._semantic, plan.semantic
         if semantic is not None and query is not None:
             vector = plan.vector
-            self._writeback.submit(lambda: semantic.add(query, vector, tenant, answer))
+            write = _traced(lambda: semantic.add(query, vector, tenant, answer), trace)
+            self._writeback.submit(write)
 
     def _judge_shadow(
         self, task: asyncio.Task[SemanticMatch | None], truth: Completion, since: float
@@ -241,3 +264,21 @@ class CacheLayer:
         await self._exact.aclose()
         if self._semantic is not None:
             await self._semantic.aclose()
+
+
+def _traced(
+    write: Callable[[], Awaitable[None]], trace: WriteTrace | None
+) -> Callable[[], Awaitable[None]]:
+    if trace is None:
+        return write
+
+    async def traced() -> None:
+        started = time.monotonic()
+        ok = False
+        try:
+            await write()
+            ok = True
+        finally:
+            trace(started, time.monotonic() - started, ok)
+
+    return traced

@@ -58,6 +58,10 @@ class SemanticCache:
         self._k = candidates
         self.stats = SemanticStats()
 
+    @property
+    def breaker(self) -> CircuitBreaker | None:
+        return self._breaker
+
     async def embed(self, text: str) -> Vector:
         try:
             async with asyncio.timeout(self._timeout_s):

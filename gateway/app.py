@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -18,18 +21,36 @@ from backends.fleet import AdmissionConfig, Fleet
 from backends.replica import Replica
 from budgets.timeline import Timeline
 from cache.factory import build_cache_layer
-from gateway.errors import GatewayError, MethodNotAllowed, RouteNotFound
+from gateway.errors import (
+    DeadlineExceeded,
+    GatewayError,
+    MethodNotAllowed,
+    Overloaded,
+    RouteNotFound,
+)
+from gateway.metrics_sampler import sample_forever
+from gateway.observing import RECORD_SCOPE_KEY, ObservingMiddleware
 from gateway.pipeline import Pipeline
 from gateway.routes import REQUEST_ID_SCOPE_KEY, ROUTES, TIMELINE_SCOPE_KEY
 from gateway.settings import ModelSpec, ReplicaSpec, Settings
+from obs.metrics import GatewayMetrics
+from obs.observer import Observer
+from obs.request_record import RequestRecord
+from obs.tracing import Tracing
 
 log = logging.getLogger("gateway")
 
 _WRITEBACK_DRAIN_S = 5.0
 
 
-def create_app(settings: Settings, replicas: Sequence[Replica] | None = None) -> Starlette:
-    """Build the gateway. Pass `replicas` to serve fake or pre-built backends (tests)."""
+def create_app(
+    settings: Settings,
+    replicas: Sequence[Replica] | None = None,
+    tracing: Tracing | None = None,
+) -> Starlette:
+    """Build the gateway. Pass `replicas` to serve fake or pre-built backends, and `tracing`
+    to trace (tests); `create_app_from_env` configures tracing from OTEL_* variables."""
+    tracer = tracing if tracing is not None else Tracing.disabled()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
@@ -53,17 +74,25 @@ def create_app(settings: Settings, replicas: Sequence[Replica] | None = None) ->
             stack.push_async_callback(fleet.aclose)
             cache = await build_cache_layer(effective.cache)
             stack.push_async_callback(cache.aclose, _WRITEBACK_DRAIN_S)
+            stack.push_async_callback(asyncio.to_thread, tracer.shutdown)
+            metrics = GatewayMetrics(models=fleet.models)
+            threshold = effective.cache.semantic_threshold if cache.semantic else None
+            observer = Observer(metrics, tracer, threshold)
+            sampler = asyncio.create_task(sample_forever(metrics, fleet, cache))
+            stack.callback(sampler.cancel)
             log.info("serving models: %s", ", ".join(fleet.models))
             yield {
                 "fleet": fleet,
                 "cache": cache,
-                "pipeline": Pipeline(effective, fleet, cache),
+                "observer": observer,
+                "pipeline": Pipeline(effective, fleet, cache, tracer),
                 "max_body_bytes": effective.max_body_bytes,
             }
 
     return Starlette(
         routes=ROUTES,
         lifespan=lifespan,
+        middleware=[Middleware(ObservingMiddleware)],
         exception_handlers={
             GatewayError: _gateway_error,
             HTTPException: _http_error,
@@ -74,7 +103,7 @@ def create_app(settings: Settings, replicas: Sequence[Replica] | None = None) ->
 
 def create_app_from_env() -> Starlette:
     """Factory for `uvicorn --factory`: settings come from the environment."""
-    return create_app(Settings.from_env())
+    return create_app(Settings.from_env(), tracing=Tracing.from_env(os.environ))
 
 
 async def _start_embedded_sim(settings: Settings, stack: contextlib.AsyncExitStack) -> Settings:
@@ -102,9 +131,20 @@ def _error_response(exc: GatewayError, request: Request | None = None) -> Respon
         timeline: Timeline | None = request.scope.get(TIMELINE_SCOPE_KEY)
         if timeline is not None:
             headers["server-timing"] = timeline.server_timing(total=True)
+        record: RequestRecord | None = request.scope.get(RECORD_SCOPE_KEY)
+        if record is not None:
+            _note_error(record, exc)
     return Response(
         exc.to_json(), status_code=exc.status, media_type="application/json", headers=headers
     )
+
+
+def _note_error(record: RequestRecord, exc: GatewayError) -> None:
+    record.error = exc.code or exc.type
+    if isinstance(exc, DeadlineExceeded):
+        record.overruns.append(exc.stage)
+    elif isinstance(exc, Overloaded):
+        record.shed = exc.code
 
 
 async def _gateway_error(request: Request, exc: Exception) -> Response:

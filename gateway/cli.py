@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import logging.config
+import os
 import sys
 
 from gateway.settings import Settings, SettingsError
+from obs.logs import log_format_from_env, logging_config
+from obs.multiproc import prepare_multiprocess
+from obs.tracing_config import record_content, tracing_config
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,15 +46,17 @@ def main(argv: list[str] | None = None) -> int:
 def serve() -> int:
     try:
         settings = Settings.from_env()
+        tracing_config(os.environ)  # OTEL_* errors stop the gateway here, not in a worker
+        record_content(os.environ)
+        log_format = log_format_from_env(os.environ)
     except SettingsError as exc:
         print(f"gateway: invalid configuration: {exc}", file=sys.stderr)
         return 2
     import uvicorn
 
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    prepare_multiprocess(settings.workers)
+    log_config = logging_config(settings.log_level, log_format)
+    logging.config.dictConfig(log_config)
     uvicorn.run(
         "gateway.app:create_app_from_env",
         factory=True,
@@ -59,6 +66,7 @@ def serve() -> int:
         loop="uvloop",
         http="httptools",
         log_level=settings.log_level,
+        log_config=log_config,
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=30,

@@ -6,27 +6,29 @@ import base64
 import struct
 
 import orjson
-from starlette.datastructures import Headers
 from starlette.responses import Response
 
 from backends.base import EmbeddingCall
 from backends.fleet import Fleet
 from budgets.request_budget import RequestBudget
-from gateway.propagation import propagated
 from gateway.protocol import EmbeddingRequest, parse_request
+from obs.request_record import RequestRecord
 
 
 async def embeddings_response(
     fleet: Fleet,
     raw: bytes,
-    headers: Headers,
-    request_id: str,
+    trace_headers: dict[str, str],
     budget: RequestBudget,
+    record: RequestRecord,
 ) -> Response:
     body = parse_request(raw, EmbeddingRequest)
+    record.model = body.model
     fleet.replicas(body.model)
-    call = EmbeddingCall(body=body, raw=raw, request_id=request_id, headers=propagated(headers))
+    request_id = record.request_id
+    call = EmbeddingCall(body=body, raw=raw, request_id=request_id, headers=trace_headers)
     result = await fleet.embed(call, budget)
+    record.input_tokens = result.prompt_tokens
     encode = _base64_floats if body.encoding_format == "base64" else None
     data = [
         {"object": "embedding", "index": i, "embedding": encode(v) if encode else v}

@@ -14,12 +14,12 @@ from starlette.responses import Response
 from backends.base import GenerationRequest
 from backends.fleet import Fleet
 from backends.types import Completion, Endpoint, StreamChunk
-from budgets.deadline import Clock, Deadline
+from budgets.deadline import Clock
 from budgets.optional_stage import OptionalStage
 from budgets.request_budget import RequestBudget
 from cache.coalesce import SingleFlight, StreamFlight
 from cache.entry import CachedAnswer, StreamRecorder
-from cache.layer import CacheLayer, CachePlan
+from cache.layer import CacheLayer, CachePlan, WriteTrace
 from gateway.embeddings import embeddings_response
 from gateway.errors import DeadlineExceeded
 from gateway.priority import client_timeout_s, request_priority
@@ -28,6 +28,11 @@ from gateway.protocol import ChatCompletionRequest, CompletionRequest, parse_req
 from gateway.render import ChunkRenderer, completion_body
 from gateway.settings import Settings
 from gateway.sse import replay_response, sse_response
+from gateway.stream_guard import guarded
+from obs.attributes import ATTR_WRITEBACK_RESULT, SPAN_WRITEBACK
+from obs.metrics import CacheKind, CacheResult
+from obs.request_record import RequestRecord
+from obs.tracing import Tracing, inject
 
 
 def new_request_id() -> str:
@@ -38,12 +43,18 @@ class Pipeline:
     """The request path shared by every generation endpoint."""
 
     def __init__(
-        self, settings: Settings, fleet: Fleet, cache: CacheLayer, clock: Clock = time.monotonic
+        self,
+        settings: Settings,
+        fleet: Fleet,
+        cache: CacheLayer,
+        tracing: Tracing,
+        clock: Clock = time.monotonic,
     ) -> None:
         self._settings = settings
         self._budgets = settings.budgets
         self._fleet = fleet
         self._cache = cache
+        self._tracing = tracing
         self._clock = clock
         self._coalesce = settings.cache.coalesce
         self._flights: SingleFlight[Completion] = SingleFlight()
@@ -53,9 +64,11 @@ class Pipeline:
             "semantic_cache", self._budgets.semantic_cache_s, clock
         )
 
-    def begin(self, headers: Mapping[str, str]) -> RequestBudget:
-        """The request's class and deadlines, counted from now (before the body is read)."""
-        started = self._clock()
+    def begin(self, headers: Mapping[str, str], started: float | None = None) -> RequestBudget:
+        """The request's class and deadlines, counted from its arrival (before the body is
+        read): `started`, or now."""
+        if started is None:
+            started = self._clock()
         priority = request_priority(headers, self._budgets)
         return RequestBudget.start(
             priority,
@@ -70,63 +83,84 @@ class Pipeline:
         endpoint: Endpoint,
         raw: bytes,
         headers: Headers,
-        request_id: str,
         budget: RequestBudget,
+        record: RequestRecord,
     ) -> Response:
         body: ChatCompletionRequest | CompletionRequest
         if endpoint == "chat":
+            record.operation = "chat"
             body = parse_request(raw, ChatCompletionRequest)
         else:
+            record.operation = "text_completion"
             body = parse_request(raw, CompletionRequest)
+        record.model, record.stream = body.model, body.stream
         self._fleet.replicas(body.model)  # 404 before any other work
         request = GenerationRequest(
             endpoint=endpoint,
             body=body,
             raw=raw,
-            request_id=request_id,
-            headers=propagated(headers),
+            request_id=record.request_id,
+            headers=_trace_headers(headers, record),
         )
         plan = self._cache.plan(body, headers)
         timeline = budget.timeline
         if timeline.record("parse", timeline.started) > self._budgets.parse_s:
             raise DeadlineExceeded("parse")
-        cached = await self._lookup(plan, budget)
-        response_headers = {"x-request-id": request_id, "x-cache": plan.status}
+        cached = await self._lookup(plan, budget, record)
+        record.cache = plan.status
+        response_headers = {"x-request-id": record.request_id, "x-cache": plan.status}
         if cached is not None:
+            record.similarity = plan.similarity
+            _note_usage(record, cached.completion)
             response_headers["age"] = str(cached.age(time.time()))
             response_headers["server-timing"] = timeline.server_timing(total=True)
             return self._cached_response(request, cached, response_headers)
         if not body.stream:
-            completion = await self._complete(request, budget, plan)
+            completion = await self._complete(request, budget, plan, record)
+            _note_usage(record, completion)
             response_headers["server-timing"] = timeline.server_timing(total=True)
             return Response(
                 self._body(request, completion),
                 media_type="application/json",
                 headers=response_headers,
             )
-        stream = await self._open_stream(request, budget, plan)
+        stream = await self._open_stream(request, budget, plan, record)
         response_headers["server-timing"] = timeline.server_timing()
-        guarded = _guarded(stream, budget.budgets.stall_s, budget.total)
-        return sse_response(guarded, self._renderer(request), response_headers)
+        return sse_response(
+            guarded(stream, budget, record), self._renderer(request), response_headers
+        )
 
     async def embed(
-        self, raw: bytes, headers: Headers, request_id: str, budget: RequestBudget
+        self, raw: bytes, headers: Headers, budget: RequestBudget, record: RequestRecord
     ) -> Response:
-        return await embeddings_response(self._fleet, raw, headers, request_id, budget)
+        record.operation = "embeddings"
+        return await embeddings_response(
+            self._fleet, raw, _trace_headers(headers, record), budget, record
+        )
 
-    async def _lookup(self, plan: CachePlan, budget: RequestBudget) -> CachedAnswer | None:
+    async def _lookup(
+        self, plan: CachePlan, budget: RequestBudget, record: RequestRecord
+    ) -> CachedAnswer | None:
         if not plan.read or plan.key is None:
             return None
-        answer = await self._optional(self._exact_stage, budget, plan, self._cache.lookup_exact)
+        answer = await self._optional(
+            self._exact_stage, "exact", budget, plan, record, self._cache.lookup_exact
+        )
         if answer is not None or not self._cache.wants_semantic(plan):
             return answer
-        return await self._optional(self._semantic_stage, budget, plan, self._cache.lookup_semantic)
+        answer = await self._optional(
+            self._semantic_stage, "semantic", budget, plan, record, self._cache.lookup_semantic
+        )
+        record.substages = plan.timings
+        return answer
 
     async def _optional(
         self,
         stage: OptionalStage,
+        kind: CacheKind,
         budget: RequestBudget,
         plan: CachePlan,
+        record: RequestRecord,
         lookup: Callable[[CachePlan], Awaitable[CachedAnswer | None]],
     ) -> CachedAnswer | None:
         """Run a cache stage within its budget: skipped up front when its recent p95 does not
@@ -134,24 +168,39 @@ class Pipeline:
         available = budget.before_first_token(stage.budget_s, stage.name).remaining()
         if not stage.should_run(available):
             plan.status = "error"
+            record.cache_lookups.append((kind, "skipped"))
             return None
         timeline = budget.timeline
         started = timeline.clock()
+        result: CacheResult = "error"
         try:
             async with asyncio.timeout(available):
-                return await lookup(plan)
+                answer = await lookup(plan)
         except TimeoutError:
             plan.status = "error"
+            record.overruns.append(stage.name)
             return None
         finally:
             stage.observe(timeline.record(stage.name, started))
+        if answer is not None:
+            result = "hit"
+        elif plan.status != "error":
+            result = "miss"
+        record.cache_lookups.append((kind, result))
+        return answer
 
     async def _complete(
-        self, request: GenerationRequest, budget: RequestBudget, plan: CachePlan
+        self,
+        request: GenerationRequest,
+        budget: RequestBudget,
+        plan: CachePlan,
+        record: RequestRecord,
     ) -> Completion:
+        trace = self._writeback_trace(record)
+
         async def call() -> Completion:
             completion = await self._fleet.complete(request, budget)
-            self._cache.remember(plan, completion)
+            self._cache.remember(plan, completion, trace)
             return completion
 
         if plan.key is None or not self._coalesce:
@@ -159,17 +208,39 @@ class Pipeline:
         return await self._flights.do(f"{plan.tenant}:{plan.key}", call)
 
     async def _open_stream(
-        self, request: GenerationRequest, budget: RequestBudget, plan: CachePlan
+        self,
+        request: GenerationRequest,
+        budget: RequestBudget,
+        plan: CachePlan,
+        record: RequestRecord,
     ) -> AsyncIterator[StreamChunk]:
+        trace = self._writeback_trace(record)
+
         async def start() -> AsyncIterator[StreamChunk]:
             stream = await self._fleet.open_stream(request, budget)
             if not plan.write and plan.shadow is None:
                 return stream
-            return _recorded(stream, self._cache, plan)
+            return _recorded(stream, self._cache, plan, trace)
 
         if plan.key is None or not self._coalesce:
             return await start()
         return await self._stream_flights.open(f"{plan.tenant}:{plan.key}", start)
+
+    def _writeback_trace(self, record: RequestRecord) -> WriteTrace | None:
+        """A write-back span under the request's span, when the request is traced."""
+        span = record.span
+        if span is None or not span.is_recording():
+            return None
+        tracing = self._tracing
+        wall_ns, mono = record.wall_started_ns, record.started
+
+        def trace(started: float, duration: float, ok: bool) -> None:
+            start_ns = wall_ns + int((started - mono) * 1e9)
+            child = tracing.start_span(SPAN_WRITEBACK, span, start_time_ns=start_ns)
+            child.set_attribute(ATTR_WRITEBACK_RESULT, "ok" if ok else "failed")
+            child.end(start_ns + int(duration * 1e9))
+
+        return trace
 
     def _cached_response(
         self, request: GenerationRequest, cached: CachedAnswer, headers: dict[str, str]
@@ -206,7 +277,10 @@ class Pipeline:
 
 
 async def _recorded(
-    stream: AsyncIterator[StreamChunk], cache: CacheLayer, plan: CachePlan
+    stream: AsyncIterator[StreamChunk],
+    cache: CacheLayer,
+    plan: CachePlan,
+    trace: WriteTrace | None,
 ) -> AsyncIterator[StreamChunk]:
     """Pass the stream through; once it ended complete and successful, remember it."""
     recorder = StreamRecorder()
@@ -220,37 +294,21 @@ async def _recorded(
             await aclose()
     completion = recorder.completion()
     if completion is not None:
-        cache.remember(plan, completion)
+        cache.remember(plan, completion, trace)
 
 
-async def _guarded(
-    stream: AsyncIterator[StreamChunk], stall_s: float, total: Deadline
-) -> AsyncIterator[StreamChunk]:
-    """Pass the stream through; a gap longer than `stall_s`, or running past the total,
-    ends it with `DeadlineExceeded` (an error event for the client) and closes the backend
-    stream, which aborts the request there.
+def _trace_headers(headers: Headers, record: RequestRecord) -> dict[str, str]:
+    """The trace context for the backend: this request's server span when it is traced,
+    otherwise whatever W3C context the client sent."""
+    span = record.span
+    if span is not None and span.is_recording():
+        return inject(span)
+    return propagated(headers)
 
-    The timer is armed only while waiting for the backend, never while the client is
-    being written to: a slow reader is not a stalled backend.
-    """
-    loop = asyncio.get_running_loop()
-    total_at = loop.time() + total.remaining()
-    stalled = False
-    try:
-        async with asyncio.timeout(None) as timer:
-            while True:
-                stall_at = loop.time() + stall_s
-                stalled = stall_at < total_at
-                timer.reschedule(stall_at if stalled else total_at)
-                try:
-                    chunk = await anext(stream)
-                except StopAsyncIteration:
-                    return
-                timer.reschedule(None)
-                yield chunk
-    except TimeoutError:
-        raise DeadlineExceeded("stall" if stalled else total.stage) from None
-    finally:
-        aclose = getattr(stream, "aclose", None)
-        if aclose is not None:
-            await aclose()
+
+def _note_usage(record: RequestRecord, completion: Completion) -> None:
+    record.input_tokens = completion.usage.prompt_tokens
+    record.output_tokens = completion.usage.completion_tokens
+    record.finish_reasons = [
+        choice.finish_reason for choice in completion.choices if choice.finish_reason
+    ]

@@ -12,7 +12,10 @@ from starlette.routing import Route
 from backends.fleet import Fleet
 from budgets.request_budget import RequestBudget
 from gateway.errors import NoHealthyBackend, PayloadTooLarge, UnsupportedMediaType
+from gateway.observing import RECORD_SCOPE_KEY
 from gateway.pipeline import Pipeline, new_request_id
+from obs.observer import Observer
+from obs.request_record import RequestRecord
 
 _JSON = "application/json"
 
@@ -46,32 +49,36 @@ REQUEST_ID_SCOPE_KEY = "gateway.request_id"
 TIMELINE_SCOPE_KEY = "gateway.timeline"
 
 
-def _begin(request: Request) -> tuple[str, RequestBudget]:
+def _begin(request: Request) -> tuple[RequestBudget, RequestRecord]:
     """A fresh id and the request's budget, kept in the ASGI scope so that error responses
     carry the id and the Server-Timing of the stages that ran."""
-    request_id = new_request_id()
-    request.scope[REQUEST_ID_SCOPE_KEY] = request_id
-    budget = _pipeline(request).begin(request.headers)
-    request.scope[TIMELINE_SCOPE_KEY] = budget.timeline
-    return request_id, budget
+    scope = request.scope
+    record: RequestRecord | None = scope.get(RECORD_SCOPE_KEY)
+    if record is None:  # not observed (an app built without the observing middleware)
+        record = RequestRecord(request.method, request.url.path, time.monotonic(), 0)
+    record.request_id = scope[REQUEST_ID_SCOPE_KEY] = new_request_id()
+    budget = _pipeline(request).begin(request.headers, record.started)
+    record.timeline = scope[TIMELINE_SCOPE_KEY] = budget.timeline
+    record.priority = budget.priority
+    return budget, record
 
 
 async def chat_completions(request: Request) -> Response:
-    request_id, budget = _begin(request)
+    budget, record = _begin(request)
     raw = await read_json_body(request, request.state.max_body_bytes)
-    return await _pipeline(request).generate("chat", raw, request.headers, request_id, budget)
+    return await _pipeline(request).generate("chat", raw, request.headers, budget, record)
 
 
 async def completions(request: Request) -> Response:
-    request_id, budget = _begin(request)
+    budget, record = _begin(request)
     raw = await read_json_body(request, request.state.max_body_bytes)
-    return await _pipeline(request).generate("completion", raw, request.headers, request_id, budget)
+    return await _pipeline(request).generate("completion", raw, request.headers, budget, record)
 
 
 async def embeddings(request: Request) -> Response:
-    request_id, budget = _begin(request)
+    budget, record = _begin(request)
     raw = await read_json_body(request, request.state.max_body_bytes)
-    return await _pipeline(request).embed(raw, request.headers, request_id, budget)
+    return await _pipeline(request).embed(raw, request.headers, budget, record)
 
 
 async def list_models(request: Request) -> Response:
@@ -88,6 +95,12 @@ async def healthz(request: Request) -> Response:
     return Response(b'{"status":"ok"}', media_type=_JSON)
 
 
+async def metrics(request: Request) -> Response:
+    observer: Observer = request.state.observer
+    body, content_type = observer.metrics.render()
+    return Response(body, headers={"content-type": content_type})
+
+
 async def readyz(request: Request) -> Response:
     fleet: Fleet = request.state.fleet
     if not fleet.ready():
@@ -102,4 +115,5 @@ ROUTES = [
     Route("/v1/models", list_models, methods=["GET"]),
     Route("/healthz", healthz, methods=["GET"]),
     Route("/readyz", readyz, methods=["GET"]),
+    Route("/metrics", metrics, methods=["GET"]),
 ]

@@ -1,0 +1,58 @@
+"""The ASGI layer that observes each API request: opens its record (and server span) on
+arrival, notes the status and the last byte, then hands the record to the Observer."""
+
+from __future__ import annotations
+
+import time
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from budgets.deadline import Clock
+from obs.observer import Observer
+from obs.request_record import RequestRecord
+
+RECORD_SCOPE_KEY = "gateway.record"
+OBSERVED_ROUTES = frozenset(
+    {"/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/models"}
+)
+
+
+class ObservingMiddleware:
+    """Pure ASGI (no task group, one wrapped `send`); probes and /metrics pass straight by."""
+
+    def __init__(self, app: ASGIApp, clock: Clock = time.monotonic) -> None:
+        self._app = app
+        self._clock = clock
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] not in OBSERVED_ROUTES:
+            await self._app(scope, receive, send)
+            return
+        observer: Observer | None = scope.get("state", {}).get("observer")
+        if observer is None:
+            await self._app(scope, receive, send)
+            return
+        clock = self._clock
+        record = RequestRecord(scope["method"], scope["path"], clock(), time.time_ns())
+        tracing = observer.tracing
+        if tracing.enabled:
+            record.span = tracing.start_server_span(
+                record.route, record.method, scope["headers"], record.wall_started_ns
+            )
+        scope[RECORD_SCOPE_KEY] = record
+        status = 500
+        ended: float | None = None
+
+        async def observed_send(message: Message) -> None:
+            nonlocal status, ended
+            kind = message["type"]
+            if kind == "http.response.start":
+                status = message["status"]
+            elif kind == "http.response.body" and not message.get("more_body", False):
+                ended = clock()
+            await send(message)
+
+        try:
+            await self._app(scope, receive, observed_send)
+        finally:
+            observer.finish(record, status, ended if ended is not None else clock())

@@ -1,0 +1,235 @@
+"""Turns a finished request's record into Prometheus samples, OpenTelemetry spans and the one
+info log line. Runs once per request, after its last byte; nothing here is on the path to
+the client's first byte."""
+
+from __future__ import annotations
+
+import logging
+
+from opentelemetry.trace import Span, SpanKind
+
+from budgets.timeline import Stage
+from obs.attributes import (
+    ATTR_BUDGET_EXCEEDED,
+    ATTR_CACHE_RESULT,
+    ATTR_PRIORITY,
+    ATTR_REPLICA,
+    ATTR_REQUEST_ID,
+    ATTR_SEMANTIC_SIMILARITY,
+    ATTR_SEMANTIC_THRESHOLD,
+    ATTR_SHED_REASON,
+    EVENT_FIRST_TOKEN,
+    GEN_AI_OPERATION_NAME,
+    GEN_AI_REQUEST_MODEL,
+    GEN_AI_RESPONSE_FINISH_REASONS,
+    GEN_AI_SYSTEM,
+    GEN_AI_SYSTEM_VLLM,
+    GEN_AI_USAGE_INPUT_TOKENS,
+    GEN_AI_USAGE_OUTPUT_TOKENS,
+    STAGE_ADMISSION,
+    STAGE_BACKEND,
+    STAGE_SEMANTIC_CACHE,
+    STAGE_SPANS,
+    STAGE_STREAM,
+    STAGE_TTFT,
+    backend_span_name,
+)
+from obs.logs import ACCESS_LOGGER, log_request
+from obs.metrics import GatewayMetrics
+from obs.request_record import RequestRecord
+from obs.tracing import Tracing, end_server_span, trace_ids
+
+_NS = 1_000_000_000
+
+
+class Observer:
+    """Everything a request reports once it is over."""
+
+    def __init__(
+        self,
+        metrics: GatewayMetrics,
+        tracing: Tracing,
+        semantic_threshold: float | None = None,
+    ) -> None:
+        self.metrics = metrics
+        self.tracing = tracing
+        self._threshold = semantic_threshold
+        self._log = logging.getLogger(ACCESS_LOGGER)
+
+    def finish(self, record: RequestRecord, status: int, ended: float) -> None:
+        duration = ended - record.started
+        self._metrics(record, status, duration, ended)
+        span = record.span
+        if span is not None and span.is_recording():
+            self._spans(record, span, status, ended)
+        self._log_line(record, status, duration)
+
+    def _metrics(self, record: RequestRecord, status: int, duration: float, ended: float) -> None:
+        metrics = self.metrics
+        model = record.model or "none"
+        metrics.request(record.route, model, record.cache or "none", status, duration)
+        timeline = record.timeline
+        if timeline is not None:
+            for stage in timeline.stages:
+                metrics.stage(stage.name, stage.duration)
+            first = timeline.first_token_at
+            if first is not None:
+                metrics.ttft(model, first - record.started)
+                end = record.stream_ended_at
+                if end is not None:
+                    metrics.stage(STAGE_STREAM, end - first)
+                    if record.output_tokens is not None and record.output_tokens > 1:
+                        tpot = (end - first) / (record.output_tokens - 1)
+                        metrics.time_per_output_token(model, tpot)
+        for stage in record.substages:
+            metrics.stage(stage.name, stage.duration)
+        for kind, result in record.cache_lookups:
+            metrics.cache_lookup(kind, result)
+        for stage_name in record.overruns:
+            metrics.budget_overrun(stage_name)
+        if record.shed is not None:
+            metrics.shed(record.shed, record.priority or "none")
+        if record.input_tokens is not None or record.output_tokens is not None:
+            metrics.tokens(model, record.input_tokens or 0, record.output_tokens or 0)
+
+    def _spans(self, record: RequestRecord, root: Span, status: int, ended: float) -> None:
+        """Stage spans are built after the fact from the timeline: exact start and end times,
+        no tracing work while the request was being served."""
+        tracing = self.tracing
+        at = _wall(record)
+        timeline = record.timeline
+        model = record.model or ""
+        backend_name = backend_span_name(record.operation or "chat", model)
+        semantic_span: Span | None = None
+        if timeline is not None:
+            for stage in timeline.stages:
+                if stage.name in (STAGE_TTFT, STAGE_BACKEND):
+                    self._backend_span(record, root, stage, backend_name, ended)
+                    continue
+                span = tracing.start_span(
+                    STAGE_SPANS.get(stage.name, f"gateway.{stage.name}"),
+                    root,
+                    start_time_ns=at(stage.start),
+                )
+                if stage.name == STAGE_ADMISSION and timeline.replica is not None:
+                    span.set_attribute(ATTR_REPLICA, timeline.replica)
+                if stage.name in record.overruns:
+                    span.set_attribute(ATTR_BUDGET_EXCEEDED, True)
+                span.end(at(stage.start + stage.duration))
+                if stage.name == STAGE_SEMANTIC_CACHE:
+                    semantic_span = span
+        parent = semantic_span or root
+        for stage in record.substages:
+            child = tracing.start_span(
+                STAGE_SPANS.get(stage.name, f"gateway.{stage.name}"),
+                parent,
+                start_time_ns=at(stage.start),
+            )
+            child.end(at(stage.start + stage.duration))
+        self._root_attributes(record, root)
+        end_server_span(root, status, at(ended))
+
+    def _backend_span(
+        self, record: RequestRecord, root: Span, stage: Stage, name: str, ended: float
+    ) -> None:
+        at = _wall(record)
+        timeline = record.timeline
+        assert timeline is not None
+        span = self.tracing.start_span(name, root, SpanKind.CLIENT, start_time_ns=at(stage.start))
+        span.set_attribute(GEN_AI_SYSTEM, GEN_AI_SYSTEM_VLLM)
+        if record.model:
+            span.set_attribute(GEN_AI_REQUEST_MODEL, record.model)
+        if timeline.replica is not None:
+            span.set_attribute(ATTR_REPLICA, timeline.replica)
+        if timeline.first_token_at is not None:
+            span.add_event(EVENT_FIRST_TOKEN, timestamp=at(timeline.first_token_at))
+        if record.output_tokens is not None:
+            span.set_attribute(GEN_AI_USAGE_OUTPUT_TOKENS, record.output_tokens)
+        if record.input_tokens is not None:
+            span.set_attribute(GEN_AI_USAGE_INPUT_TOKENS, record.input_tokens)
+        if record.finish_reasons:
+            span.set_attribute(GEN_AI_RESPONSE_FINISH_REASONS, record.finish_reasons)
+        end = stage.start + stage.duration
+        if stage.name == STAGE_TTFT:
+            end = record.stream_ended_at or ended
+        span.end(at(end))
+
+    def _root_attributes(self, record: RequestRecord, root: Span) -> None:
+        root.set_attribute(ATTR_REQUEST_ID, record.request_id)
+        if record.operation:
+            root.set_attribute(GEN_AI_OPERATION_NAME, record.operation)
+        if record.model:
+            root.set_attribute(GEN_AI_REQUEST_MODEL, record.model)
+        if record.priority:
+            root.set_attribute(ATTR_PRIORITY, record.priority)
+        if record.cache:
+            root.set_attribute(ATTR_CACHE_RESULT, record.cache)
+        if record.similarity is not None:
+            root.set_attribute(ATTR_SEMANTIC_SIMILARITY, record.similarity)
+            if self._threshold is not None:
+                root.set_attribute(ATTR_SEMANTIC_THRESHOLD, self._threshold)
+        if record.input_tokens is not None:
+            root.set_attribute(GEN_AI_USAGE_INPUT_TOKENS, record.input_tokens)
+        if record.output_tokens is not None:
+            root.set_attribute(GEN_AI_USAGE_OUTPUT_TOKENS, record.output_tokens)
+        if record.finish_reasons:
+            root.set_attribute(GEN_AI_RESPONSE_FINISH_REASONS, record.finish_reasons)
+        if record.overruns:
+            root.set_attribute(ATTR_BUDGET_EXCEEDED, record.overruns)
+        if record.shed is not None:
+            root.set_attribute(ATTR_SHED_REASON, record.shed)
+
+    def _log_line(self, record: RequestRecord, status: int, duration: float) -> None:
+        log = self._log
+        if not log.isEnabledFor(logging.INFO):
+            return
+        ids = trace_ids(record.span) if record.span is not None else None
+        timeline = record.timeline
+        stages = {} if timeline is None else {s.name: s.duration * 1000 for s in timeline.stages}
+        extra: dict[str, object] = {}
+        if record.input_tokens is not None:
+            extra["input_tokens"] = record.input_tokens
+        if record.output_tokens is not None:
+            extra["output_tokens"] = record.output_tokens
+        if record.finish_reasons:
+            extra["finish_reasons"] = record.finish_reasons
+        if timeline is not None and timeline.replica is not None:
+            extra["replica"] = timeline.replica
+        if record.error is not None:
+            extra["error"] = record.error
+        if record.overruns:
+            extra["budget_exceeded"] = record.overruns
+        if ids is not None:
+            extra["span_id"] = ids[1]
+        log_request(
+            log,
+            request_id=record.request_id,
+            trace_id=ids[0] if ids is not None else None,
+            method=record.method,
+            route=record.route,
+            model=record.model,
+            status=status,
+            duration_ms=duration * 1000,
+            cache=record.cache,
+            priority=record.priority,
+            stages=stages,
+            stream=record.stream,
+            **extra,
+        )
+
+
+def _wall(record: RequestRecord) -> _WallClock:
+    return _WallClock(record.wall_started_ns, record.started)
+
+
+class _WallClock:
+    """Monotonic instants of one request as epoch nanoseconds, anchored at its arrival."""
+
+    __slots__ = ("_mono", "_wall_ns")
+
+    def __init__(self, wall_ns: int, mono: float) -> None:
+        self._wall_ns = wall_ns
+        self._mono = mono
+
+    def __call__(self, instant: float) -> int:
+        return self._wall_ns + int((instant - self._mono) * _NS)

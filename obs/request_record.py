@@ -1,0 +1,39 @@
+"""What one request did, filled in along the path and turned into metrics, spans and one log
+line when its response is over."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from opentelemetry.trace import Span
+
+from budgets.timeline import Stage, Timeline
+from obs.metrics import CacheKind, CacheResult
+
+
+@dataclass(slots=True, eq=False)
+class RequestRecord:
+    """Created by the observing middleware; the route, pipeline and fleet fill it in."""
+
+    method: str
+    route: str
+    started: float
+    wall_started_ns: int
+    span: Span | None = None
+    request_id: str = ""
+    timeline: Timeline | None = None
+    operation: str = ""
+    model: str | None = None
+    priority: str | None = None
+    stream: bool = False
+    cache: str | None = None
+    similarity: float | None = None
+    cache_lookups: list[tuple[CacheKind, CacheResult]] = field(default_factory=list)
+    substages: list[Stage] = field(default_factory=list)
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    finish_reasons: list[str] = field(default_factory=list)
+    overruns: list[str] = field(default_factory=list)
+    shed: str | None = None
+    error: str | None = None
+    stream_ended_at: float | None = None
