@@ -204,7 +204,7 @@ def test_always_off_sampler_records_and_exports_nothing(receiver: OtlpReceiver) 
 
 
 def test_default_sampler_follows_an_unsampled_client() -> None:
-    """parentbased_always_on (the default) does not record a trace the client did not sample."""
+    """The default (parent-based) sampler does not record a trace the client did not sample."""
     tracing = Tracing.from_env({"OTEL_TRACES_EXPORTER": "console"})
     try:
         unsampled = f"00-{CLIENT_TRACE}-{CLIENT_SPAN}-00".encode()
@@ -235,7 +235,9 @@ def test_ratio_sampler_from_env() -> None:
 
 def test_console_exporter_writes_spans(capfd: pytest.CaptureFixture[str]) -> None:
     """OTEL_TRACES_EXPORTER=console prints finished spans (for debugging) on shutdown at latest."""
-    tracing = Tracing.from_env({"OTEL_TRACES_EXPORTER": "console"})
+    tracing = Tracing.from_env(
+        {"OTEL_TRACES_EXPORTER": "console", "OTEL_TRACES_SAMPLER": "always_on"}
+    )
     assert tracing.enabled
     tracing.start_server_span(ROUTE, "GET", []).end()
     tracing.shutdown()

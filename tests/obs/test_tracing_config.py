@@ -4,7 +4,6 @@ import grpc
 import pytest
 from opentelemetry.sdk.trace.sampling import (
     ALWAYS_OFF,
-    DEFAULT_ON,
     ParentBasedTraceIdRatio,
 )
 
@@ -13,7 +12,8 @@ from obs.tracing_config import tracing_config
 
 
 def test_endpoint_alone_selects_otlp_grpc_with_defaults() -> None:
-    """An OTLP endpoint is enough: OTLP over gRPC, plaintext for http://, spec defaults."""
+    """An OTLP endpoint is enough: OTLP over gRPC, plaintext for http://, spec defaults but
+    for the sampler (1 in 10 of the requests the client did not ask to trace)."""
     config = tracing_config({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317"})
     assert config is not None and config.otlp is not None
     assert config.exporters == ("otlp",)
@@ -21,7 +21,9 @@ def test_endpoint_alone_selects_otlp_grpc_with_defaults() -> None:
     assert config.otlp.insecure
     assert config.otlp.timeout_s == 10.0
     assert config.otlp.compression is grpc.Compression.NoCompression
-    assert config.sampler is DEFAULT_ON
+    assert isinstance(config.sampler, ParentBasedTraceIdRatio)
+    description = config.sampler.get_description()  # type: ignore[no-untyped-call]
+    assert description.startswith("ParentBased{root:TraceIdRatioBased{0.1}")
     assert config.resource_attributes == {"service.name": "llm-gateway"}
     assert (config.schedule_delay_ms, config.max_queue_size) == (5000, 2048)
 
