@@ -8,6 +8,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
+import orjson
 from starlette.datastructures import Headers
 from starlette.responses import Response
 
@@ -95,6 +96,8 @@ class Pipeline:
             body = parse_request(raw, CompletionRequest)
         record.model, record.stream = body.model, body.stream
         self._fleet.replicas(body.model)  # 404 before any other work
+        if self._tracing.record_content and record.span is not None:
+            _note_prompt(record, body)
         request = GenerationRequest(
             endpoint=endpoint,
             body=body,
@@ -312,3 +315,15 @@ def _note_usage(record: RequestRecord, completion: Completion) -> None:
     record.finish_reasons = [
         choice.finish_reason for choice in completion.choices if choice.finish_reason
     ]
+    if record.content_out is not None:
+        record.content_out.extend(choice.text for choice in completion.choices)
+
+
+def _note_prompt(record: RequestRecord, body: ChatCompletionRequest | CompletionRequest) -> None:
+    """GATEWAY_TRACE_CONTENT=true: the prompt (and, later, the answer) go into the span."""
+    if isinstance(body, ChatCompletionRequest):
+        messages = [message.model_dump(exclude_none=True) for message in body.messages]
+        record.content_in = orjson.dumps(messages).decode()
+    else:
+        record.content_in = orjson.dumps(body.prompt).decode()
+    record.content_out = []

@@ -26,6 +26,7 @@ async def guarded(
     total, stall_s = budget.total, budget.budgets.stall_s
     total_at = loop.time() + total.remaining()
     stalled = False
+    content = record.content_out  # None unless GATEWAY_TRACE_CONTENT=true
     try:
         async with asyncio.timeout(None) as timer:
             while True:
@@ -37,9 +38,11 @@ async def guarded(
                 except StopAsyncIteration:
                     return
                 timer.reschedule(None)
-                for choice in chunk.deltas:
-                    if choice.finish_reason is not None:
-                        record.finish_reasons.append(choice.finish_reason)
+                for delta in chunk.deltas:
+                    if delta.finish_reason is not None:
+                        record.finish_reasons.append(delta.finish_reason)
+                    if content is not None:
+                        content.append(delta.text)
                 if chunk.usage is not None:
                     record.input_tokens = chunk.usage.prompt_tokens
                     record.output_tokens = chunk.usage.completion_tokens

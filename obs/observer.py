@@ -19,7 +19,9 @@ from obs.attributes import (
     ATTR_SEMANTIC_THRESHOLD,
     ATTR_SHED_REASON,
     EVENT_FIRST_TOKEN,
+    GEN_AI_INPUT_MESSAGES,
     GEN_AI_OPERATION_NAME,
+    GEN_AI_OUTPUT_MESSAGES,
     GEN_AI_REQUEST_MODEL,
     GEN_AI_RESPONSE_FINISH_REASONS,
     GEN_AI_SYSTEM,
@@ -178,6 +180,10 @@ class Observer:
             root.set_attribute(ATTR_BUDGET_EXCEEDED, record.overruns)
         if record.shed is not None:
             root.set_attribute(ATTR_SHED_REASON, record.shed)
+        if record.content_in is not None:
+            root.set_attribute(GEN_AI_INPUT_MESSAGES, record.content_in)
+        if record.content_out is not None:
+            root.set_attribute(GEN_AI_OUTPUT_MESSAGES, "".join(record.content_out))
 
     def _log_line(self, record: RequestRecord, status: int, duration: float) -> None:
         log = self._log

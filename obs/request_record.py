@@ -37,3 +37,6 @@ class RequestRecord:
     shed: str | None = None
     error: str | None = None
     stream_ended_at: float | None = None
+    # Only with GATEWAY_TRACE_CONTENT=true on a traced request: the prompt and the answer.
+    content_in: str | None = None
+    content_out: list[str] | None = None
