@@ -78,6 +78,7 @@ def create_app(
             metrics = GatewayMetrics(models=fleet.models)
             threshold = effective.cache.semantic_threshold if cache.semantic else None
             observer = Observer(metrics, tracer, threshold)
+            stack.callback(observer.close)
             sampler = asyncio.create_task(sample_forever(metrics, fleet, cache))
             stack.callback(sampler.cancel)
             log.info("serving models: %s", ", ".join(fleet.models))

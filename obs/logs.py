@@ -8,8 +8,12 @@ answer text are never logged here.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import logging.config
+import logging.handlers
+import queue
+import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -101,11 +105,7 @@ def logging_config(level: str, fmt: LogFormat) -> dict[str, Any]:
     """A `logging.config.dictConfig` dict; pass it as uvicorn's `log_config` so that every
     worker process (spawned, so it re-applies it) logs in the same format."""
     formatter = "obs.logs.JsonFormatter" if fmt == "json" else "obs.logs.TextFormatter"
-    handler = {
-        "class": "logging.StreamHandler",
-        "formatter": "default",
-        "stream": "ext://sys.stderr",
-    }
+    handler = {"()": "obs.logs.background_stderr_handler", "formatter": "default"}
     level = level.upper()
     return {
         "version": 1,
@@ -120,6 +120,39 @@ def logging_config(level: str, fmt: LogFormat) -> dict[str, Any]:
             "uvicorn.access": {"handlers": [], "level": level, "propagate": True},
         },
     }
+
+
+class _BackgroundHandler(logging.handlers.QueueHandler):
+    """Hands records to a thread that formats and writes them: a full stderr pipe must never
+    stall the event loop, and one line per request should cost the request path little."""
+
+    def __init__(self) -> None:
+        super().__init__(queue.SimpleQueue())
+        self._target = logging.StreamHandler(sys.stderr)
+        self._listener = logging.handlers.QueueListener(self.queue, self._target)
+        self._listener.start()
+        self._running = True
+        atexit.register(self.close)
+
+    def setFormatter(self, fmt: logging.Formatter | None) -> None:
+        self._target.setFormatter(fmt)
+
+    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
+        # Formatting happens in the writer thread; keep the exception for it to render.
+        return record
+
+    def close(self) -> None:
+        """Write out what is queued, then stop the writer thread."""
+        if self._running:
+            self._running = False
+            self._listener.stop()
+        self._target.close()
+        super().close()
+
+
+def background_stderr_handler() -> logging.Handler:
+    """The handler `logging_config` installs (dictConfig factory)."""
+    return _BackgroundHandler()
 
 
 def configure_logging(level: str, fmt: LogFormat) -> None:

@@ -9,6 +9,7 @@ import logging
 from opentelemetry.trace import Span, SpanKind
 
 from budgets.timeline import Stage
+from obs.access_log import AccessLog
 from obs.attributes import (
     ATTR_BUDGET_EXCEEDED,
     ATTR_CACHE_RESULT,
@@ -36,7 +37,7 @@ from obs.attributes import (
     STAGE_TTFT,
     backend_span_name,
 )
-from obs.logs import ACCESS_LOGGER, log_request
+from obs.logs import ACCESS_LOGGER
 from obs.metrics import GatewayMetrics
 from obs.request_record import RequestRecord
 from obs.tracing import Tracing, end_server_span, trace_ids
@@ -56,7 +57,7 @@ class Observer:
         self.metrics = metrics
         self.tracing = tracing
         self._threshold = semantic_threshold
-        self._log = logging.getLogger(ACCESS_LOGGER)
+        self.access_log = AccessLog(logging.getLogger(ACCESS_LOGGER))
 
     def finish(self, record: RequestRecord, status: int, ended: float) -> None:
         duration = ended - record.started
@@ -186,42 +187,45 @@ class Observer:
             root.set_attribute(GEN_AI_OUTPUT_MESSAGES, "".join(record.content_out))
 
     def _log_line(self, record: RequestRecord, status: int, duration: float) -> None:
-        log = self._log
-        if not log.isEnabledFor(logging.INFO):
+        access = self.access_log
+        if not access.enabled:
             return
         ids = trace_ids(record.span) if record.span is not None else None
         timeline = record.timeline
-        stages = {} if timeline is None else {s.name: s.duration * 1000 for s in timeline.stages}
-        extra: dict[str, object] = {}
-        if record.input_tokens is not None:
-            extra["input_tokens"] = record.input_tokens
-        if record.output_tokens is not None:
-            extra["output_tokens"] = record.output_tokens
-        if record.finish_reasons:
-            extra["finish_reasons"] = record.finish_reasons
-        if timeline is not None and timeline.replica is not None:
-            extra["replica"] = timeline.replica
-        if record.error is not None:
-            extra["error"] = record.error
-        if record.overruns:
-            extra["budget_exceeded"] = record.overruns
+        fields: dict[str, object] = {
+            "request_id": record.request_id,
+            "trace_id": ids[0] if ids is not None else None,
+            "method": record.method,
+            "route": record.route,
+            "model": record.model,
+            "status": status,
+            "duration_ms": round(duration * 1000, 3),
+            "cache": record.cache,
+            "priority": record.priority,
+            "stream": record.stream,
+            "stages": {}
+            if timeline is None
+            else {s.name: round(s.duration * 1000, 3) for s in timeline.stages},
+        }
         if ids is not None:
-            extra["span_id"] = ids[1]
-        log_request(
-            log,
-            request_id=record.request_id,
-            trace_id=ids[0] if ids is not None else None,
-            method=record.method,
-            route=record.route,
-            model=record.model,
-            status=status,
-            duration_ms=duration * 1000,
-            cache=record.cache,
-            priority=record.priority,
-            stages=stages,
-            stream=record.stream,
-            **extra,
-        )
+            fields["span_id"] = ids[1]
+        if record.input_tokens is not None:
+            fields["input_tokens"] = record.input_tokens
+        if record.output_tokens is not None:
+            fields["output_tokens"] = record.output_tokens
+        if record.finish_reasons:
+            fields["finish_reasons"] = record.finish_reasons
+        if timeline is not None and timeline.replica is not None:
+            fields["replica"] = timeline.replica
+        if record.error is not None:
+            fields["error"] = record.error
+        if record.overruns:
+            fields["budget_exceeded"] = record.overruns
+        access.submit(fields)
+
+    def close(self) -> None:
+        """Write out queued log lines (shutdown)."""
+        self.access_log.close()
 
 
 def _wall(record: RequestRecord) -> _WallClock:

@@ -164,6 +164,8 @@ def test_configure_logging_routes_uvicorn_through_the_json_handler(
         configure_logging("info", "json")
         logging.getLogger("uvicorn.error").info("started", extra={"request_id": "boot"})
         logging.getLogger("gateway.x").debug("hidden")
+        for handler in root.handlers:
+            handler.close()  # the writer thread writes out what is queued
         err = capsys.readouterr().err.splitlines()
         entries = [orjson.loads(line) for line in err]
         assert [e["message"] for e in entries] == ["started"]
