@@ -23,6 +23,7 @@ async def embeddings_response(
     record: RequestRecord,
 ) -> Response:
     body = parse_request(raw, EmbeddingRequest)
+    budget.timeline.record("parse", budget.timeline.started)
     record.model = body.model
     fleet.replicas(body.model)
     request_id = record.request_id

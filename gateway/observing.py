@@ -3,6 +3,7 @@ arrival, notes the status and the last byte, then hands the record to the Observ
 
 from __future__ import annotations
 
+import logging
 import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -10,6 +11,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from budgets.deadline import Clock
 from obs.observer import Observer
 from obs.request_record import RequestRecord
+
+log = logging.getLogger("gateway.observing")
 
 RECORD_SCOPE_KEY = "gateway.record"
 OBSERVED_ROUTES = frozenset(
@@ -55,4 +58,7 @@ class ObservingMiddleware:
         try:
             await self._app(scope, receive, observed_send)
         finally:
-            observer.finish(record, status, ended if ended is not None else clock())
+            try:
+                observer.finish(record, status, ended if ended is not None else clock())
+            except Exception:  # reporting must never fail a request that was served
+                log.exception("observing request %s failed", record.request_id)
