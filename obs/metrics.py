@@ -40,6 +40,7 @@ from obs.multiproc import ENV_VAR, sweep_dead_processes
 
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 OTHER_MODEL = "other"
+NO_MODEL = "none"  # refused before the body named a model (e.g. invalid JSON)
 CIRCUIT_STATES = ("closed", "open", "half_open")
 
 # Whole requests: from an in-process cache hit (~0.3 ms) to a long generation (the default
@@ -315,4 +316,6 @@ class GatewayMetrics:
 
     def _model(self, model: str) -> str:
         models = self._models
-        return model if models is None or model in models else OTHER_MODEL
+        if models is None or model in models or model == NO_MODEL:
+            return model
+        return OTHER_MODEL

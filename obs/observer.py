@@ -38,7 +38,7 @@ from obs.attributes import (
     backend_span_name,
 )
 from obs.logs import ACCESS_LOGGER
-from obs.metrics import GatewayMetrics
+from obs.metrics import NO_MODEL, GatewayMetrics
 from obs.request_record import RequestRecord
 from obs.tracing import Tracing, end_server_span, trace_ids
 
@@ -69,7 +69,7 @@ class Observer:
 
     def _metrics(self, record: RequestRecord, status: int, duration: float, ended: float) -> None:
         metrics = self.metrics
-        model = record.model or "none"
+        model = record.model or NO_MODEL
         metrics.request(record.route, model, record.cache or "none", status, duration)
         timeline = record.timeline
         if timeline is not None:
