@@ -27,6 +27,10 @@ OVERLOAD_DURATION_S = 10.0
 QUICK_OVERLOAD_DURATION_S = 1.5
 OVERLOAD_TTFT_MS = 100.0
 OVERLOAD_ITL_MS = 10.0
+TRACING_DURATION_S = 1.5
+TRACING_WARMUP_S = 0.5
+TRACING_ROUNDS = 3
+TRACING_CONCURRENCY = (1, 32)
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
@@ -69,12 +73,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add(
         "--scenario",
-        choices=("http", "grpc", "all", "cache", "overload"),
+        choices=("http", "grpc", "all", "cache", "overload", "tracing"),
         default="all",
         help="http: mock direct vs floor proxy vs gateway; grpc: bare gRPC client vs gateway;"
         " all: http and grpc; cache: exact/semantic cache hits against Redis Stack"
         " (bench/cache_scenario.py); overload: goodput under open-loop overload with and"
-        " without admission control (bench/overload_scenario.py)",
+        " without admission control (bench/overload_scenario.py); tracing: throughput, p99 and"
+        " gateway CPU with tracing off, on at sampling 1.0, on with the default sampler, and"
+        " with the access log on (bench/tracing_scenario.py)",
     )
     add(
         "--duration",
@@ -82,7 +88,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=f"measured seconds per phase (default {DEFAULT_DURATION_S:g},"
         f" --quick {QUICK_DURATION_S:g}); overload: seconds per load level (default"
-        f" {OVERLOAD_DURATION_S:g}, --quick {QUICK_OVERLOAD_DURATION_S:g})",
+        f" {OVERLOAD_DURATION_S:g}, --quick {QUICK_OVERLOAD_DURATION_S:g}); tracing: default"
+        f" {TRACING_DURATION_S:g} (warm-up {TRACING_WARMUP_S:g}, {TRACING_ROUNDS} rounds)",
     )
     add(
         "--warmup",
@@ -94,14 +101,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--concurrency",
         type=_levels,
         default=None,
-        help="closed-loop levels, comma-separated (default 1,4,16,64; --quick 1,4)",
+        help="closed-loop levels, comma-separated (default 1,4,16,64; --quick 1,4; tracing: 1,32)",
     )
     add("--quick", action="store_true", help="a few seconds in all: a smoke run for CI")
     add(
         "--rounds",
         type=int,
-        default=1,
-        help="run the whole sweep N times and report each phase's median (noisy machines)",
+        default=None,
+        help="run the whole sweep N times and report each phase's median (noisy machines);"
+        f" default 1, tracing {TRACING_ROUNDS}",
     )
     add(
         "--out",
@@ -216,7 +224,9 @@ def run(args: argparse.Namespace) -> int:
 
     quick = bool(args.quick)
     overload = args.scenario == "overload"
-    concurrency = args.concurrency or (QUICK_CONCURRENCY if quick else DEFAULT_CONCURRENCY)
+    tracing = args.scenario == "tracing"
+    default_concurrency = TRACING_CONCURRENCY if tracing else DEFAULT_CONCURRENCY
+    concurrency = args.concurrency or (QUICK_CONCURRENCY if quick else default_concurrency)
     duration = args.duration or (QUICK_DURATION_S if quick else DEFAULT_DURATION_S)
     if overload and not args.duration:
         duration = QUICK_OVERLOAD_DURATION_S if quick else OVERLOAD_DURATION_S
@@ -224,8 +234,13 @@ def run(args: argparse.Namespace) -> int:
     warmup = (
         args.warmup if args.warmup is not None else (QUICK_WARMUP_S if quick else DEFAULT_WARMUP_S)
     )
+    rounds = 1 if args.rounds is None else args.rounds
+    if tracing and not quick:  # short phases, interleaved rounds: medians on a shared machine
+        duration = args.duration or TRACING_DURATION_S
+        warmup = TRACING_WARMUP_S if args.warmup is None else args.warmup
+        rounds = TRACING_ROUNDS if args.rounds is None else args.rounds
     cache = args.scenario == "cache"
-    own_stack = cache or overload  # these scenarios start their own processes
+    own_stack = cache or overload or tracing  # these scenarios start their own processes
     scenarios: tuple[Scenario, ...] = (
         () if own_stack else ("http", "grpc") if args.scenario == "all" else (args.scenario,)
     )
@@ -269,7 +284,7 @@ def run(args: argparse.Namespace) -> int:
         profile=bool(args.profile or args.profile_native),
         profile_native=bool(args.profile_native),
         wrk=None if args.no_wrk else shutil.which("wrk"),
-        rounds=max(1, args.rounds),
+        rounds=max(1, rounds),
         gateway_env=gateway_env,
     )
     if cache:
@@ -278,6 +293,11 @@ def run(args: argparse.Namespace) -> int:
         return execute_cache(config)
     if overload:
         return _run_overload(args, config, quick)
+    if tracing:
+        from bench.tracing_scenario import TracingBench
+        from bench.tracing_scenario import execute as execute_tracing
+
+        return execute_tracing(TracingBench(config))
     return execute(config)
 
 

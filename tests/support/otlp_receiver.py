@@ -1,16 +1,18 @@
-"""An OTLP trace receiver for tests: the opentelemetry-proto TraceService over real gRPC."""
+"""An OTLP trace receiver for tests: the opentelemetry-proto TraceService over real gRPC
+(the server itself is bench/otlp_sink.py's, shared with `gateway bench --scenario tracing`)."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent import futures
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import grpc
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+from bench.otlp_sink import trace_server
 
 AttributeValue = str | bool | int | float | bytes | list[object] | dict[str, object] | None
 
@@ -31,20 +33,6 @@ class ReceivedSpan:
     scope: str
 
 
-class _Servicer(trace_service_pb2_grpc.TraceServiceServicer):
-    def __init__(self, receiver: OtlpReceiver) -> None:
-        self._receiver = receiver
-
-    def Export(
-        self,
-        request: trace_service_pb2.ExportTraceServiceRequest,
-        context: grpc.ServicerContext,
-    ) -> trace_service_pb2.ExportTraceServiceResponse:
-        metadata = {key: str(value) for key, value in context.invocation_metadata()}
-        self._receiver._add(_decode(request), metadata)
-        return trace_service_pb2.ExportTraceServiceResponse()
-
-
 class OtlpReceiver:
     """Collects spans sent to `endpoint`; `wait_for` blocks until they arrived (or fails)."""
 
@@ -52,11 +40,7 @@ class OtlpReceiver:
         self._condition = threading.Condition()
         self._spans: list[ReceivedSpan] = []
         self._metadata: list[dict[str, str]] = []
-        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(  # type: ignore[no-untyped-call]
-            _Servicer(self), self._server
-        )
-        port = self._server.add_insecure_port("127.0.0.1:0")
+        self._server, port = trace_server(self._export)
         self.endpoint = f"http://127.0.0.1:{port}"
 
     @property
@@ -90,6 +74,14 @@ class OtlpReceiver:
                 names = [s.name for s in self._spans]
                 raise AssertionError(f"waited {timeout}s for {count} span(s) {name!r}: {names}")
             return list(self._spans)
+
+    def _export(
+        self,
+        request: trace_service_pb2.ExportTraceServiceRequest,
+        context: grpc.ServicerContext,
+    ) -> None:
+        metadata = {key: str(value) for key, value in context.invocation_metadata()}
+        self._add(_decode(request), metadata)
 
     def _add(self, spans: list[ReceivedSpan], metadata: dict[str, str]) -> None:
         with self._condition:
