@@ -168,10 +168,8 @@ class Fleet:
             slot = await self._admit(replica, budget)
             started = budget.timeline.clock()
             try:
-                async with asyncio.timeout(budget.total.remaining()):
-                    return await call(replica)
-            except TimeoutError:
-                raise DeadlineExceeded(budget.total.stage) from None
+                # The backend enforces the deadline itself (gRPC deadline, HTTP timeout).
+                return await call(replica)
             except BackendError as exc:
                 if not self._may_retry(exc, replica, tried, model, budget.total):
                     raise

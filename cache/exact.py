@@ -37,7 +37,11 @@ class ExactCache:
     def breaker(self) -> CircuitBreaker | None:
         return self._breaker
 
-    async def get(self, tenant: str, key: str) -> CachedAnswer | None:
+    async def get(
+        self, tenant: str, key: str, timeout_s: float | None = None
+    ) -> CachedAnswer | None:
+        """The entry, if any. A remote lookup is bounded by the store's timeout or, when
+        shorter, `timeout_s` (what the request's budget leaves for this stage)."""
         if self._near is not None:
             raw = await self._near.get(tenant, key)
             if raw is not None:
@@ -45,7 +49,8 @@ class ExactCache:
         if self._breaker is None:
             raw = await self._store.get(tenant, key)
         else:
-            raw = await self._breaker.call(lambda: self._store.get(tenant, key), self._timeout_s)
+            timeout = self._timeout_s if timeout_s is None else min(self._timeout_s, timeout_s)
+            raw = await self._breaker.call(lambda: self._store.get(tenant, key), timeout)
         if raw is None:
             return None
         if self._near is not None:

@@ -141,13 +141,16 @@ class CacheLayer:
             return answer
         return await self.lookup_semantic(plan)
 
-    async def lookup_exact(self, plan: CachePlan) -> CachedAnswer | None:
-        """The exact stage; a failing cache marks the plan `error`, never raises."""
+    async def lookup_exact(
+        self, plan: CachePlan, timeout_s: float | None = None
+    ) -> CachedAnswer | None:
+        """The exact stage, within `timeout_s` if given; a failing or slow cache marks the
+        plan `error`, never raises."""
         if not plan.read or plan.key is None:
             return None
         now = plan.looked_up_at = self._clock()
         try:
-            answer = await self._exact.get(plan.tenant, plan.key)
+            answer = await self._exact.get(plan.tenant, plan.key, timeout_s)
         except CacheUnavailable as exc:
             log.debug("exact cache unavailable: %s", exc)
             plan.status = "error"
@@ -178,8 +181,21 @@ class CacheLayer:
             return False
         return True
 
-    async def lookup_semantic(self, plan: CachePlan) -> CachedAnswer | None:
-        """The semantic stage: embed, then search; failures mark the plan `error`."""
+    async def lookup_semantic(
+        self, plan: CachePlan, timeout_s: float | None = None
+    ) -> CachedAnswer | None:
+        """The semantic stage: embed, then search, within `timeout_s` if given; failures and
+        overruns mark the plan `error`."""
+        if timeout_s is None:
+            return await self._lookup_semantic(plan)
+        try:
+            async with asyncio.timeout(timeout_s):
+                return await self._lookup_semantic(plan)
+        except TimeoutError:
+            plan.status = "error"
+            return None
+
+    async def _lookup_semantic(self, plan: CachePlan) -> CachedAnswer | None:
         assert self._semantic is not None and plan.semantic is not None
         timings = plan.timings
         try:

@@ -3,13 +3,11 @@ cache, admission and first token (in the fleet), stream, write-back."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
 import orjson
-from starlette.datastructures import Headers
 from starlette.responses import Response
 
 from backends.base import GenerationRequest
@@ -24,9 +22,9 @@ from cache.layer import CacheLayer, CachePlan, WriteTrace
 from gateway.embeddings import embeddings_response
 from gateway.errors import DeadlineExceeded
 from gateway.priority import client_timeout_s, request_priority
-from gateway.propagation import propagated
 from gateway.protocol import ChatCompletionRequest, CompletionRequest, parse_request
 from gateway.render import ChunkRenderer, completion_body
+from gateway.request_headers import trace_context
 from gateway.settings import Settings
 from gateway.sse import replay_response, sse_response
 from gateway.stream_guard import guarded
@@ -83,7 +81,7 @@ class Pipeline:
         self,
         endpoint: Endpoint,
         raw: bytes,
-        headers: Headers,
+        headers: dict[str, str],
         budget: RequestBudget,
         record: RequestRecord,
     ) -> Response:
@@ -134,7 +132,7 @@ class Pipeline:
         )
 
     async def embed(
-        self, raw: bytes, headers: Headers, budget: RequestBudget, record: RequestRecord
+        self, raw: bytes, headers: dict[str, str], budget: RequestBudget, record: RequestRecord
     ) -> Response:
         record.operation = "embeddings"
         return await embeddings_response(
@@ -164,10 +162,13 @@ class Pipeline:
         budget: RequestBudget,
         plan: CachePlan,
         record: RequestRecord,
-        lookup: Callable[[CachePlan], Awaitable[CachedAnswer | None]],
+        lookup: Callable[[CachePlan, float], Awaitable[CachedAnswer | None]],
     ) -> CachedAnswer | None:
         """Run a cache stage within its budget: skipped up front when its recent p95 does not
-        fit what is left, abandoned when it overruns. Either way the request goes on."""
+        fit what is left, abandoned when it overruns. Either way the request goes on.
+
+        The lookup enforces the time it is given itself (the Redis call's own timeout), so
+        the stage costs no extra timer."""
         available = budget.before_first_token(stage.budget_s, stage.name).remaining()
         if not stage.should_run(available):
             plan.status = "error"
@@ -175,20 +176,14 @@ class Pipeline:
             return None
         timeline = budget.timeline
         started = timeline.clock()
-        result: CacheResult = "error"
-        try:
-            async with asyncio.timeout(available):
-                answer = await lookup(plan)
-        except TimeoutError:
-            plan.status = "error"
-            record.overruns.append(stage.name)
-            return None
-        finally:
-            stage.observe(timeline.record(stage.name, started))
-        if answer is not None:
-            result = "hit"
-        elif plan.status != "error":
-            result = "miss"
+        answer = await lookup(plan, available)
+        elapsed = timeline.record(stage.name, started)
+        stage.observe(elapsed)
+        result: CacheResult = "hit" if answer is not None else "miss"
+        if plan.status == "error":
+            result = "error"
+            if elapsed >= available:
+                record.overruns.append(stage.name)
         record.cache_lookups.append((kind, result))
         return answer
 
@@ -300,13 +295,13 @@ async def _recorded(
         cache.remember(plan, completion, trace)
 
 
-def _trace_headers(headers: Headers, record: RequestRecord) -> dict[str, str]:
+def _trace_headers(headers: dict[str, str], record: RequestRecord) -> dict[str, str]:
     """The trace context for the backend: this request's server span when it is traced,
     otherwise whatever W3C context the client sent."""
     span = record.span
     if span is not None and span.is_recording():
         return inject(span)
-    return propagated(headers)
+    return trace_context(headers)
 
 
 def _note_usage(record: RequestRecord, completion: Completion) -> None:

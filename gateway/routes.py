@@ -14,6 +14,7 @@ from budgets.request_budget import RequestBudget
 from gateway.errors import NoHealthyBackend, PayloadTooLarge, UnsupportedMediaType
 from gateway.observing import RECORD_SCOPE_KEY
 from gateway.pipeline import Pipeline, new_request_id
+from gateway.request_headers import relevant_headers
 from obs.observer import Observer
 from obs.request_record import RequestRecord
 
@@ -49,36 +50,37 @@ REQUEST_ID_SCOPE_KEY = "gateway.request_id"
 TIMELINE_SCOPE_KEY = "gateway.timeline"
 
 
-def _begin(request: Request) -> tuple[RequestBudget, RequestRecord]:
-    """A fresh id and the request's budget, kept in the ASGI scope so that error responses
-    carry the id and the Server-Timing of the stages that ran."""
+def _begin(request: Request) -> tuple[dict[str, str], RequestBudget, RequestRecord]:
+    """The headers the gateway acts on, a fresh id and the request's budget. The id and the
+    timeline go into the ASGI scope so that error responses carry them too."""
     scope = request.scope
     record: RequestRecord | None = scope.get(RECORD_SCOPE_KEY)
     if record is None:  # not observed (an app built without the observing middleware)
-        record = RequestRecord(request.method, request.url.path, time.monotonic(), 0)
+        record = RequestRecord(request.method, scope["path"], time.monotonic(), 0)
     record.request_id = scope[REQUEST_ID_SCOPE_KEY] = new_request_id()
-    budget = _pipeline(request).begin(request.headers, record.started)
+    headers = relevant_headers(scope["headers"])
+    budget = _pipeline(request).begin(headers, record.started)
     record.timeline = scope[TIMELINE_SCOPE_KEY] = budget.timeline
     record.priority = budget.priority
-    return budget, record
+    return headers, budget, record
 
 
 async def chat_completions(request: Request) -> Response:
-    budget, record = _begin(request)
+    headers, budget, record = _begin(request)
     raw = await read_json_body(request, request.state.max_body_bytes)
-    return await _pipeline(request).generate("chat", raw, request.headers, budget, record)
+    return await _pipeline(request).generate("chat", raw, headers, budget, record)
 
 
 async def completions(request: Request) -> Response:
-    budget, record = _begin(request)
+    headers, budget, record = _begin(request)
     raw = await read_json_body(request, request.state.max_body_bytes)
-    return await _pipeline(request).generate("completion", raw, request.headers, budget, record)
+    return await _pipeline(request).generate("completion", raw, headers, budget, record)
 
 
 async def embeddings(request: Request) -> Response:
-    budget, record = _begin(request)
+    headers, budget, record = _begin(request)
     raw = await read_json_body(request, request.state.max_body_bytes)
-    return await _pipeline(request).embed(raw, request.headers, budget, record)
+    return await _pipeline(request).embed(raw, headers, budget, record)
 
 
 async def list_models(request: Request) -> Response:

@@ -17,7 +17,7 @@ from backends.types import (
     Usage,
 )
 from budgets.deadline import Deadline
-from gateway.errors import GatewayError
+from gateway.errors import DeadlineExceeded, GatewayError
 
 
 @dataclass
@@ -44,7 +44,7 @@ class FakeBackend:
     async def complete(self, request: GenerationRequest, deadline: Deadline) -> Completion:
         self.calls += 1
         if self.hold is not None:
-            await self._held(request)
+            await self._held(request, deadline)
         if self.fail_with is not None:
             raise self.fail_with
         text = "".join(self.words)
@@ -59,7 +59,7 @@ class FakeBackend:
         finished = False
         try:
             if self.hold is not None:
-                await self._held(request)
+                await self._held(request, deadline)
             if self.hang_before_first:
                 await asyncio.Event().wait()
             if self.fail_with is not None and self.fail_after is None:
@@ -77,13 +77,17 @@ class FakeBackend:
             if not finished:
                 self.closed_early += 1
 
-    async def _held(self, request: GenerationRequest) -> None:
-        """Requests whose user content starts with "hold" wait until `hold` is set."""
+    async def _held(self, request: GenerationRequest, deadline: Deadline) -> None:
+        """Requests whose user content starts with "hold" wait until `hold` is set, or until
+        their deadline, which ends them as a real backend's deadline would."""
         if request.raw.find(b'"hold') >= 0:
             assert self.hold is not None
             self._count_held(+1)
             try:
-                await self.hold.wait()
+                async with asyncio.timeout(deadline.remaining()):
+                    await self.hold.wait()
+            except TimeoutError:
+                raise DeadlineExceeded(deadline.stage) from None
             finally:
                 self._count_held(-1)
 

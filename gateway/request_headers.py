@@ -1,0 +1,38 @@
+"""The few request headers the gateway acts on, found in one pass over the raw ASGI headers.
+
+Starlette's `Headers.get` scans every header on each call; the pipeline asks for half a
+dozen, so one pass into a small dict is cheaper and the rest of the path uses the dict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+_WANTED = {
+    name.encode(): name
+    for name in (
+        "authorization",
+        "cache-control",
+        "x-prompt-version",
+        "x-priority",
+        "x-request-timeout-ms",
+        "traceparent",
+        "tracestate",
+    )
+}
+TRACE_CONTEXT = ("traceparent", "tracestate")
+
+
+def relevant_headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
+    """The headers the gateway uses, by lowercase name (ASGI servers lowercase names)."""
+    found: dict[str, str] = {}
+    for name, value in raw:
+        key = _WANTED.get(name)
+        if key is not None:
+            found[key] = value.decode("latin-1")
+    return found
+
+
+def trace_context(headers: dict[str, str]) -> dict[str, str]:
+    """The W3C trace context the client sent, to forward to the backend."""
+    return {name: headers[name] for name in TRACE_CONTEXT if name in headers}
