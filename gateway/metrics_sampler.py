@@ -1,4 +1,5 @@
-"""Copies live state (replica load, Redis circuits, write-back queue) into the metrics.
+"""Copies live state (replica load, Redis circuits, write-back queue) into the metrics, and
+flushes the per-request observations added up since the last time.
 
 Each worker samples its own state on a timer: with several workers, sampling only when
 /metrics is scraped would leave the other workers' values stale.
@@ -32,6 +33,7 @@ def sample(metrics: GatewayMetrics, fleet: Fleet, cache: CacheLayer) -> None:
         metrics.redis_circuit(breaker.name, breaker.state.value.replace("-", "_"))
     writeback = cache.writeback
     metrics.writeback(writeback.depth, writeback.dropped, writeback.failed)
+    metrics.flush()
 
 
 async def sample_forever(metrics: GatewayMetrics, fleet: Fleet, cache: CacheLayer) -> None:

@@ -36,6 +36,7 @@ from prometheus_client import (
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from obs.metric_batches import CounterBatch, HistogramBatch
 from obs.multiproc import ENV_VAR, sweep_dead_processes
 
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
@@ -184,14 +185,15 @@ class GatewayMetrics:
             registry=registry,
         )
 
-        self._request_children: dict[tuple[str, str, str, int], Histogram] = {}
-        self._ttft_children: dict[str, Histogram] = {}
-        self._tpot_children: dict[str, Histogram] = {}
-        self._stage_children: dict[str, Histogram] = {}
-        self._cache_children: dict[tuple[str, str], Counter] = {}
-        self._overrun_children: dict[str, Counter] = {}
-        self._shed_children: dict[tuple[str, str], Counter] = {}
-        self._token_children: dict[str, tuple[Counter, Counter]] = {}
+        self._batches: list[HistogramBatch | CounterBatch] = []
+        self._request_children: dict[tuple[str, str, str, int], HistogramBatch] = {}
+        self._ttft_children: dict[str, HistogramBatch] = {}
+        self._tpot_children: dict[str, HistogramBatch] = {}
+        self._stage_children: dict[str, HistogramBatch] = {}
+        self._cache_children: dict[tuple[str, str], CounterBatch] = {}
+        self._overrun_children: dict[str, CounterBatch] = {}
+        self._shed_children: dict[tuple[str, str], CounterBatch] = {}
+        self._token_children: dict[str, tuple[CounterBatch, CounterBatch]] = {}
         self._replica_children: dict[tuple[str, str], tuple[Gauge, Gauge, Gauge]] = {}
         self._circuit_last: dict[str, str] = {}
         self._wb_last = (0, 0)
@@ -208,7 +210,7 @@ class GatewayMetrics:
         key = (route, model, cache, status)
         child = self._request_children.get(key)
         if child is None:
-            child = self._request.labels(route, model, cache, str(status))
+            child = self._histogram(self._request.labels(route, model, cache, str(status)))
             self._request_children[key] = child
         child.observe(duration_s)
 
@@ -217,7 +219,7 @@ class GatewayMetrics:
         model = self._model(model)
         child = self._ttft_children.get(model)
         if child is None:
-            child = self._ttft_children[model] = self._ttft.labels(model)
+            child = self._ttft_children[model] = self._histogram(self._ttft.labels(model))
         child.observe(seconds)
 
     def time_per_output_token(self, model: str, seconds: float) -> None:
@@ -225,14 +227,14 @@ class GatewayMetrics:
         model = self._model(model)
         child = self._tpot_children.get(model)
         if child is None:
-            child = self._tpot_children[model] = self._tpot.labels(model)
+            child = self._tpot_children[model] = self._histogram(self._tpot.labels(model))
         child.observe(seconds)
 
     def stage(self, stage: str, seconds: float) -> None:
         """Duration of one pipeline stage (names in `obs.attributes.STAGES`)."""
         child = self._stage_children.get(stage)
         if child is None:
-            child = self._stage_children[stage] = self._stage.labels(stage)
+            child = self._stage_children[stage] = self._histogram(self._stage.labels(stage))
         child.observe(seconds)
 
     def cache_lookup(self, kind: CacheKind, result: CacheResult) -> None:
@@ -240,14 +242,14 @@ class GatewayMetrics:
         key = (kind, result)
         child = self._cache_children.get(key)
         if child is None:
-            child = self._cache_children[key] = self._cache.labels(kind, result)
+            child = self._cache_children[key] = self._counter(self._cache.labels(kind, result))
         child.inc()
 
     def budget_overrun(self, stage: str) -> None:
         """A request's budget ran out during `stage`."""
         child = self._overrun_children.get(stage)
         if child is None:
-            child = self._overrun_children[stage] = self._overruns.labels(stage)
+            child = self._overrun_children[stage] = self._counter(self._overruns.labels(stage))
         child.inc()
 
     def shed(self, reason: str, priority: str) -> None:
@@ -255,7 +257,7 @@ class GatewayMetrics:
         key = (reason, priority)
         child = self._shed_children.get(key)
         if child is None:
-            child = self._shed_children[key] = self._shed.labels(reason, priority)
+            child = self._shed_children[key] = self._counter(self._shed.labels(reason, priority))
         child.inc()
 
     def tokens(self, model: str, input: int, output: int) -> None:
@@ -263,7 +265,10 @@ class GatewayMetrics:
         model = self._model(model)
         children = self._token_children.get(model)
         if children is None:
-            children = (self._tokens.labels(model, "input"), self._tokens.labels(model, "output"))
+            children = (
+                self._counter(self._tokens.labels(model, "input")),
+                self._counter(self._tokens.labels(model, "output")),
+            )
             self._token_children[model] = children
         if input:
             children[0].inc(input)
@@ -310,9 +315,28 @@ class GatewayMetrics:
             self._wb_failed.inc(failed)
         self._wb_last = (dropped_total, failed_total)
 
+    def flush(self) -> None:
+        """Hand the observations added up since the last flush to prometheus-client (call
+        about once a second; `render` flushes this process first)."""
+        for batch in self._batches:
+            batch.flush()
+
     def render(self) -> tuple[bytes, str]:
-        """The text exposition (all workers' values in multiprocess mode) and its content type."""
+        """The text exposition (all workers' values in multiprocess mode) and its content type.
+
+        Other workers' observations show once their periodic flush ran (within a second)."""
+        self.flush()
         return generate_latest(self._exposed), CONTENT_TYPE
+
+    def _histogram(self, child: Histogram) -> HistogramBatch:
+        batch = HistogramBatch(child, child._upper_bounds)
+        self._batches.append(batch)
+        return batch
+
+    def _counter(self, child: Counter) -> CounterBatch:
+        batch = CounterBatch(child)
+        self._batches.append(batch)
+        return batch
 
     def _model(self, model: str) -> str:
         models = self._models

@@ -166,6 +166,7 @@ metrics.tokens("sim", 10, 20)
 metrics.replica_state("sim", "grpc://a:1", inflight=inflight, queued=1, healthy=inflight < 3)
 metrics.redis_circuit("exact", circuit)
 metrics.writeback(depth=2, dropped_total=3, failed_total=1)
+metrics.flush()  # a worker's sampler does this once a second
 print("ready", flush=True)
 sys.stdin.readline()
 """
@@ -236,3 +237,23 @@ def test_multiprocess_render_sums_all_workers(multiproc_env: dict[str, str]) -> 
     assert value(after, "gateway_request_duration_seconds_count", **labels) == 10
     assert ("gateway_replica_inflight_requests", frozenset(replica.items())) not in after
     assert value(after, "gateway_writeback_queue_depth") == 0
+
+
+def test_observations_reach_prometheus_on_flush() -> None:
+    """Observations are added up in the process and handed over on flush or render."""
+    metrics = GatewayMetrics(models=["sim"])
+    for seconds in (0.0001, 0.0003, 0.07, 0.07, 400.0):
+        metrics.stage("backend", seconds)
+    metrics.cache_lookup("semantic", "skipped")
+    s = parse(metrics.render()[0])
+    assert value(s, "gateway_stage_duration_seconds_count", stage="backend") == 5
+    assert value(s, "gateway_stage_duration_seconds_bucket", stage="backend", le="0.0001") == 1
+    assert value(s, "gateway_stage_duration_seconds_bucket", stage="backend", le="0.0005") == 2
+    assert value(s, "gateway_stage_duration_seconds_bucket", stage="backend", le="0.1") == 4
+    assert value(s, "gateway_stage_duration_seconds_bucket", stage="backend", le="+Inf") == 5
+    assert value(s, "gateway_stage_duration_seconds_sum", stage="backend") == pytest.approx(
+        400.1404
+    )
+    assert value(s, "gateway_cache_lookups_total", kind="semantic", result="skipped") == 1
+    metrics.flush()  # nothing pending: nothing changes
+    assert parse(metrics.render()[0]) == s
