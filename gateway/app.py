@@ -135,6 +135,7 @@ def _error_response(exc: GatewayError, request: Request | None = None) -> Respon
         record: RequestRecord | None = request.scope.get(RECORD_SCOPE_KEY)
         if record is not None:
             _note_error(record, exc)
+            record.status = exc.status
     return Response(
         exc.to_json(), status_code=exc.status, media_type="application/json", headers=headers
     )
@@ -156,9 +157,13 @@ async def _gateway_error(request: Request, exc: Exception) -> Response:
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 405:
-        return _error_response(MethodNotAllowed(f"Method {request.method} not allowed here."))
+        message = f"Method {request.method} not allowed here."
+        return _error_response(MethodNotAllowed(message), request)
     if exc.status_code == 404:
-        return _error_response(RouteNotFound(f"No route {request.url.path}."))
+        return _error_response(RouteNotFound(f"No route {request.url.path}."), request)
+    record: RequestRecord | None = request.scope.get(RECORD_SCOPE_KEY)
+    if record is not None:
+        record.status = exc.status_code
     error = GatewayError(str(exc.detail))
     return Response(error.to_json(), status_code=exc.status_code, media_type="application/json")
 

@@ -1,12 +1,13 @@
 """The ASGI layer that observes each API request: opens its record (and server span) on
-arrival, notes the status and the last byte, then hands the record to the Observer."""
+arrival and hands it to the Observer once the response is written. The status comes from
+the record, which the error handlers set; answers without an error are 200."""
 
 from __future__ import annotations
 
 import logging
 import time
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from budgets.deadline import Clock
 from obs.observer import Observer
@@ -21,7 +22,7 @@ OBSERVED_ROUTES = frozenset(
 
 
 class ObservingMiddleware:
-    """Pure ASGI (no task group, one wrapped `send`); probes and /metrics pass straight by."""
+    """Pure ASGI (no task group, `send` untouched); probes and /metrics pass straight by."""
 
     def __init__(self, app: ASGIApp, clock: Clock = time.monotonic) -> None:
         self._app = app
@@ -43,22 +44,15 @@ class ObservingMiddleware:
                 record.route, record.method, scope["headers"], record.wall_started_ns
             )
         scope[RECORD_SCOPE_KEY] = record
-        status = 500
-        ended: float | None = None
-
-        async def observed_send(message: Message) -> None:
-            nonlocal status, ended
-            kind = message["type"]
-            if kind == "http.response.start":
-                status = message["status"]
-            elif kind == "http.response.body" and not message.get("more_body", False):
-                ended = clock()
-            await send(message)
-
         try:
-            await self._app(scope, receive, observed_send)
+            await self._app(scope, receive, send)
+        except BaseException:
+            record.status = 500  # Starlette's outer error middleware answers it
+            raise
         finally:
+            # Every response is written before the app returns (a stream included), so
+            # now is its last byte; no wrapper on `send` is needed for that.
             try:
-                observer.finish(record, status, ended if ended is not None else clock())
+                observer.finish(record, record.status, clock())
             except Exception:  # reporting must never fail a request that was served
                 log.exception("observing request %s failed", record.request_id)

@@ -21,6 +21,7 @@ class RequestRecord:
     wall_started_ns: int
     span: Span | None = None
     request_id: str = ""
+    status: int = 200
     timeline: Timeline | None = None
     operation: str = ""
     model: str | None = None
