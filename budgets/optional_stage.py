@@ -9,11 +9,20 @@ from budgets.recent import RecentQuantile
 class OptionalStage:
     """Decides per request whether a stage is worth starting, from its recent p95.
 
-    A stage that is skipped produces no new samples, so its p95 would never recover:
-    one request per `probe_interval_s` runs it anyway to keep the estimate current.
+    A stage that is skipped produces no new samples, so its p95 would never recover: one
+    request per `probe_interval_s` runs it anyway, and a probe that fits the time it had
+    forgets the old samples, so the stage is back at once (like a breaker's half-open probe).
     """
 
-    __slots__ = ("_clock", "_last_probe", "_probe_interval_s", "_recent", "budget_s", "name")
+    __slots__ = (
+        "_clock",
+        "_last_probe",
+        "_probe_interval_s",
+        "_probing",
+        "_recent",
+        "budget_s",
+        "name",
+    )
 
     def __init__(
         self, name: str, budget_s: float, clock: Clock, probe_interval_s: float = 1.0
@@ -24,6 +33,7 @@ class OptionalStage:
         self._probe_interval_s = probe_interval_s
         self._recent = RecentQuantile(0.95)
         self._last_probe = float("-inf")
+        self._probing = False
 
     def should_run(self, available_s: float) -> bool:
         """True when the stage's recent p95 fits in `available_s` (or it is time to probe)."""
@@ -33,10 +43,16 @@ class OptionalStage:
         now = self._clock()
         if now - self._last_probe >= self._probe_interval_s:
             self._last_probe = now
+            self._probing = True
             return True
         return False
 
-    def observe(self, duration_s: float) -> None:
+    def observe(self, duration_s: float, available_s: float = float("inf")) -> None:
+        """A run took `duration_s` with `available_s` to spare."""
+        if self._probing:
+            self._probing = False
+            if duration_s <= available_s:
+                self._recent.reset()
         self._recent.add(duration_s)
 
     def p95(self) -> float | None:

@@ -36,6 +36,13 @@ class RecentQuantile:
         if self._since >= max(1, min(self._every, len(self._samples) // 16)):
             self._cached = None
 
+    def reset(self) -> None:
+        """Forget every sample."""
+        self._samples.clear()
+        self._next = 0
+        self._since = 0
+        self._cached = None
+
     def value(self) -> float | None:
         """The quantile, or None before the first sample."""
         if self._cached is None and self._samples:

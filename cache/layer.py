@@ -188,6 +188,9 @@ class CacheLayer:
         overruns mark the plan `error`."""
         if timeout_s is None:
             return await self._lookup_semantic(plan)
+        if timeout_s <= 0:  # no in-process part: skipped
+            plan.status = "error"
+            return None
         try:
             async with asyncio.timeout(timeout_s):
                 return await self._lookup_semantic(plan)

@@ -170,15 +170,18 @@ class Pipeline:
         The lookup enforces the time it is given itself (the Redis call's own timeout), so
         the stage costs no extra timer."""
         available = budget.before_first_token(stage.budget_s, stage.name).remaining()
-        if not stage.should_run(available):
-            plan.status = "error"
-            record.cache_lookups.append((kind, "skipped"))
-            return None
         timeline = budget.timeline
+        if not stage.should_run(available):
+            # In-process copies still answer: a lookup given no time skips only the remote part.
+            started = timeline.clock()
+            answer = await lookup(plan, 0.0)
+            timeline.record(stage.name, started)
+            record.cache_lookups.append((kind, "hit" if answer is not None else "skipped"))
+            return answer
         started = timeline.clock()
         answer = await lookup(plan, available)
         elapsed = timeline.record(stage.name, started)
-        stage.observe(elapsed)
+        stage.observe(elapsed, available)
         result: CacheResult = "hit" if answer is not None else "miss"
         if plan.status == "error":
             result = "error"

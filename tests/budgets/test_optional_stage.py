@@ -100,3 +100,25 @@ def test_observations_feed_the_p95() -> None:
         stage.observe(i / 1000)
     assert stage.p95() == 0.095
     assert stage.should_run(0.095)
+
+
+def test_a_probe_that_fits_brings_the_stage_back_at_once() -> None:
+    """A probe that finished within its time forgets the slow history: no more skipping."""
+    clock = FakeClock()
+    stage = OptionalStage("exact_cache", 0.05, clock)
+    for _ in range(100):
+        stage.observe(0.2)
+    assert stage.should_run(0.05)  # the probe
+    stage.observe(0.001, 0.05)
+    assert stage.should_run(0.05) and stage.should_run(0.05)
+
+
+def test_a_probe_that_overruns_keeps_the_stage_skipped() -> None:
+    """A slow probe adds its sample and the stage stays skipped until the next probe."""
+    clock = FakeClock()
+    stage = OptionalStage("exact_cache", 0.05, clock)
+    for _ in range(100):
+        stage.observe(0.2)
+    assert stage.should_run(0.05)
+    stage.observe(0.3, 0.05)
+    assert not stage.should_run(0.05)

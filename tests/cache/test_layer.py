@@ -174,3 +174,17 @@ async def test_near_cache_keeps_nothing_a_dead_store_refused() -> None:
         await exact.put("t", "k", CachedAnswer(ANSWER, created_at=1.0))
     with pytest.raises(CacheUnavailable):
         await exact.get("t", "k")
+
+
+async def test_no_time_left_consults_only_the_near_cache() -> None:
+    """Given no time, a lookup answers from the near cache and never calls the store."""
+    store = CountingStore()
+    exact = ExactCache(
+        store, CircuitBreaker(cooldown_s=60), timeout_s=1, ttl_s=60, near=MemoryExactStore(10)
+    )
+    answer = CachedAnswer(ANSWER, created_at=1.0)
+    await exact.put("t", "hot", answer)
+    assert await exact.get("t", "hot", timeout_s=0.0) == answer
+    with pytest.raises(CacheUnavailable):
+        await exact.get("t", "cold", timeout_s=0.0)
+    assert store.reads == 0
