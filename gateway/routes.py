@@ -62,6 +62,7 @@ def _begin(request: Request) -> tuple[dict[str, str], RequestBudget, RequestReco
     budget = _pipeline(request).begin(headers, record.started)
     record.timeline = scope[TIMELINE_SCOPE_KEY] = budget.timeline
     record.priority = budget.priority
+    record.deadline_at = budget.total.at
     return headers, budget, record
 
 

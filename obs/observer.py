@@ -12,6 +12,7 @@ from budgets.timeline import Stage
 from obs.access_log import AccessLog
 from obs.attributes import (
     ATTR_BUDGET_EXCEEDED,
+    ATTR_BUDGET_REMAINING_MS,
     ATTR_CACHE_RESULT,
     ATTR_PRIORITY,
     ATTR_REPLICA,
@@ -130,6 +131,9 @@ class Observer:
             )
             child.end(at(stage.start + stage.duration))
         self._root_attributes(record, root)
+        if record.deadline_at is not None:  # what was left of the budget at the end
+            left_ms = max(0.0, (record.deadline_at - ended) * 1000)
+            root.set_attribute(ATTR_BUDGET_REMAINING_MS, round(left_ms, 3))
         end_server_span(root, status, at(ended))
 
     def _backend_span(
@@ -140,6 +144,9 @@ class Observer:
         assert timeline is not None
         span = self.tracing.start_span(name, root, SpanKind.CLIENT, start_time_ns=at(stage.start))
         span.set_attribute(GEN_AI_SYSTEM, GEN_AI_SYSTEM_VLLM)
+        if record.deadline_at is not None:  # what the budget left for the backend call
+            left_ms = max(0.0, (record.deadline_at - stage.start) * 1000)
+            span.set_attribute(ATTR_BUDGET_REMAINING_MS, round(left_ms, 3))
         if record.model:
             span.set_attribute(GEN_AI_REQUEST_MODEL, record.model)
         if timeline.replica is not None:

@@ -23,6 +23,7 @@ class RequestRecord:
     request_id: str = ""
     status: int = 200
     timeline: Timeline | None = None
+    deadline_at: float | None = None  # the total deadline, on the same clock as `started`
     operation: str = ""
     model: str | None = None
     priority: str | None = None
