@@ -36,3 +36,17 @@ def relevant_headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
 def trace_context(headers: dict[str, str]) -> dict[str, str]:
     """The W3C trace context the client sent, to forward to the backend."""
     return {name: headers[name] for name in TRACE_CONTEXT if name in headers}
+
+
+def trace_id_of(traceparent: str | None) -> str | None:
+    """The trace id of a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`), if well formed."""
+    if traceparent is None or len(traceparent) != 55:
+        return None
+    parts = traceparent.split("-")
+    if len(parts) != 4 or len(parts[1]) != 32 or parts[1] == "0" * 32:
+        return None
+    try:
+        int(parts[1], 16)
+    except ValueError:
+        return None
+    return parts[1].lower()

@@ -14,7 +14,7 @@ from budgets.request_budget import RequestBudget
 from gateway.errors import NoHealthyBackend, PayloadTooLarge, UnsupportedMediaType
 from gateway.observing import RECORD_SCOPE_KEY
 from gateway.pipeline import Pipeline, new_request_id
-from gateway.request_headers import relevant_headers
+from gateway.request_headers import relevant_headers, trace_id_of
 from obs.observer import Observer
 from obs.request_record import RequestRecord
 
@@ -59,6 +59,8 @@ def _begin(request: Request) -> tuple[dict[str, str], RequestBudget, RequestReco
         record = RequestRecord(request.method, scope["path"], time.monotonic(), 0)
     record.request_id = scope[REQUEST_ID_SCOPE_KEY] = new_request_id()
     headers = relevant_headers(scope["headers"])
+    if record.span is None:
+        record.client_trace_id = trace_id_of(headers.get("traceparent"))
     budget = _pipeline(request).begin(headers, record.started)
     record.timeline = scope[TIMELINE_SCOPE_KEY] = budget.timeline
     record.priority = budget.priority

@@ -201,7 +201,7 @@ class Observer:
         timeline = record.timeline
         fields: dict[str, object] = {
             "request_id": record.request_id,
-            "trace_id": ids[0] if ids is not None else None,
+            "trace_id": ids[0] if ids is not None else record.client_trace_id,
             "method": record.method,
             "route": record.route,
             "model": record.model,

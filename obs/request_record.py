@@ -20,6 +20,7 @@ class RequestRecord:
     started: float
     wall_started_ns: int
     span: Span | None = None
+    client_trace_id: str | None = None  # from the client's traceparent when not traced here
     request_id: str = ""
     status: int = 200
     timeline: Timeline | None = None

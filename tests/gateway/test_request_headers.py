@@ -1,0 +1,50 @@
+"""The headers the gateway acts on, found in one pass; trace ids from traceparent."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.request_headers import relevant_headers, trace_context, trace_id_of
+
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+def test_relevant_headers_keeps_only_known_names() -> None:
+    """Known headers are decoded by lowercase name; everything else is left out."""
+    raw = [
+        (b"content-type", b"application/json"),
+        (b"authorization", b"Bearer k"),
+        (b"x-priority", b"batch"),
+        (b"traceparent", TRACEPARENT.encode()),
+    ]
+    assert relevant_headers(raw) == {
+        "authorization": "Bearer k",
+        "x-priority": "batch",
+        "traceparent": TRACEPARENT,
+    }
+
+
+def test_trace_context_forwards_only_w3c_headers() -> None:
+    """Only traceparent and tracestate travel to the backend."""
+    headers = {"authorization": "Bearer k", "traceparent": TRACEPARENT, "tracestate": "a=b"}
+    assert trace_context(headers) == {"traceparent": TRACEPARENT, "tracestate": "a=b"}
+
+
+def test_trace_id_of_a_valid_traceparent() -> None:
+    """A well-formed traceparent yields its trace id."""
+    assert trace_id_of(TRACEPARENT) == "4bf92f3577b34da6a3ce929d0e0e4736"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        "",
+        "00-xyz",
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01",
+    ],
+)
+def test_trace_id_of_malformed_is_none(value: str | None) -> None:
+    """Anything that is not a valid traceparent gives no trace id."""
+    assert trace_id_of(value) is None
