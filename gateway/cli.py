@@ -8,6 +8,10 @@ import logging.config
 import os
 import sys
 
+# Set before anything imports gRPC: these processes fork only to exec (subprocesses, uvicorn
+# workers), and gRPC's fork handlers can abort such a child between fork and exec.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")
+
 from gateway.settings import Settings, SettingsError
 from obs.logs import log_format_from_env, logging_config
 from obs.multiproc import prepare_multiprocess
