@@ -34,13 +34,9 @@ from bench.format import ms, num
 from bench.probes import HOST, free_port, http_ok, tcp_open
 from bench.processes import ProcessGroup, ProcessSpec, python_module
 from bench.redis_stack import server_command
+from bench.scenario_run import ScenarioRun, pinned
 from bench.stack import gateway_spec
 from bench.stats import Summary
-
-EXIT_OK = 0
-EXIT_HARNESS = 2
-EXIT_UNMEASURED = 3
-EXIT_INTERRUPTED = 130
 
 MODEL = "sim"
 PATH = "/v1/chat/completions"
@@ -733,37 +729,27 @@ def render(
 
 def execute(config: BenchConfig) -> int:
     """Run the cache scenario end to end; the process exit status."""
-    from bench.session import _meta, _pinned
 
     def say(text: str) -> None:
         print(f"bench: {text}", file=sys.stderr, flush=True)
 
-    config.out_dir.mkdir(parents=True, exist_ok=True)
-    meta = _meta()
-    status = EXIT_OK
+    run = ScenarioRun(config.out_dir, say)
     results = CacheResults()
-    try:
-        with (
-            interrupts.stop_on_signals(),
-            _pinned(config.client_cpu),
-            ProcessGroup(config.out_dir / "logs") as group,
-        ):
-            stack = start_cache_stack(config, group, say)
-            results = asyncio.run(measure(config, stack, say))
-            say("stopping processes")
-    except HarnessError as exc:
-        print(f"bench: harness failure: {exc}", file=sys.stderr)
-        status = EXIT_HARNESS
-    except KeyboardInterrupt:
-        print("bench: interrupted; every subprocess was stopped", file=sys.stderr)
-        status = EXIT_INTERRUPTED
+    with (
+        run.guarded(),
+        pinned(config.client_cpu),
+        ProcessGroup(config.out_dir / "logs") as group,
+    ):
+        stack = start_cache_stack(config, group, say)
+        results = asyncio.run(measure(config, stack, say))
+        say("stopping processes")
     if not results.measured:
-        return status
+        return run.status
     env = {**gateway_env(config), "GATEWAY_REDIS_URL": "(private Redis Stack)"}
-    report = render(config, results, meta, env)
+    report = render(config, results, run.meta, env)
     (config.out_dir / "report.md").write_text(report)
     payload = {
-        "meta": meta,
+        "meta": run.meta,
         "command": config.command,
         "cache": [m.to_json() for m in results.measured],
         "semantic_checked": results.semantic_checked,
@@ -780,10 +766,7 @@ def execute(config: BenchConfig) -> int:
         ],
     }
     (config.out_dir / "results.json").write_text(json.dumps(payload, indent=1))
-    sys.stdout.write(report)
-    sys.stdout.flush()
-    say(f"wrote {config.out_dir / 'report.md'}")
-    if status == EXIT_OK and any(m.requests == 0 for m in results.measured):
-        print("bench: some cache workloads had no successful response", file=sys.stderr)
-        status = EXIT_UNMEASURED
-    return status
+    run.publish(report)
+    if any(m.requests == 0 for m in results.measured):
+        run.unmeasured("some cache workloads had no successful response")
+    return run.status

@@ -19,10 +19,10 @@ import orjson
 from bench import worker
 from bench.closed_loop import drive
 from bench.specs import HttpPhase
+from bench.sse import DONE, DataEvents, has_text
 from bench.stats import Recorder
 
 _HEADERS = {"content-type": "application/json", "accept": "*/*"}
-_DONE = b"[DONE]"
 
 
 class Failure(Exception):
@@ -44,29 +44,19 @@ def _has_text(payload: bytes) -> bool:
         raise Failure(f"bad SSE JSON: {payload[:80]!r}") from exc
     if "error" in data:
         raise Failure(f"error event: {payload[:160]!r}")
-    for choice in data.get("choices") or ():
-        if choice.get("text") or (choice.get("delta") or {}).get("content"):
-            return True
-    return False
+    return has_text(data)
 
 
 async def _read_stream(response: aiohttp.ClientResponse, start: float) -> StreamTiming:
-    buffer = b""
+    reader = DataEvents()
     first: float | None = None
     last = 0.0
     gaps: list[float] = []
     events = 0
     async for chunk in response.content.iter_any():
         now = time.perf_counter()
-        if b"\r" in chunk:
-            chunk = chunk.replace(b"\r\n", b"\n")
-        buffer += chunk
-        while (end := buffer.find(b"\n\n")) >= 0:
-            event, buffer = buffer[:end], buffer[end + 2 :]
-            if not event.startswith(b"data:"):
-                continue
-            payload = event[5:].strip()
-            if payload == _DONE:
+        for payload in reader.feed(chunk):
+            if payload == DONE:
                 if first is None:
                     raise Failure("stream ended without any output text")
                 return StreamTiming(first - start, gaps, events)

@@ -14,12 +14,13 @@ import random
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import aiohttp
 import orjson
 
 from bench import interrupts
+from bench.sse import DONE, DataEvents, has_text
 
 Priority = Literal["interactive", "batch"]
 PRIORITIES: tuple[Priority, ...] = ("interactive", "batch")
@@ -37,18 +38,7 @@ Outcome = Literal[
     "timeout",
     "unfinished",
 ]
-OUTCOMES: tuple[Outcome, ...] = (
-    "ok",
-    "shed",
-    "deadline",
-    "stream_error",
-    "broken",
-    "http_error",
-    "conn_error",
-    "timeout",
-    "unfinished",
-)
-_DONE = b"[DONE]"
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 _ERROR_PREFIX = b'{"error"'
 _MAX_ERROR_BODY = 4096
 
@@ -143,12 +133,7 @@ def _has_text(payload: bytes) -> bool:
         data = orjson.loads(payload)
     except orjson.JSONDecodeError:
         return False
-    if not isinstance(data, dict):
-        return False
-    for choice in data.get("choices") or ():
-        if choice.get("text") or (choice.get("delta") or {}).get("content"):
-            return True
-    return False
+    return isinstance(data, dict) and has_text(data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,18 +145,13 @@ class StreamResult:
 
 async def read_stream(response: aiohttp.ClientResponse) -> StreamResult:
     """Read an SSE answer to its end: ok, stream_error (an error event), or broken."""
-    buffer = b""
+    events = DataEvents()
     first = math.nan
     code = ""
     async for chunk in response.content.iter_any():
         now = time.perf_counter()
-        buffer += chunk.replace(b"\r\n", b"\n") if b"\r" in chunk else chunk
-        while (end := buffer.find(b"\n\n")) >= 0:
-            event, buffer = buffer[:end], buffer[end + 2 :]
-            if not event.startswith(b"data:"):
-                continue
-            payload = event[5:].strip()
-            if payload == _DONE:
+        for payload in events.feed(chunk):
+            if payload == DONE:
                 if code:
                     return StreamResult("stream_error", code, first)
                 if math.isnan(first):

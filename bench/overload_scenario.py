@@ -11,10 +11,8 @@ client core. Streams are read to their end; see bench/overload_stats.py for the 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import math
-import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -47,14 +45,11 @@ from bench.overload_stats import (
     verdict_line,
     verdicts,
 )
-from bench.probes import HOST, free_port, http_ok, tcp_open
-from bench.processes import ManagedProcess, ProcessGroup, ProcessSpec, python_module
-from bench.stack import gateway_spec
-
-EXIT_OK = 0
-EXIT_HARNESS = 2
-EXIT_UNMEASURED = 3
-EXIT_INTERRUPTED = 130
+from bench.probes import HOST
+from bench.processes import ManagedProcess, ProcessGroup
+from bench.progress import Progress
+from bench.scenario_run import ScenarioRun, pinned
+from bench.stack import start_sim, start_sim_gateway
 
 MODEL = "sim"
 PATH = "/v1/completions"
@@ -295,21 +290,6 @@ def _progress_line(level: LevelStats, capacity: float) -> str:
     )
 
 
-def start_sim(oc: OverloadConfig, group: ProcessGroup, say: Callable[[str], None]) -> int:
-    """The stand-in on the upstream core; its port once it accepts connections."""
-    port = free_port()
-    sim = group.start(
-        ProcessSpec(
-            "sim",
-            python_module("gateway.cli", "sim", "--port", str(port), *oc.sim_flags()),
-            cpu=oc.bench.upstream_cpu,
-        )
-    )
-    took = sim.wait_ready(lambda: tcp_open(port), oc.bench.startup_timeout_s, "gRPC port open")
-    say(f"sim ready on :{port} ({took:.1f} s; {' '.join(oc.sim_flags())})")
-    return port
-
-
 def start_gateway(
     oc: OverloadConfig,
     group: ProcessGroup,
@@ -318,28 +298,25 @@ def start_gateway(
     say: Callable[[str], None],
 ) -> tuple[ManagedProcess, int]:
     """A fresh gateway for `mode` on the server core, waited for until ready."""
-    port = free_port()
-    spec = gateway_spec(
-        oc.bench, group, f"{MODEL}=grpc://{HOST}:{sim_port}", port, oc.mode_env(mode)
+    return start_sim_gateway(
+        oc.bench,
+        group,
+        sim_port,
+        oc.mode_env(mode),
+        say,
+        name=f"gateway-admission-{mode}",
+        label=f"GATEWAY_ADMISSION={mode}",
     )
-    gateway = group.start(dataclasses.replace(spec, name=f"gateway-admission-{mode}"))
-    took = gateway.wait_ready(
-        lambda: http_ok(port, "/readyz"), oc.bench.startup_timeout_s, "GET /readyz"
-    )
-    say(f"gateway (GATEWAY_ADMISSION={mode}) ready on :{port} ({took:.1f} s)")
-    return gateway, port
 
 
 def run_all(oc: OverloadConfig, say: Callable[[str], None]) -> OverloadResults:
     """Every mode against the one stand-in; each mode's gateway stopped before the next."""
-    from bench.session import _pinned
-
     results = OverloadResults()
     with (
-        _pinned(oc.bench.client_cpu),
+        pinned(oc.bench.client_cpu),
         ProcessGroup(oc.bench.out_dir / "logs") as group,
     ):
-        sim_port = start_sim(oc, group, say)
+        sim_port = start_sim(oc.bench, group, oc.sim_flags(), say)
         for mode in MODES:
             gateway, port = start_gateway(oc, group, mode, sim_port, say)
             asyncio.run(measure_mode(oc, mode, gateway, port, sim_port, results, say))
@@ -404,44 +381,25 @@ def write_outputs(
 
 def execute(oc: OverloadConfig) -> int:
     """Run the overload scenario end to end; the process exit status."""
-    from bench.session import _meta
-
-    start = time.monotonic()
-
-    def say(text: str) -> None:
-        print(f"[bench {time.monotonic() - start:6.1f}s] {text}", file=sys.stderr, flush=True)
-
-    oc.bench.out_dir.mkdir(parents=True, exist_ok=True)
-    meta = _meta()
-    status = EXIT_OK
+    run = ScenarioRun(oc.bench.out_dir, Progress().say)
     results = OverloadResults()
-    say(
+    run.say(
         f"overload: {len(oc.multiples)} levels x {oc.bench.duration_s:g} s per mode, admission"
         f" on then off; output in {oc.bench.out_dir}"
     )
-    try:
-        with interrupts.stop_on_signals():
-            results = run_all(oc, say)
-    except HarnessError as exc:
-        print(f"bench: harness failure: {exc}", file=sys.stderr)
-        status = EXIT_HARNESS
-    except KeyboardInterrupt:
-        print("bench: interrupted; every subprocess was stopped", file=sys.stderr)
-        status = EXIT_INTERRUPTED
+    with run.guarded():
+        results = run_all(oc, run.say)
     if not results.levels:
-        return status
-    if status != EXIT_OK:
-        meta["incomplete"] = f"the run stopped after {len(results.levels)} levels"
-    report = write_outputs(oc, results, meta, say)
-    sys.stdout.write(report)
-    sys.stdout.flush()
-    say(f"wrote {oc.bench.out_dir / 'report.md'}")
+        return run.status
+    if run.stopped:
+        run.meta["incomplete"] = f"the run stopped after {len(results.levels)} levels"
+    report = write_outputs(oc, results, run.meta, run.say)
+    run.publish(report)
     unanswered = [lv for lv in results.levels if lv.overall.sent and not _answered(lv)]
     no_capacity = any(c.stats.count("ok") == 0 for c in results.capacity.values())
-    if status == EXIT_OK and (unanswered or no_capacity):
-        print("bench: a phase had no answer at all (see the report)", file=sys.stderr)
-        status = EXIT_UNMEASURED
-    return status
+    if unanswered or no_capacity:
+        run.unmeasured("a phase had no answer at all (see the report)")
+    return run.status
 
 
 def _answered(level: LevelStats) -> bool:

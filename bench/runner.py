@@ -123,9 +123,10 @@ def _http_target(config: BenchConfig, stack: Stack, key: PhaseKey) -> _Target:
     return _Target(stack.url(stack.gateway_port, path), body, stack.gateway, stack.sim)
 
 
-def _bounds(config: BenchConfig, key: PhaseKey) -> LoopBounds:
+def phase_bounds(config: BenchConfig, concurrency: int) -> LoopBounds:
+    """How long a measured phase at `concurrency` runs, and how many requests it needs."""
     return LoopBounds(
-        concurrency=key.concurrency,
+        concurrency=concurrency,
         warmup_s=config.warmup_s,
         duration_s=config.duration_s,
         max_requests=config.max_requests,
@@ -185,7 +186,7 @@ def run_phase(config: BenchConfig, stack: Stack, key: PhaseKey) -> PhaseRecord:
         record = _run_wrk(config, stack, key)
         stack.check_alive()
         return record
-    bounds = _bounds(config, key)
+    bounds = phase_bounds(config, key.concurrency)
     if key.path == "grpc-floor":
         assert stack.sim is not None and stack.grpc_floor is not None
         worker = stack.grpc_floor

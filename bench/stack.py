@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -209,3 +210,43 @@ def gateway_spec(
             **env,
         },
     )
+
+
+def start_sim(
+    config: BenchConfig, group: ProcessGroup, flags: Sequence[str], say: Callable[[str], None]
+) -> int:
+    """The stand-in (`gateway sim FLAGS`) on the upstream core; its port once it accepts
+    connections."""
+    port = free_port()
+    sim = group.start(
+        ProcessSpec(
+            "sim",
+            python_module("gateway.cli", "sim", "--port", str(port), *flags),
+            cpu=config.upstream_cpu,
+        )
+    )
+    took = sim.wait_ready(lambda: tcp_open(port), config.startup_timeout_s, "gRPC port open")
+    say(f"sim ready on :{port} ({took:.1f} s; {' '.join(flags)})")
+    return port
+
+
+def start_sim_gateway(
+    config: BenchConfig,
+    group: ProcessGroup,
+    sim_port: int,
+    env: Mapping[str, str],
+    say: Callable[[str], None],
+    *,
+    name: str,
+    label: str,
+) -> tuple[ManagedProcess, int]:
+    """A fresh gateway `name` in front of the stand-in on `sim_port`, on the server core,
+    waited for until ready; the process and its port."""
+    port = free_port()
+    spec = gateway_spec(config, group, f"{SIM_MODEL}=grpc://{HOST}:{sim_port}", port, env)
+    process = group.start(dataclasses.replace(spec, name=name))
+    took = process.wait_ready(
+        lambda: http_ok(port, "/readyz"), config.startup_timeout_s, "GET /readyz"
+    )
+    say(f"gateway ({label}) ready on :{port} ({took:.1f} s)")
+    return process, port

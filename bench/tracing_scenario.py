@@ -18,7 +18,6 @@ import dataclasses
 import json
 import math
 import os
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,10 +31,13 @@ from bench.config import Mode as Api
 from bench.cpu import CoreTimes
 from bench.errors import HarnessError
 from bench.otlp_sink import SinkTotals, SpanCount
-from bench.probes import HOST, free_port, http_ok, tcp_open
+from bench.probes import HOST, free_port
 from bench.processes import ManagedProcess, ProcessGroup, ProcessSpec, python_module
+from bench.progress import Progress
+from bench.runner import phase_bounds
+from bench.scenario_run import ScenarioRun, pinned
 from bench.specs import HttpPhase
-from bench.stack import gateway_spec
+from bench.stack import start_sim, start_sim_gateway
 from bench.stats import LoadResult
 from bench.tracing_stats import (
     MODES,
@@ -49,15 +51,9 @@ from bench.tracing_stats import (
 )
 from bench.worker import Worker
 
-EXIT_OK = 0
-EXIT_HARNESS = 2
-EXIT_UNMEASURED = 3
-EXIT_INTERRUPTED = 130
-
 MODEL = "sim"
 PATH = "/v1/chat/completions"
 SIM_SLOTS = 1024
-MIN_REQUESTS = 10
 MIN_PRIMING_S = 0.2
 QUEUE_FULL = "Queue full, dropping"  # the SDK's warning when its span queue overflows
 
@@ -81,16 +77,7 @@ class TracingBench:
         return [(api, c) for api in APIS for c in self.bench.concurrency]
 
     def bounds(self, concurrency: int) -> LoopBounds:
-        b = self.bench
-        return LoopBounds(
-            concurrency=concurrency,
-            warmup_s=b.warmup_s,
-            duration_s=b.duration_s,
-            max_requests=b.max_requests,
-            min_requests=MIN_REQUESTS,
-            overtime_s=2 * b.duration_s + 1.0,
-            request_timeout_s=b.request_timeout_s,
-        )
+        return phase_bounds(self.bench, concurrency)
 
     def priming_bounds(self) -> LoopBounds:
         """A short unmeasured loop that gets a fresh gateway past its first requests."""
@@ -197,20 +184,6 @@ class Gateway:
         return f"http://{HOST}:{self.port}{PATH}"
 
 
-def start_sim(tb: TracingBench, group: ProcessGroup, say: Callable[[str], None]) -> int:
-    port = free_port()
-    sim = group.start(
-        ProcessSpec(
-            "sim",
-            python_module("gateway.cli", "sim", "--port", str(port), *tb.sim_flags()),
-            cpu=tb.bench.upstream_cpu,
-        )
-    )
-    took = sim.wait_ready(lambda: tcp_open(port), tb.bench.startup_timeout_s, "gRPC port open")
-    say(f"sim ready on :{port} ({took:.1f} s; {' '.join(tb.sim_flags())})")
-    return port
-
-
 def start_sink(tb: TracingBench, group: ProcessGroup, say: Callable[[str], None]) -> Sink:
     ports: dict[ModeName, int] = {mode.name: free_port() for mode in tb.modes}
     flags = [arg for port in ports.values() for arg in ("--port", str(port))]
@@ -244,14 +217,10 @@ def start_gateway(
     say: Callable[[str], None],
 ) -> Gateway:
     """A fresh gateway for `mode` on the server core, waited for until ready."""
-    port = free_port()
     env = gateway_env(mode, tb.bench.gateway_env, os.environ, sink.endpoint(mode.name))
-    spec = gateway_spec(tb.bench, group, f"{MODEL}=grpc://{HOST}:{sim_port}", port, env)
-    process = group.start(dataclasses.replace(spec, name=f"gateway-{mode.name}"))
-    took = process.wait_ready(
-        lambda: http_ok(port, "/readyz"), tb.bench.startup_timeout_s, "GET /readyz"
+    process, port = start_sim_gateway(
+        tb.bench, group, sim_port, env, say, name=f"gateway-{mode.name}", label=mode.label
     )
-    say(f"gateway ({mode.label}) ready on :{port} ({took:.1f} s)")
     return Gateway(mode, process, port)
 
 
@@ -366,13 +335,11 @@ def _progress_line(phase: PhaseResult) -> str:
 def run_all(tb: TracingBench, results: TracingResults, say: Callable[[str], None]) -> None:
     """Every step against every mode's gateway, filling `results` as phases end; spans and
     per-mode totals once every gateway has been stopped."""
-    from bench.session import _pinned
-
     with (
-        _pinned(tb.bench.client_cpu),
+        pinned(tb.bench.client_cpu),
         ProcessGroup(tb.bench.out_dir / "logs") as group,
     ):
-        sim_port = start_sim(tb, group, say)
+        sim_port = start_sim(tb.bench, group, tb.sim_flags(), say)
         sink = start_sink(tb, group, say)
         loadgen = start_loadgen(tb, group)
         gateways = [start_gateway(tb, group, mode, sim_port, sink, say) for mode in tb.modes]
@@ -487,41 +454,22 @@ def settings_json(tb: TracingBench) -> dict[str, Any]:
 
 def execute(tb: TracingBench) -> int:
     """Run the tracing scenario end to end; the process exit status."""
-    from bench.session import _meta
-
-    start = time.monotonic()
-
-    def say(text: str) -> None:
-        print(f"[bench {time.monotonic() - start:6.1f}s] {text}", file=sys.stderr, flush=True)
-
-    tb.bench.out_dir.mkdir(parents=True, exist_ok=True)
-    meta = _meta()
-    status = EXIT_OK
+    run = ScenarioRun(tb.bench.out_dir, Progress().say)
     results = TracingResults()
-    say(
+    run.say(
         f"tracing: {len(tb.modes)} modes x {len(APIS)} apis x c={tb.bench.concurrency}, about"
         f" {tb.estimated_s():.0f} s of load; output in {tb.bench.out_dir}"
     )
-    try:
-        with interrupts.stop_on_signals():
-            run_all(tb, results, say)
-    except HarnessError as exc:
-        print(f"bench: harness failure: {exc}", file=sys.stderr)
-        status = EXIT_HARNESS
-    except KeyboardInterrupt:
-        print("bench: interrupted; every subprocess was stopped", file=sys.stderr)
-        status = EXIT_INTERRUPTED
+    with run.guarded():
+        run_all(tb, results, run.say)
     if not results.phases:
-        return status
-    if status != EXIT_OK:
-        meta["incomplete"] = f"the run stopped after {len(results.phases)} phases"
+        return run.status
+    if run.stopped:
+        run.meta["incomplete"] = f"the run stopped after {len(results.phases)} phases"
         if not results.modes:
             results.notes.append("the run stopped before the spans were counted: spans are 0")
-    report = write_outputs(tb, results, meta, say)
-    sys.stdout.write(report)
-    sys.stdout.flush()
-    say(f"wrote {tb.bench.out_dir / 'report.md'}")
-    if status == EXIT_OK and any(p.result.ok == 0 for p in results.phases):
-        print("bench: a phase had no successful request (see the report)", file=sys.stderr)
-        status = EXIT_UNMEASURED
-    return status
+    report = write_outputs(tb, results, run.meta, run.say)
+    run.publish(report)
+    if any(p.result.ok == 0 for p in results.phases):
+        run.unmeasured("a phase had no successful request (see the report)")
+    return run.status
