@@ -16,7 +16,6 @@ from obs.logs import (
     TextFormatter,
     configure_logging,
     log_format_from_env,
-    log_request,
     logging_config,
 )
 
@@ -70,60 +69,6 @@ def test_exception_stays_on_one_line(
     (entry,) = lines(stream)
     assert "RuntimeError: boom" in str(entry["exception"])
     assert entry["request_id"] == "req-2"
-
-
-def test_log_request_is_one_structured_line(
-    captured: tuple[logging.Logger, io.StringIO, logging.Handler],
-) -> None:
-    """The per-request line has its fields as keys, not interpolated into the message."""
-    logger, stream, _ = captured
-    log_request(
-        logger,
-        request_id="req-3",
-        trace_id=TRACE_ID,
-        method="POST",
-        route="/v1/chat/completions",
-        model="sim",
-        status=200,
-        duration_ms=12.34567,
-        cache="miss",
-        priority="interactive",
-        stages={"exact_cache": 0.2, "backend": 11.9},
-        tokens_in=12,
-        tokens_out=30,
-        finish_reason="stop",
-    )
-    (entry,) = lines(stream)
-    assert entry["message"] == "request"
-    assert entry["level"] == "info"
-    assert entry["request_id"] == "req-3"
-    assert entry["trace_id"] == TRACE_ID
-    assert entry["status"] == 200
-    assert entry["duration_ms"] == 12.346
-    assert entry["stages"] == {"exact_cache": 0.2, "backend": 11.9}
-    assert (entry["tokens_in"], entry["tokens_out"], entry["finish_reason"]) == (12, 30, "stop")
-
-
-def test_log_request_skipped_below_info(
-    captured: tuple[logging.Logger, io.StringIO, logging.Handler],
-) -> None:
-    """With info disabled nothing is built or written."""
-    logger, stream, _ = captured
-    logger.setLevel(logging.WARNING)
-    log_request(
-        logger,
-        request_id="r",
-        trace_id=None,
-        method="GET",
-        route="/v1/models",
-        model=None,
-        status=200,
-        duration_ms=1.0,
-        cache=None,
-        priority=None,
-        stages={},
-    )
-    assert stream.getvalue() == ""
 
 
 def test_text_format_appends_fields() -> None:
