@@ -28,8 +28,8 @@ from gateway.request_headers import trace_context
 from gateway.settings import Settings
 from gateway.sse import replay_response, sse_response
 from gateway.stream_guard import guarded
-from obs.attributes import ATTR_WRITEBACK_RESULT, SPAN_WRITEBACK
 from obs.metrics import CacheKind, CacheResult
+from obs.observer import writeback_trace
 from obs.request_record import RequestRecord
 from obs.tracing import Tracing, inject
 
@@ -197,7 +197,7 @@ class Pipeline:
         plan: CachePlan,
         record: RequestRecord,
     ) -> Completion:
-        trace = self._writeback_trace(record)
+        trace = writeback_trace(self._tracing, record)
 
         async def call() -> Completion:
             completion = await self._fleet.complete(request, budget)
@@ -215,7 +215,7 @@ class Pipeline:
         plan: CachePlan,
         record: RequestRecord,
     ) -> AsyncIterator[StreamChunk]:
-        trace = self._writeback_trace(record)
+        trace = writeback_trace(self._tracing, record)
 
         async def start() -> AsyncIterator[StreamChunk]:
             stream = await self._fleet.open_stream(request, budget)
@@ -226,22 +226,6 @@ class Pipeline:
         if plan.key is None or not self._coalesce:
             return await start()
         return await self._stream_flights.open(f"{plan.tenant}:{plan.key}", start)
-
-    def _writeback_trace(self, record: RequestRecord) -> WriteTrace | None:
-        """A write-back span under the request's span, when the request is traced."""
-        span = record.span
-        if span is None or not span.is_recording():
-            return None
-        tracing = self._tracing
-        wall_ns, mono = record.wall_started_ns, record.started
-
-        def trace(started: float, duration: float, ok: bool) -> None:
-            start_ns = wall_ns + int((started - mono) * 1e9)
-            child = tracing.start_span(SPAN_WRITEBACK, span, start_time_ns=start_ns)
-            child.set_attribute(ATTR_WRITEBACK_RESULT, "ok" if ok else "failed")
-            child.end(start_ns + int(duration * 1e9))
-
-        return trace
 
     def _cached_response(
         self, request: GenerationRequest, cached: CachedAnswer, headers: dict[str, str]

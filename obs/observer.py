@@ -5,6 +5,7 @@ the client's first byte."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from opentelemetry.trace import Span, SpanKind
 
@@ -20,6 +21,7 @@ from obs.attributes import (
     ATTR_SEMANTIC_SIMILARITY,
     ATTR_SEMANTIC_THRESHOLD,
     ATTR_SHED_REASON,
+    ATTR_WRITEBACK_RESULT,
     EVENT_FIRST_TOKEN,
     GEN_AI_INPUT_MESSAGES,
     GEN_AI_OPERATION_NAME,
@@ -30,6 +32,7 @@ from obs.attributes import (
     GEN_AI_SYSTEM_VLLM,
     GEN_AI_USAGE_INPUT_TOKENS,
     GEN_AI_USAGE_OUTPUT_TOKENS,
+    SPAN_WRITEBACK,
     STAGE_ADMISSION,
     STAGE_BACKEND,
     STAGE_SEMANTIC_CACHE,
@@ -42,8 +45,6 @@ from obs.logs import ACCESS_LOGGER
 from obs.metrics import NO_MODEL, GatewayMetrics
 from obs.request_record import RequestRecord
 from obs.tracing import Tracing, end_server_span, trace_ids
-
-_NS = 1_000_000_000
 
 
 class Observer:
@@ -100,7 +101,7 @@ class Observer:
         """Stage spans are built after the fact from the timeline: exact start and end times,
         no tracing work while the request was being served."""
         tracing = self.tracing
-        at = _wall(record)
+        at = record.wall_ns
         timeline = record.timeline
         model = record.model or ""
         backend_name = backend_span_name(record.operation or "chat", model)
@@ -111,9 +112,7 @@ class Observer:
                     self._backend_span(record, root, stage, backend_name, ended)
                     continue
                 span = tracing.start_span(
-                    STAGE_SPANS.get(stage.name, f"gateway.{stage.name}"),
-                    root,
-                    start_time_ns=at(stage.start),
+                    _stage_span_name(stage.name), root, start_time_ns=at(stage.start)
                 )
                 if stage.name == STAGE_ADMISSION and timeline.replica is not None:
                     span.set_attribute(ATTR_REPLICA, timeline.replica)
@@ -125,40 +124,29 @@ class Observer:
         parent = semantic_span or root
         for stage in record.substages:
             child = tracing.start_span(
-                STAGE_SPANS.get(stage.name, f"gateway.{stage.name}"),
-                parent,
-                start_time_ns=at(stage.start),
+                _stage_span_name(stage.name), parent, start_time_ns=at(stage.start)
             )
             child.end(at(stage.start + stage.duration))
         self._root_attributes(record, root)
-        if record.deadline_at is not None:  # what was left of the budget at the end
-            left_ms = max(0.0, (record.deadline_at - ended) * 1000)
-            root.set_attribute(ATTR_BUDGET_REMAINING_MS, round(left_ms, 3))
+        _set_budget_left(root, record, ended)
         end_server_span(root, status, at(ended))
 
     def _backend_span(
         self, record: RequestRecord, root: Span, stage: Stage, name: str, ended: float
     ) -> None:
-        at = _wall(record)
+        at = record.wall_ns
         timeline = record.timeline
         assert timeline is not None
         span = self.tracing.start_span(name, root, SpanKind.CLIENT, start_time_ns=at(stage.start))
         span.set_attribute(GEN_AI_SYSTEM, GEN_AI_SYSTEM_VLLM)
-        if record.deadline_at is not None:  # what the budget left for the backend call
-            left_ms = max(0.0, (record.deadline_at - stage.start) * 1000)
-            span.set_attribute(ATTR_BUDGET_REMAINING_MS, round(left_ms, 3))
+        _set_budget_left(span, record, stage.start)
         if record.model:
             span.set_attribute(GEN_AI_REQUEST_MODEL, record.model)
         if timeline.replica is not None:
             span.set_attribute(ATTR_REPLICA, timeline.replica)
         if timeline.first_token_at is not None:
             span.add_event(EVENT_FIRST_TOKEN, timestamp=at(timeline.first_token_at))
-        if record.output_tokens is not None:
-            span.set_attribute(GEN_AI_USAGE_OUTPUT_TOKENS, record.output_tokens)
-        if record.input_tokens is not None:
-            span.set_attribute(GEN_AI_USAGE_INPUT_TOKENS, record.input_tokens)
-        if record.finish_reasons:
-            span.set_attribute(GEN_AI_RESPONSE_FINISH_REASONS, record.finish_reasons)
+        _set_usage(span, record)
         end = stage.start + stage.duration
         if stage.name == STAGE_TTFT:
             end = record.stream_ended_at or ended
@@ -178,12 +166,7 @@ class Observer:
             root.set_attribute(ATTR_SEMANTIC_SIMILARITY, record.similarity)
             if self._threshold is not None:
                 root.set_attribute(ATTR_SEMANTIC_THRESHOLD, self._threshold)
-        if record.input_tokens is not None:
-            root.set_attribute(GEN_AI_USAGE_INPUT_TOKENS, record.input_tokens)
-        if record.output_tokens is not None:
-            root.set_attribute(GEN_AI_USAGE_OUTPUT_TOKENS, record.output_tokens)
-        if record.finish_reasons:
-            root.set_attribute(GEN_AI_RESPONSE_FINISH_REASONS, record.finish_reasons)
+        _set_usage(root, record)
         if record.overruns:
             root.set_attribute(ATTR_BUDGET_EXCEEDED, record.overruns)
         if record.shed is not None:
@@ -235,18 +218,39 @@ class Observer:
         self.access_log.close()
 
 
-def _wall(record: RequestRecord) -> _WallClock:
-    return _WallClock(record.wall_started_ns, record.started)
+def writeback_trace(
+    tracing: Tracing, record: RequestRecord
+) -> Callable[[float, float, bool], None] | None:
+    """A hook that adds a write-back span under the request's span, when it is traced."""
+    span = record.span
+    if span is None or not span.is_recording():
+        return None
+
+    def trace(started: float, duration: float, ok: bool) -> None:
+        child = tracing.start_span(SPAN_WRITEBACK, span, start_time_ns=record.wall_ns(started))
+        child.set_attribute(ATTR_WRITEBACK_RESULT, "ok" if ok else "failed")
+        child.end(record.wall_ns(started + duration))
+
+    return trace
 
 
-class _WallClock:
-    """Monotonic instants of one request as epoch nanoseconds, anchored at its arrival."""
+def _stage_span_name(stage: str) -> str:
+    return STAGE_SPANS.get(stage, f"gateway.{stage}")
 
-    __slots__ = ("_mono", "_wall_ns")
 
-    def __init__(self, wall_ns: int, mono: float) -> None:
-        self._wall_ns = wall_ns
-        self._mono = mono
+def _set_budget_left(span: Span, record: RequestRecord, at: float) -> None:
+    """What the request's budget had left at `at` (monotonic)."""
+    if record.deadline_at is not None:
+        span.set_attribute(
+            ATTR_BUDGET_REMAINING_MS, round(max(0.0, record.deadline_at - at) * 1000, 3)
+        )
 
-    def __call__(self, instant: float) -> int:
-        return self._wall_ns + int((instant - self._mono) * _NS)
+
+def _set_usage(span: Span, record: RequestRecord) -> None:
+    """GenAI usage and finish reasons (both the server and the backend span carry them)."""
+    if record.input_tokens is not None:
+        span.set_attribute(GEN_AI_USAGE_INPUT_TOKENS, record.input_tokens)
+    if record.output_tokens is not None:
+        span.set_attribute(GEN_AI_USAGE_OUTPUT_TOKENS, record.output_tokens)
+    if record.finish_reasons:
+        span.set_attribute(GEN_AI_RESPONSE_FINISH_REASONS, record.finish_reasons)

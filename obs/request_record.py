@@ -43,3 +43,7 @@ class RequestRecord:
     # Only with GATEWAY_TRACE_CONTENT=true on a traced request: the prompt and the answer.
     content_in: str | None = None
     content_out: list[str] | None = None
+
+    def wall_ns(self, instant: float) -> int:
+        """A monotonic instant of this request as epoch nanoseconds (anchored at arrival)."""
+        return self.wall_started_ns + int((instant - self.started) * 1_000_000_000)
