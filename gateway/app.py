@@ -19,7 +19,6 @@ from starlette.responses import Response
 from backends.factory import build_replicas
 from backends.fleet import AdmissionConfig, Fleet
 from backends.replica import Replica
-from budgets.timeline import Timeline
 from cache.factory import build_cache_layer
 from gateway.errors import (
     DeadlineExceeded,
@@ -31,7 +30,7 @@ from gateway.errors import (
 from gateway.metrics_sampler import sample_forever
 from gateway.observing import RECORD_SCOPE_KEY, ObservingMiddleware
 from gateway.pipeline import Pipeline
-from gateway.routes import REQUEST_ID_SCOPE_KEY, ROUTES, TIMELINE_SCOPE_KEY
+from gateway.routes import ROUTES
 from gateway.settings import ModelSpec, ReplicaSpec, Settings
 from obs.metrics import GatewayMetrics
 from obs.observer import Observer
@@ -125,23 +124,20 @@ async def _start_embedded_sim(settings: Settings, stack: contextlib.AsyncExitSta
 
 def _error_response(exc: GatewayError, request: Request | None = None) -> Response:
     headers = exc.headers()
-    if request is not None:
-        request_id = request.scope.get(REQUEST_ID_SCOPE_KEY)
-        if request_id is not None:
-            headers["x-request-id"] = request_id
-        timeline: Timeline | None = request.scope.get(TIMELINE_SCOPE_KEY)
-        if timeline is not None:
-            headers["server-timing"] = timeline.server_timing(total=True)
-        record: RequestRecord | None = request.scope.get(RECORD_SCOPE_KEY)
-        if record is not None:
-            _note_error(record, exc)
-            record.status = exc.status
+    record: RequestRecord | None = None if request is None else request.scope.get(RECORD_SCOPE_KEY)
+    if record is not None:
+        _note_error(record, exc.status, exc)
+        if record.request_id:
+            headers["x-request-id"] = record.request_id
+        if record.timeline is not None:
+            headers["server-timing"] = record.timeline.server_timing(total=True)
     return Response(
         exc.to_json(), status_code=exc.status, media_type="application/json", headers=headers
     )
 
 
-def _note_error(record: RequestRecord, exc: GatewayError) -> None:
+def _note_error(record: RequestRecord, status: int, exc: GatewayError) -> None:
+    record.status = status
     record.error = exc.code or exc.type
     if isinstance(exc, DeadlineExceeded):
         record.overruns.append(exc.stage)
@@ -161,10 +157,10 @@ async def _http_error(request: Request, exc: Exception) -> Response:
         return _error_response(MethodNotAllowed(message), request)
     if exc.status_code == 404:
         return _error_response(RouteNotFound(f"No route {request.url.path}."), request)
+    error = GatewayError(str(exc.detail))
     record: RequestRecord | None = request.scope.get(RECORD_SCOPE_KEY)
     if record is not None:
-        record.status = exc.status_code
-    error = GatewayError(str(exc.detail))
+        _note_error(record, exc.status_code, error)
     return Response(error.to_json(), status_code=exc.status_code, media_type="application/json")
 
 

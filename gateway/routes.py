@@ -46,23 +46,21 @@ def _pipeline(request: Request) -> Pipeline:
     return pipeline
 
 
-REQUEST_ID_SCOPE_KEY = "gateway.request_id"
-TIMELINE_SCOPE_KEY = "gateway.timeline"
-
-
 def _begin(request: Request) -> tuple[dict[str, str], RequestBudget, RequestRecord]:
-    """The headers the gateway acts on, a fresh id and the request's budget. The id and the
-    timeline go into the ASGI scope so that error responses carry them too."""
+    """The headers the gateway acts on, a fresh id and the request's budget, all on the
+    request's record in the ASGI scope, where error responses find the id and the timeline."""
     scope = request.scope
     record: RequestRecord | None = scope.get(RECORD_SCOPE_KEY)
     if record is None:  # not observed (an app built without the observing middleware)
-        record = RequestRecord(request.method, scope["path"], time.monotonic(), 0)
-    record.request_id = scope[REQUEST_ID_SCOPE_KEY] = new_request_id()
+        record = scope[RECORD_SCOPE_KEY] = RequestRecord(
+            request.method, scope["path"], time.monotonic(), 0
+        )
+    record.request_id = new_request_id()
     headers = relevant_headers(scope["headers"])
     if record.span is None:
         record.client_trace_id = trace_id_of(headers.get("traceparent"))
     budget = _pipeline(request).begin(headers, record.started)
-    record.timeline = scope[TIMELINE_SCOPE_KEY] = budget.timeline
+    record.timeline = budget.timeline
     record.priority = budget.priority
     record.deadline_at = budget.total.at
     return headers, budget, record
