@@ -25,6 +25,7 @@ class Settings:
     workers: int = 1
     log_level: str = "info"
     max_body_bytes: int = 4 * 1024 * 1024
+    max_header_bytes: int = 64 * 1024  # request line and headers, as Envoy's 60 KiB
     max_messages: int = 2048  # messages (or Responses API items) in one request, as OpenAI
     system_fingerprint: str = "fp_llm_gateway"
     access: AccessSettings = field(default_factory=AccessSettings)
@@ -48,6 +49,9 @@ class Settings:
             ),
             max_body_bytes=env_int(
                 env, "GATEWAY_MAX_BODY_BYTES", defaults.max_body_bytes, low=1024
+            ),
+            max_header_bytes=env_int(
+                env, "GATEWAY_MAX_HEADER_BYTES", defaults.max_header_bytes, low=1024
             ),
             max_messages=env_int(env, "GATEWAY_MAX_MESSAGES", defaults.max_messages, low=1),
             system_fingerprint=env.get("GATEWAY_SYSTEM_FINGERPRINT", defaults.system_fingerprint),

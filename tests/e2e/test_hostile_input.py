@@ -191,32 +191,27 @@ async def test_slow_loris_headers_do_not_block_others(stack: Stack) -> None:
     "headers",
     [
         {"x-big": "a" * 100_000},
-        {f"x-h{i}": "v" for i in range(2_000)},
+        {f"x-h{i}": "v" for i in range(300)},
         {"authorization": "Bearer " + "k" * 100_000},
-        {"traceparent": "00-" + "f" * 10_000},
+        {"traceparent": "00-" + "f" * 70_000},
     ],
     ids=["one_huge_header", "many_headers", "huge_authorization", "huge_traceparent"],
 )
-async def test_huge_headers_never_5xx_or_hang(stack: Stack, headers: dict[str, str]) -> None:
-    """Huge or very many headers are answered (uvicorn's httptools parser sets no limit, so
-    today they are served) or refused with a 4xx / a closed connection: never a 5xx or a
-    hang, and the gateway stays healthy."""
+async def test_huge_headers_are_431(stack: Stack, headers: dict[str, str]) -> None:
+    """A request head over 64 KiB or with over 256 headers is a 431 with the error envelope,
+    and the gateway stays healthy."""
     body = _body("/v1/chat/completions", ENDPOINTS["/v1/chat/completions"][1])
-    status: int | None = None
-    try:
-        async with (
-            aiohttp.ClientSession(max_line_size=200_000, max_field_size=200_000) as session,
-            asyncio.timeout(REQUEST_TIMEOUT_S),
-            session.post(
-                f"{stack.api_url}/chat/completions",
-                data=body,
-                headers={"content-type": "application/json", **headers},
-            ) as response,
-        ):
-            status = response.status
-    except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError):
-        status = None  # the server closed the connection: refused without an answer
-    assert status is None or 400 <= status < 500 or status == 200, status
+    async with (
+        aiohttp.ClientSession(max_line_size=200_000, max_field_size=200_000) as session,
+        asyncio.timeout(REQUEST_TIMEOUT_S),
+        session.post(
+            f"{stack.api_url}/chat/completions",
+            data=body,
+            headers={"content-type": "application/json", **headers},
+        ) as response,
+    ):
+        assert response.status == 431
+        _assert_envelope(await response.json())
     await _healthy(stack)
 
 
