@@ -9,6 +9,7 @@ from pathlib import Path
 from access.caller import Caller
 from access.key_set import KeySetError, parse_key_set
 from core.env import SettingsError, env_float, env_int, env_ms
+from core.redis_client import check_redis_url
 
 _RELOAD_INTERVAL_S = 2.0
 
@@ -24,7 +25,7 @@ class AccessSettings:
     keys_file: Path | None = None
     inline_keys: Mapping[str, Caller] = field(default_factory=dict)
     reload_interval_s: float = _RELOAD_INTERVAL_S
-    redis_url: str = ""  # shared limits; empty: every replica limits alone
+    redis_url: str = ""  # shared limits (a single Redis or a cluster); empty: each replica alone
     limit_replicas: int = 1  # a replica's share of each limit when it decides alone
     limit_timeout_s: float = 0.05
     default_output_tokens: int = 1024  # reserved for a request that names no max_tokens
@@ -54,7 +55,7 @@ class AccessSettings:
             reload_interval_s=env_float(
                 env, "GATEWAY_API_KEYS_RELOAD_S", _RELOAD_INTERVAL_S, low=0.1, high=3600
             ),
-            redis_url=env.get("GATEWAY_REDIS_URL", "").strip(),
+            redis_url=check_redis_url("GATEWAY_REDIS_URL", env.get("GATEWAY_REDIS_URL", "")),
             limit_replicas=env_int(env, "GATEWAY_LIMIT_REPLICAS", 1, low=1, high=10_000),
             limit_timeout_s=env_ms(env, "GATEWAY_LIMIT_TIMEOUT_MS", defaults.limit_timeout_s),
             default_output_tokens=env_int(

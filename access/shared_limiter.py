@@ -2,20 +2,30 @@
 
 The script reads each limit's TAT, decides with Redis's own clock (so replicas with skewed
 clocks agree), and charges every limit or none; a second script gives back unused tokens.
-Keys carry the limit's owner in a hash tag (one owner's limits share a Redis Cluster slot); a
-request charged to a key and to its tenant touches two owners, so shared limits want a single
-Redis rather than a cluster.
+
+On a Redis Cluster every key a script touches must live in one hash slot. A request is charged
+to its API key and, when the tenant has limits too, to its tenant, so all of them carry one
+hash tag: the tenant's when the request touches the tenant's limits (`gw:rl:{tenant:t}:...`
+and `gw:rl:{tenant:t}:key:k:...`), else the key's own (`gw:rl:{key:k}:...`). Refunds, batched
+across many callers, are sent as one script per hash tag on a cluster (concurrently), one
+script in all on a single Redis.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import asyncio
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar
 
-import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import RedisClusterException
 
 from access.gcra import Decision, Limit, state_after
 from core.breaker import CircuitBreaker
+from core.redis_client import RedisClient
+
+T = TypeVar("T")
+_MAX_REMEMBERED_TAGS = 100_000  # key limits filed under their tenant's tag, for refunds
 
 _ADMIT = """
 local t = redis.call('TIME')
@@ -67,7 +77,7 @@ class SharedLimiter:
 
     def __init__(
         self,
-        client: aioredis.Redis,
+        client: RedisClient,
         breaker: CircuitBreaker,
         timeout_s: float,
         prefix: str = "gw:rl",
@@ -78,20 +88,42 @@ class SharedLimiter:
         self._prefix = prefix
         self._admit = client.register_script(_ADMIT)
         self._refund = client.register_script(_REFUND)
+        self._cluster = isinstance(client, RedisCluster)
+        self._tags: dict[str, str] = {}  # Limit.key -> the hash tag its state is filed under
 
     @property
     def breaker(self) -> CircuitBreaker:
         return self._breaker
 
-    def _key(self, limit: Limit) -> str:
-        return f"{self._prefix}:{{{limit.owner}}}:{limit.name}"
+    def _key(self, limit: Limit, tag: str) -> str:
+        if tag == limit.owner:
+            return f"{self._prefix}:{{{tag}}}:{limit.name}"
+        return f"{self._prefix}:{{{tag}}}:{limit.owner}:{limit.name}"
+
+    def _tag_for(self, limits: Sequence[Limit]) -> str:
+        """One request's hash tag: its tenant's, when it is charged to the tenant too."""
+        tag = next((lim.owner for lim in limits if lim.owner.startswith("tenant:")), None)
+        if tag is None:
+            if self._tags:  # the tenant's limits were lifted: the key's own tag again
+                for limit in limits:
+                    self._tags.pop(limit.key, None)
+            return limits[0].owner if limits else ""
+        for limit in limits:
+            if limit.owner != tag and self._tags.get(limit.key) != tag:
+                if len(self._tags) >= _MAX_REMEMBERED_TAGS:
+                    self._tags.clear()  # a forgotten tag costs one lost refund at most
+                self._tags[limit.key] = tag
+        return tag
 
     async def admit(self, limits: Sequence[Limit], costs: Sequence[int]) -> Decision:
-        keys = [self._key(limit) for limit in limits]
+        tag = self._tag_for(limits)
+        keys = [self._key(limit, tag) for limit in limits]
         args: list[Any] = []
         for limit, cost in zip(limits, costs, strict=True):
             args += [f"{limit.interval_s * 1000:.6f}", f"{limit.period_s * 1000:.3f}", cost]
-        reply = await self._breaker.call(lambda: self._admit(keys=keys, args=args), self._timeout_s)
+        reply = await self._breaker.call(
+            lambda: _reachable(self._admit(keys=keys, args=args)), self._timeout_s
+        )
         limited, retry_ms, used = int(reply[0]), float(reply[1]), reply[2:]
         states = tuple(
             state_after(limit, float(used_ms) / 1000)
@@ -102,12 +134,33 @@ class SharedLimiter:
         return Decision(False, states, retry_ms / 1000, limits[limited - 1])
 
     async def refund(self, refunds: Sequence[tuple[Limit, int]]) -> None:
-        """Give back (or, negative, charge) units on many callers' limits in one call."""
-        keys = [self._key(limit) for limit, _ in refunds]
-        args: list[Any] = []
+        """Give back (or, negative, charge) units on many callers' limits: in one call on a
+        single Redis, in one call per hash slot (hash tag) on a cluster."""
+        groups: dict[str, tuple[list[str], list[Any]]] = {}
         for limit, units in refunds:
+            tag = self._tags.get(limit.key, limit.owner)
+            keys, args = groups.setdefault(tag if self._cluster else "", ([], []))
+            keys.append(self._key(limit, tag))
             args += [f"{limit.interval_s * 1000:.6f}", units]
-        await self._breaker.call(lambda: self._refund(keys=keys, args=args), self._timeout_s)
+        if not groups:
+            return
+
+        async def send() -> None:
+            await asyncio.gather(
+                *(_reachable(self._refund(keys=k, args=a)) for k, a in groups.values())
+            )
+
+        await self._breaker.call(send, self._timeout_s)
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+async def _reachable(call: Awaitable[T]) -> T:
+    """A cluster that cannot be reached (or serves no node for a slot) raises
+    `RedisClusterException`, which is no `RedisError`: the breaker must see a ConnectionError
+    (fail-open to local decisions), not a bug."""
+    try:
+        return await call
+    except RedisClusterException as exc:
+        raise ConnectionError(f"Redis Cluster unavailable: {exc}") from exc

@@ -10,13 +10,12 @@ import time
 
 from cache.embedder import SentenceEmbedder
 from cache.error_bound import ErrorBound
-from cache.factory_redis import breaker_for
+from cache.factory_redis import breaker_for, semantic_redis_client
 from cache.semantic import SemanticCache
 from cache.settings import CacheSettings
 from cache.types import CacheUnavailable, Vector, VectorHit, VectorIndex
 from cache.vector_index_memory import InMemoryVectorIndex
 from cache.vector_index_redis import RedisVectorIndex
-from core.redis_client import redis_client
 
 log = logging.getLogger("gateway.cache")
 
@@ -83,7 +82,7 @@ async def build_semantic_cache(settings: CacheSettings) -> SemanticCache:
     )  # fmt: skip
     index: VectorIndex
     if settings.redis_url:
-        client = redis_client(settings.redis_url, settings.semantic_timeout_s)
+        client = semantic_redis_client(settings)  # a Redis Cluster stops the gateway
         ensured = EnsuredIndex(RedisVectorIndex(client, dimensions=embedder.dimensions))
         try:
             await ensured.ensure()

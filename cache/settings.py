@@ -9,7 +9,8 @@ from typing import Literal, cast
 
 from cache.semantic_defaults import DEFAULT_SIMILARITY_THRESHOLD
 from cache.types import CacheMode
-from core.env import env_bool, env_choice, env_float, env_int, env_map
+from core.env import SettingsError, env_bool, env_choice, env_float, env_int, env_map
+from core.redis_client import check_redis_url, is_cluster_url
 
 SemanticMode = str  # "off" | "shadow" | "on"
 EmbeddingBackend = Literal["onnx", "torch"]
@@ -48,11 +49,22 @@ class CacheSettings:
     responses_ttl_s: int = 30 * 24 * 3600  # stored Responses API responses, as OpenAI keeps them
     responses_max_entries: int = 10_000  # in-process only (no Redis)
 
+    @property
+    def redis_cluster(self) -> bool:
+        """`GATEWAY_REDIS_URL` names a Redis Cluster (`redis+cluster://`)."""
+        return is_cluster_url(self.redis_url)
+
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> CacheSettings:
+        settings = cls._from_env(env)
+        check_semantic_deployment(settings.semantic, settings.redis_url)
+        return settings
+
+    @classmethod
+    def _from_env(cls, env: Mapping[str, str]) -> CacheSettings:
         d = cls()
         return cls(
-            redis_url=env.get("GATEWAY_REDIS_URL", d.redis_url),
+            redis_url=check_redis_url("GATEWAY_REDIS_URL", env.get("GATEWAY_REDIS_URL", "")),
             mode=env_choice(env, "GATEWAY_CACHE", d.mode, ("on", "off", "read-only", "write-only")),  # type: ignore[arg-type]
             ttl_s=env_int(env, "GATEWAY_CACHE_TTL_S", d.ttl_s, low=1),
             memory_max_entries=env_int(
@@ -112,4 +124,20 @@ class CacheSettings:
             responses_max_entries=env_int(
                 env, "GATEWAY_RESPONSES_MAX_ENTRIES", d.responses_max_entries, low=1
             ),
+        )
+
+
+def check_semantic_deployment(semantic: SemanticMode, redis_url: str) -> None:
+    """The semantic cache searches a RedisVL index (FT.SEARCH), which the query engine serves
+    on a single Redis (Redis Stack, Redis 8) but not across an open-source Redis Cluster:
+    without a search coordinator (Redis Stack has none) FT.CREATE lands on the node of the
+    index name's slot and FT.SEARCH there sees that node's entries only (measured on Redis
+    Stack 7.4: 8 of 30). The exact cache and the rate limits run on a cluster; the semantic
+    cache with a cluster URL stops the gateway instead of silently missing."""
+    if semantic != "off" and is_cluster_url(redis_url):
+        raise SettingsError(
+            f"GATEWAY_SEMANTIC_CACHE={semantic} needs a single Redis with the query engine "
+            "(Redis Stack or Redis 8), but GATEWAY_REDIS_URL names a Redis Cluster "
+            "(redis+cluster://), where a vector index sees one node's entries only; set "
+            "GATEWAY_SEMANTIC_CACHE=off, or point GATEWAY_REDIS_URL at a single Redis Stack"
         )

@@ -21,6 +21,8 @@ def test_off_without_keys() -> None:
         ({"GATEWAY_API_KEYS": "not json"}, "GATEWAY_API_KEYS"),
         ({"GATEWAY_API_KEYS_FILE": "/nonexistent/keys.json"}, "GATEWAY_API_KEYS_FILE"),
         ({"GATEWAY_API_KEYS_RELOAD_S": "0"}, "GATEWAY_API_KEYS_RELOAD_S"),
+        ({"GATEWAY_REDIS_URL": "http://redis:6379"}, "GATEWAY_REDIS_URL"),
+        ({"GATEWAY_REDIS_URL": "redis+cluster://redis:6379/3"}, "GATEWAY_REDIS_URL"),
     ],
 )
 def test_bad_configuration_names_the_variable(env: dict[str, str], name: str) -> None:
@@ -35,3 +37,11 @@ def test_broken_file_at_startup_is_an_error(tmp_path: Path) -> None:
     path.write_text("{")
     with pytest.raises(SettingsError, match="GATEWAY_API_KEYS_FILE"):
         AccessSettings.from_env({"GATEWAY_API_KEYS_FILE": str(path)})
+
+
+@pytest.mark.parametrize(
+    "url", ["redis://redis:6379/0", "rediss://u:p@redis:6380", "redis+cluster://node-0:6379"]
+)
+def test_shared_limits_take_a_single_redis_or_a_cluster(url: str) -> None:
+    """Limits are shared through a single Redis or a Redis Cluster alike."""
+    assert AccessSettings.from_env({"GATEWAY_REDIS_URL": f" {url} "}).redis_url == url

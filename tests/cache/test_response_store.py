@@ -3,6 +3,7 @@ and a dead Redis as a fast 503."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -13,6 +14,7 @@ from bench.harness.redis_stack import redis_stack
 from cache.response_store import ResponseStore
 from cache.settings import CacheSettings
 from core.errors import StoreUnavailable
+from tests.support.redis_cluster import RedisClusterProcess
 
 
 @pytest.fixture(scope="module")
@@ -68,4 +70,40 @@ async def test_a_dead_redis_is_a_503() -> None:
         await store.get("acme", "resp_4")
     with pytest.raises(StoreUnavailable):
         await store.put("acme", "resp_4", b"x")
+    await store.aclose()
+
+
+async def test_responses_on_a_redis_cluster_spread_and_read_back(
+    redis_cluster_server: RedisClusterProcess,
+) -> None:
+    """On a three-master cluster stored responses land on every master, by tenant, with a TTL."""
+    store = ResponseStore.from_settings(
+        CacheSettings(redis_url=redis_cluster_server.url, responses_ttl_s=77)
+    )
+    run = uuid.uuid4().hex[:8]
+    ids = [f"resp_{run}_{i}" for i in range(30)]
+    try:
+        assert store.shared
+        for i, response_id in enumerate(ids):
+            await store.put("acme", response_id, f"{i}".encode())
+        assert [await store.get("acme", r) for r in ids] == [f"{i}".encode() for i in range(30)]
+        assert await store.get("globex", ids[0]) is None
+        assert await store.delete("acme", ids[0]) and await store.get("acme", ids[0]) is None
+        if redis_cluster_server.ports:
+            owners = {redis_cluster_server.owner_of(f"gw:r:acme:{r}") for r in ids}
+            assert owners == set(redis_cluster_server.ports)
+            with redis_cluster_server.node(
+                redis_cluster_server.owner_of(f"gw:r:acme:{ids[1]}")
+            ) as n:
+                assert 0 < n.ttl(f"gw:r:acme:{ids[1]}") <= 77
+    finally:
+        await store.aclose()
+
+
+async def test_an_unreachable_redis_cluster_is_a_503() -> None:
+    """A cluster URL whose nodes are all down answers StoreUnavailable, like a dead Redis."""
+    url = f"redis+cluster://127.0.0.1:{free_port()}"
+    store = ResponseStore.from_settings(CacheSettings(redis_url=url))
+    with pytest.raises(StoreUnavailable):
+        await store.get("acme", "resp_5")
     await store.aclose()
