@@ -81,6 +81,8 @@ class Fleet:
         self._tiebreak = itertools.count()
         self._pollers: dict[Replica, list[asyncio.Task[None]]] = {}
         self._draining: set[asyncio.Task[None]] = set()
+        # Retired replicas still finishing their requests (their backends not closed yet).
+        self._leaving: list[Replica] = []
 
     def declare(self, model: str) -> None:
         """Serve `model` even while it has no replica (a DNS set not resolved yet): requests
@@ -110,6 +112,11 @@ class Fleet:
             return self._by_model[model]
         except KeyError:
             raise ModelNotFound(model) from None
+
+    def retiring(self) -> list[Replica]:
+        """Replicas taken out (gone from DNS) still finishing their requests; each leaves
+        this list once its backend is closed."""
+        return list(self._leaving)
 
     def ready(self) -> bool:
         """Every model has at least one healthy replica."""
@@ -235,6 +242,7 @@ class Fleet:
         log.info(
             "replica %s of %s retired: %d in flight", replica.url, replica.model, replica.inflight
         )
+        self._leaving.append(replica)
         task = asyncio.create_task(self._drain(replica))
         self._draining.add(task)
         task.add_done_callback(self._draining.discard)
@@ -246,7 +254,11 @@ class Fleet:
             while replica.inflight > 0 or replica.admission.queued() > 0:  # noqa: ASYNC110
                 await asyncio.sleep(min(self._health_interval_s, 0.5))
         finally:
-            await replica.backend.aclose()
+            try:
+                await replica.backend.aclose()
+            finally:
+                with contextlib.suppress(ValueError):
+                    self._leaving.remove(replica)
 
     async def prompt_blocks(self, request: GenerationRequest) -> PromptBlocks | None:
         """The prompt's block keys at each block size the model's replicas report, or None

@@ -99,7 +99,7 @@ def create_app(
             threshold = effective.cache.semantic_threshold if cache.semantic else None
             observer = Observer(metrics, tracer, threshold)
             stack.callback(observer.close)
-            sampler = asyncio.create_task(sample_forever(metrics, fleet, cache, limiter))
+            sampler = asyncio.create_task(sample_forever(metrics, fleet, cache, limiter, discovery))
             stack.callback(sampler.cancel)
             log.info("serving models: %s", ", ".join(fleet.models))
             for route in fleet.routes.routes.values():

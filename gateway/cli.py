@@ -58,12 +58,12 @@ def serve(*, embedded: bool = False) -> int:
     except SettingsError as exc:
         print(f"gateway: invalid configuration: {exc}", file=sys.stderr)
         return 2
-    import uvicorn
+    from gateway import supervisor  # imports uvicorn
 
     prepare_multiprocess(settings.workers)
     log_config = logging_config(settings.log_level, log_format)
     logging.config.dictConfig(log_config)
-    uvicorn.run(
+    supervisor.run(
         "gateway.app:create_app_from_env",
         factory=True,
         host=settings.host,
@@ -77,6 +77,7 @@ def serve(*, embedded: bool = False) -> int:
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=drain.grace_whole_s,
+        stop_within_s=drain.delay_s + drain.grace_s,
     )
     return 0
 

@@ -2,7 +2,9 @@
 served for the preStop window (`GATEWAY_DRAIN_DELAY_S`); then uvicorn's own shutdown stops
 accepting and gives in-flight requests `GATEWAY_SHUTDOWN_GRACE_S` (streams still running
 then end with an error event), and the lifespan closes: write-back queue drained, backends'
-connections closed. Works in each uvicorn worker: the supervisor forwards SIGTERM to them."""
+connections closed. Works in each uvicorn worker: with several, the supervisor
+(`gateway.supervisor`) forwards SIGTERM to them (a second one too), stops listening itself so
+that new connections are refused once the workers stop accepting, and exits when they have."""
 
 from __future__ import annotations
 

@@ -11,16 +11,30 @@ import asyncio
 import logging
 
 from access.limiter import RateLimiter
+from backends.discovery import Discovery
 from backends.fleet import Fleet
 from cache.layer import CacheLayer
 from obs.metrics import GatewayMetrics
+from obs.replica_metrics import DnsSample
 
 log = logging.getLogger("gateway.metrics")
 
 SAMPLE_INTERVAL_S = 1.0
 
 
-def sample(metrics: GatewayMetrics, fleet: Fleet, cache: CacheLayer, limiter: RateLimiter) -> None:
+def sample(
+    metrics: GatewayMetrics,
+    fleet: Fleet,
+    cache: CacheLayer,
+    limiter: RateLimiter,
+    discovery: Discovery | None = None,
+) -> None:
+    sampled: list[tuple[str, str]] = []
+    # Retired replicas still finishing requests first: a replica back under the same URL wins.
+    for replica in fleet.retiring():
+        queued = replica.admission.queued()
+        metrics.replica_state(replica.model, replica.url, replica.inflight, queued, False)
+        sampled.append((replica.model, replica.url))
     for model in fleet.models:
         for replica in fleet.replicas(model):
             metrics.replica_state(
@@ -30,6 +44,13 @@ def sample(metrics: GatewayMetrics, fleet: Fleet, cache: CacheLayer, limiter: Ra
                 replica.admission.queued(),
                 replica.healthy,
             )
+            sampled.append((model, replica.url))
+    metrics.retain_replicas(sampled)  # a closed replica's series go
+    if discovery is not None:
+        metrics.dns(
+            DnsSample(s.url, stats.resolved, stats.empty, stats.failed, stats.stale_for)
+            for s, stats in discovery.stats.items()
+        )
     breakers = cache.breakers()
     if limiter.shared is not None:
         breakers.append(limiter.shared.breaker)
@@ -46,11 +67,15 @@ def sample(metrics: GatewayMetrics, fleet: Fleet, cache: CacheLayer, limiter: Ra
 
 
 async def sample_forever(
-    metrics: GatewayMetrics, fleet: Fleet, cache: CacheLayer, limiter: RateLimiter
+    metrics: GatewayMetrics,
+    fleet: Fleet,
+    cache: CacheLayer,
+    limiter: RateLimiter,
+    discovery: Discovery | None = None,
 ) -> None:
     while True:
         try:
-            sample(metrics, fleet, cache, limiter)
+            sample(metrics, fleet, cache, limiter, discovery)
         except Exception:  # a sampler must never die
             log.exception("sampling metrics failed")
         await asyncio.sleep(SAMPLE_INTERVAL_S)

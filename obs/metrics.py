@@ -10,7 +10,8 @@ one-hot gauge use `livesum` (the sum over live workers: each worker has its own 
 counters, queue and breaker, so e.g. `gateway_redis_circuit_state{state="open"}` is the
 number of workers whose breaker is open); `gateway_replica_healthy` uses `livemin` (0 as soon
 as any live worker has ejected the replica). Dead workers' live gauges are swept when a
-worker starts (`sweep_dead_processes`).
+worker starts (`sweep_dead_processes`). A retired replica's series are removed, with several
+workers too (`obs.replica_metrics`).
 
 Hot-path methods look up cached label children in a dict and call `observe`/`inc`; the
 label set of every metric is small and known (routes, stages, cache kinds), except models:
@@ -21,7 +22,7 @@ pass `models=` (the configured names) so a client cannot grow the label set, oth
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Literal
 
 from prometheus_client import (
@@ -34,10 +35,10 @@ from prometheus_client import (
     values,
 )
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
-from prometheus_client.multiprocess import MultiProcessCollector
 
 from obs.metric_batches import CounterBatch, HistogramBatch
 from obs.multiproc import ENV_VAR, sweep_dead_processes
+from obs.replica_metrics import DnsSample, ReplicaKey, ReplicaMetrics, TombstoneCollector
 
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 OTHER_MODEL = "other"
@@ -138,28 +139,7 @@ class GatewayMetrics:
             ("model", "type"),
             registry=registry,
         )
-        replica = ("model", "replica")
-        self._inflight = Gauge(
-            "gateway_replica_inflight_requests",
-            "Requests running on each replica (summed over workers)",
-            replica,
-            multiprocess_mode="livesum",
-            registry=registry,
-        )
-        self._queued = Gauge(
-            "gateway_replica_queued_requests",
-            "Requests waiting for each replica (summed over workers)",
-            replica,
-            multiprocess_mode="livesum",
-            registry=registry,
-        )
-        self._healthy = Gauge(
-            "gateway_replica_healthy",
-            "1 if the replica is in rotation (0 if any worker ejected it)",
-            replica,
-            multiprocess_mode="livemin",
-            registry=registry,
-        )
+        self.replicas = ReplicaMetrics(registry, multiprocess=self.multiprocess_dir is not None)
         self._circuit = Gauge(
             "gateway_redis_circuit_state",
             "Redis circuit breaker state, one-hot over closed/open/half_open "
@@ -225,7 +205,6 @@ class GatewayMetrics:
         self._overrun_children: dict[str, CounterBatch] = {}
         self._shed_children: dict[tuple[str, str], CounterBatch] = {}
         self._token_children: dict[str, tuple[CounterBatch, CounterBatch]] = {}
-        self._replica_children: dict[tuple[str, str], tuple[Gauge, Gauge, Gauge]] = {}
         self._circuit_last: dict[str, str] = {}
         self._wb_last = (0, 0)
         self._limits_last: dict[str, int] = {}
@@ -233,7 +212,7 @@ class GatewayMetrics:
 
         if self.multiprocess_dir is not None:
             self._exposed = CollectorRegistry(auto_describe=True)
-            MultiProcessCollector(self._exposed, path=self.multiprocess_dir)  # type: ignore[no-untyped-call]
+            TombstoneCollector(self._exposed, self.multiprocess_dir)
         else:
             self._exposed = registry
 
@@ -312,18 +291,16 @@ class GatewayMetrics:
         self, model: str, replica_url: str, inflight: int, queued: int, healthy: bool
     ) -> None:
         """Sampled load and health of one replica (call periodically from each worker)."""
-        key = (self._model(model), replica_url)
-        children = self._replica_children.get(key)
-        if children is None:
-            children = (
-                self._inflight.labels(*key),
-                self._queued.labels(*key),
-                self._healthy.labels(*key),
-            )
-            self._replica_children[key] = children
-        children[0].set(inflight)
-        children[1].set(queued)
-        children[2].set(1 if healthy else 0)
+        self.replicas.state((self._model(model), replica_url), inflight, queued, healthy)
+
+    def retain_replicas(self, replicas: Iterable[tuple[str, str]]) -> list[ReplicaKey]:
+        """After sampling every (model, replica URL) the fleet holds: remove the series of
+        the replicas sampled before that are gone (retired and closed); returns them."""
+        return self.replicas.retain((self._model(model), url) for model, url in replicas)
+
+    def dns(self, samples: Iterable[DnsSample]) -> None:
+        """Sampled lookups of the `+dns` replica sets."""
+        self.replicas.dns(samples)
 
     def redis_circuit(self, name: str, state: str) -> None:
         """Sampled breaker state: one of closed, open, half_open (one-hot gauge)."""

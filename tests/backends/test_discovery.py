@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 from dataclasses import dataclass, field
 
 import pytest
 
 from backends.base import Backend
-from backends.discovery import Discovery, ReplicaSet, resolve_dns
+from backends.discovery import EMPTY_TO_RETIRE, Discovery, ReplicaSet, resolve_dns
 from backends.factory import build_discovery, build_replicas
 from backends.fleet import Fleet
 from backends.settings import BackendSettings, split_dns_url
@@ -213,3 +214,82 @@ async def test_a_replica_that_cannot_start_is_tried_again() -> None:
     await discovery.refresh()
     assert discovery.urls(SET) == ["grpc://10.0.0.1:50051"] and fleet.ready()
     await fleet.aclose()
+
+
+async def test_a_resolver_failure_never_retires_the_replicas() -> None:
+    """Timeouts and SERVFAIL (EAI_AGAIN, EAI_FAIL) keep the set however often they repeat."""
+    fleet, discovery, resolver, _, _ = _setup("10.0.0.1")
+    await discovery.refresh()
+    for error in (socket.EAI_AGAIN, socket.EAI_FAIL):
+        resolver.error = socket.gaierror(error, "temporary failure in name resolution")
+        for _ in range(10):
+            await discovery.refresh()
+    resolver.error = TimeoutError("resolver timed out")
+    await discovery.refresh()
+    assert discovery.urls(SET) == ["grpc://10.0.0.1:50051"] and fleet.ready()
+    stats = discovery.stats[SET]
+    assert (stats.resolved, stats.empty, stats.failed, stats.stale_for) == (1, 0, 21, 21)
+    resolver.error = None
+    await discovery.refresh()
+    assert (stats.resolved, stats.stale_for, stats.addresses) == (2, 0, 1)
+    await fleet.aclose()
+
+
+@pytest.mark.parametrize(
+    "empty",
+    [None, socket.gaierror(socket.EAI_NONAME, "Name or service not known")],
+    ids=["no-addresses", "nxdomain"],
+)
+async def test_an_empty_answer_retires_the_set_once_it_repeats(
+    empty: socket.gaierror | None,
+) -> None:
+    """No address (or NXDOMAIN) keeps the last known replicas until it has come on
+    EMPTY_TO_RETIRE refreshes in a row; then they are retired and drained."""
+    fleet, discovery, resolver, built, _ = _setup("10.0.0.1", "10.0.0.2")
+    await discovery.refresh()
+    resolver.answers["vllm-headless"] = []
+    resolver.error = empty
+    for _ in range(EMPTY_TO_RETIRE - 1):
+        await discovery.refresh()
+        assert len(discovery.urls(SET)) == 2 and fleet.ready()
+    stats = discovery.stats[SET]
+    assert (stats.empty, stats.failed, stats.stale_for) == (EMPTY_TO_RETIRE - 1, 0, 2)
+    await discovery.refresh()
+    assert discovery.urls(SET) == [] and fleet.replicas("m") == [] and not fleet.ready()
+    assert (stats.empty, stats.stale_for, stats.addresses) == (EMPTY_TO_RETIRE, 0, 0)
+    await asyncio.gather(*fleet._draining)
+    assert all(b.closed for b in built.by_url.values())
+    await discovery.refresh()  # still empty, nothing left to retire: quiet
+    assert stats.stale_for == 0
+    await fleet.aclose()
+
+
+async def test_an_answer_with_addresses_resets_the_empty_count() -> None:
+    """Empty answers must come in a row: one with addresses in between starts over."""
+    fleet, discovery, resolver, _, _ = _setup("10.0.0.1")
+    await discovery.refresh()
+    full = list(resolver.answers["vllm-headless"])
+    for _ in range(3):
+        resolver.answers["vllm-headless"] = []
+        for _ in range(EMPTY_TO_RETIRE - 1):
+            await discovery.refresh()
+        resolver.answers["vllm-headless"] = full
+        await discovery.refresh()
+    assert discovery.urls(SET) == ["grpc://10.0.0.1:50051"]
+    # A failure in between neither counts as empty nor resets the count.
+    resolver.answers["vllm-headless"] = []
+    await discovery.refresh()
+    resolver.error = socket.gaierror(socket.EAI_AGAIN, "again")
+    await discovery.refresh()
+    resolver.error = None
+    for _ in range(EMPTY_TO_RETIRE - 1):
+        await discovery.refresh()
+    assert discovery.urls(SET) == []
+    await fleet.aclose()
+
+
+def test_retiring_needs_at_least_one_empty_answer() -> None:
+    """empty_to_retire below 1 is a programming error."""
+    fleet = Fleet([], retry_attempts=1, health_interval_s=60, health_timeout_s=1)
+    with pytest.raises(ValueError, match="empty_to_retire"):
+        Discovery(fleet, [SET], Built(), refresh_s=60, empty_to_retire=0)

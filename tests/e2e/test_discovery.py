@@ -4,6 +4,7 @@ in front of real stand-ins; one joins, one leaves while streaming, no restart.""
 from __future__ import annotations
 
 import asyncio
+import socket
 from pathlib import Path
 
 import aiohttp
@@ -14,6 +15,7 @@ from gateway.app import create_app
 from gateway.settings import Settings
 from standin.vllm.control import ControlClient
 from tests.e2e.stack import start_sim
+from tests.obs.test_metrics import Samples, parse
 from tests.support.asgi_server import serving
 
 WAIT_S = 60.0
@@ -26,6 +28,8 @@ class SwitchableResolver:
     def __init__(self, ports: list[int]) -> None:
         self.ports = ports
         self.handed = asyncio.Event()
+        self.error: OSError | None = None
+        self.lookups = 0
 
     def answer(self, ports: list[int]) -> None:
         self.ports = ports
@@ -33,6 +37,9 @@ class SwitchableResolver:
 
     async def __call__(self, host: str, port: int) -> list[tuple[str, int]]:
         self.handed.set()
+        self.lookups += 1
+        if self.error is not None:
+            raise self.error
         return [("127.0.0.1", p) for p in self.ports]
 
 
@@ -99,3 +106,68 @@ async def test_a_joining_replica_takes_traffic_and_a_leaving_one_finishes_its_st
         finally:
             for channel in channels:
                 await channel.close(grace=None)
+
+
+async def _metrics(session: aiohttp.ClientSession, base: str) -> Samples:
+    async with session.get(f"{base}/metrics") as response:
+        return parse(await response.read())
+
+
+def _replica_series(samples: Samples, url: str) -> list[str]:
+    return sorted(name for name, labels in samples if ("replica", url) in labels)
+
+
+async def test_resolver_failures_keep_the_set_and_an_empty_one_retires_it(
+    tmp_path: Path,
+) -> None:
+    """Failed lookups never empty the set; answers without addresses retire it only once
+    they repeat, and then the retired replica's series leave /metrics."""
+    with ProcessGroup(tmp_path) as group:
+        _, port = start_sim(group)
+        url = f"grpc://127.0.0.1:{port}"
+        resolver = SwitchableResolver([port])
+        env = {
+            "GATEWAY_BACKENDS": "sim=grpc+dns://vllm-headless:50051",
+            "GATEWAY_DNS_REFRESH_S": "0.1",
+            "GATEWAY_HEALTH_INTERVAL_S": "0.2",
+            "GATEWAY_TOKENIZER_CACHE_DIR": str(tmp_path / "tokenizers"),
+        }
+        app = create_app(Settings.from_env(env), resolver=resolver)
+        async with serving(app) as base, aiohttp.ClientSession() as session:
+            await _complete(session, base, 0)
+            async with asyncio.timeout(WAIT_S):
+                while True:  # the sampler runs once a second
+                    if _replica_series(await _metrics(session, base), url):
+                        break
+                    await asyncio.sleep(0.2)
+
+            resolver.error = socket.gaierror(socket.EAI_AGAIN, "Temporary failure")
+            failed_from = resolver.lookups
+            async with asyncio.timeout(WAIT_S):
+                while True:
+                    if resolver.lookups >= failed_from + 10:
+                        break
+                    await asyncio.sleep(0.05)
+            await _complete(session, base, 1)
+            async with session.get(f"{base}/readyz") as ready:
+                assert ready.status == 200
+
+            resolver.error = None
+            resolver.answer([])
+            async with asyncio.timeout(WAIT_S):
+                while True:
+                    async with session.get(f"{base}/readyz") as ready:
+                        if ready.status == 503:
+                            break
+                    await asyncio.sleep(0.05)
+                while True:
+                    samples = await _metrics(session, base)
+                    if not _replica_series(samples, url):
+                        break
+                    await asyncio.sleep(0.2)
+            lookups = {
+                dict(labels)["result"]: count
+                for (name, labels), count in samples.items()
+                if name == "gateway_dns_lookups_total"
+            }
+            assert lookups["failed"] >= 10 and lookups["empty"] >= 3 and lookups["resolved"] >= 1

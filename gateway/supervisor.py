@@ -1,0 +1,102 @@
+"""Runs uvicorn as `uvicorn.run` does, with a supervisor of several workers that drains.
+
+uvicorn's own supervisor (`GATEWAY_WORKERS` > 1) binds the listening socket, hands it to
+each worker, and on SIGTERM signals the workers and waits for them. Three things go wrong
+for a drain (`gateway.drain`):
+- it keeps its own copy of the listening socket open until it exits, so when the workers
+  stop accepting after the drain delay new connections are not refused: the kernel still
+  completes them into the backlog of a socket nobody accepts from, and clients hang until
+  the whole grace is over (a load balancer's retry would go elsewhere on a refusal);
+- a second SIGTERM (or SIGINT) reaches only the supervisor, which no longer reads its
+  signals while it waits for the workers, so it cannot cut the drain delay short as it does
+  with one worker;
+- it waits for a worker that never exits forever.
+`DrainingMultiprocess` closes its socket copy once it stops (it starts no worker after
+that), forwards later SIGTERM/SIGINT to the workers, and kills a worker that outlives the
+drain delay plus the grace plus a margin. (tests/e2e/test_drain.py fails on the first two
+with uvicorn's own supervisor.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from typing import Any
+
+from uvicorn.config import STARTUP_FAILURE, Config
+from uvicorn.server import Server
+from uvicorn.supervisors.multiprocess import Multiprocess
+
+log = logging.getLogger("gateway")
+
+STRAGGLER_MARGIN_S = 20.0
+"""How long past the drain delay and the grace a worker may take before it is killed (its
+lifespan shutdown drains the write-back queues, up to 5 s each)."""
+
+
+class DrainingMultiprocess(Multiprocess):
+    """uvicorn's supervisor of several workers, made to drain (see the module docstring)."""
+
+    def __init__(self, config: Config, sockets: list[socket.socket], stop_within_s: float) -> None:
+        super().__init__(config, sockets)
+        self._stop_within_s = stop_within_s
+
+    def terminate_all(self) -> None:
+        # No worker is started from now on: our copy of the socket must not keep it open.
+        for sock in self.sockets:
+            sock.close()
+        for process in self.processes:
+            if process.exitcode is None and process.pid is not None:
+                os.kill(process.pid, signal.SIGTERM)
+
+    def join_all(self) -> None:
+        deadline = time.monotonic() + self._stop_within_s
+        while any(p.process.is_alive() for p in self.processes):
+            for sig in tuple(self.signal_queue):  # a second SIGTERM, or SIGINT: drain no more
+                self.signal_queue.remove(sig)
+                if sig in (signal.SIGTERM, signal.SIGINT):
+                    self._signal_workers(sig)
+            if time.monotonic() > deadline:
+                for process in self.processes:
+                    if process.process.is_alive():
+                        log.error("worker %s outlived its shutdown: killed", process.pid)
+                        process.process.kill()
+                deadline = float("inf")
+            for process in self.processes:
+                process.process.join(0.1)
+        for process in self.processes:
+            process.parent_conn.close()
+            process.child_conn.close()
+
+    def _signal_workers(self, sig: int) -> None:
+        for process in self.processes:
+            if process.process.is_alive() and process.pid is not None:
+                os.kill(process.pid, sig)
+
+
+def run(app: str, *, stop_within_s: float, **kwargs: Any) -> None:
+    """`uvicorn.run(app, **kwargs)` with `DrainingMultiprocess` for several workers, which
+    waits `stop_within_s` (the drain delay plus the grace) before it kills a worker."""
+    config = Config(app, **kwargs)
+    if config.workers <= 1:
+        config.load_app()
+        server = Server(config=config)
+        with contextlib.suppress(KeyboardInterrupt):
+            server.run()
+        if not server.started:
+            sys.exit(STARTUP_FAILURE)
+        return
+    sock = config.bind_socket()
+    supervisor = DrainingMultiprocess(config, [sock], stop_within_s + STRAGGLER_MARGIN_S)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            supervisor.run()
+    finally:
+        sock.close()
+    if any(p.exitcode == STARTUP_FAILURE for p in supervisor.processes):
+        sys.exit(STARTUP_FAILURE)  # a worker could not start: so would its replacements
