@@ -95,6 +95,11 @@ def openapi_document() -> bytes:
                 "responses": _responses(_OBJECT, stream=streams),
             }
         }
+    # A stored response can be read back and deleted: the links let stateful fuzzers chain them.
+    paths["/v1/responses"]["post"]["responses"]["200"]["links"] = {
+        name: {"operationId": target, "parameters": {"response_id": "$response.body#/id"}}
+        for name, target in (("GetStored", "getResponse"), ("DeleteStored", "deleteResponse"))
+    }
     response_id = {
         "name": "response_id",
         "in": "path",

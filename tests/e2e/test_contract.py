@@ -377,3 +377,36 @@ def test_schemathesis_finds_no_5xx_and_no_broken_response(stack: Stack, operatio
 
     run()
     assert statuses and all(status < 500 for status in statuses)
+
+
+def test_stateful_responses_workflow_finds_no_5xx(stack: Stack) -> None:
+    """Chains schemathesis builds from the document's links (create a response, read it back,
+    delete it, read it again): every step as documented and no 5xx, each bounded by a timeout."""
+    schema = _openapi_schema(stack)
+    schema.config.base_url = stack.base_url
+    machine = schema.as_state_machine()
+    statuses: list[tuple[str, int]] = []
+
+    class Workflow(machine):  # type: ignore[valid-type,misc]
+        def get_call_kwargs(self, case: Case[Any]) -> dict[str, Any]:
+            if isinstance(case.body, dict) and "model" in case.body:
+                case.body["model"] = "sim"  # served, so that responses get stored
+            return {"timeout": TIMEOUT_S}
+
+        def validate_response(self, response: Any, case: Case[Any], **kwargs: Any) -> None:
+            statuses.append((f"{case.method} {case.path}", response.status_code))
+            case.validate_response(response, checks=CHECKS, transport_kwargs=kwargs or None)
+
+    Workflow.run(
+        settings=settings(
+            max_examples=int(os.environ.get("CONTRACT_STATEFUL_EXAMPLES", "15")),
+            stateful_step_count=6,
+            deadline=None,
+            derandomize=True,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
+    )
+    assert all(status < 500 for _, status in statuses), statuses
+    chained = {operation for operation, status in statuses if status == 200}
+    assert {"GET /v1/responses/{response_id}", "DELETE /v1/responses/{response_id}"} & chained
