@@ -9,15 +9,19 @@ Every other request (other routes, other methods, lifespan) goes to the Starlett
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from core.errors import GatewayError
+from gateway.client_watch import CLIENT_WATCH_SCOPE_KEY, ClientWatch
 from gateway.error_responses import error_response
+from gateway.observing import RECORD_SCOPE_KEY
+from obs.request_record import RequestRecord
 
 log = logging.getLogger("gateway")
 
@@ -37,11 +41,35 @@ class HotRoutes:
             await self._app(scope, receive, send)
             return
         request = Request(scope, receive, send)
+        task = asyncio.current_task()
+        assert task is not None
+        # Started once the body is read (`read_json_body`), stopped when the answer is written:
+        # a client that leaves meanwhile cancels this task wherever it waits.
+        watch = scope[CLIENT_WATCH_SCOPE_KEY] = ClientWatch(receive, task)
         try:
-            response = await endpoint(request)
-        except GatewayError as exc:
-            response = error_response(exc, request)
-        except Exception as exc:
-            log.exception("unhandled error on %s", scope["path"], exc_info=exc)
-            response = error_response(GatewayError("The gateway failed unexpectedly."), request)
-        await response(scope, receive, send)
+            try:
+                response = await endpoint(request)
+            except GatewayError as exc:
+                response = error_response(exc, request)
+            except ClientDisconnect:  # left while its body was being read
+                _note_client_left(scope)
+                return
+            except Exception as exc:
+                log.exception("unhandled error on %s", scope["path"], exc_info=exc)
+                response = error_response(GatewayError("The gateway failed unexpectedly."), request)
+            await response(scope, receive, send)
+        except asyncio.CancelledError:
+            watch.stop()
+            if not watch.left():
+                raise
+            _note_client_left(scope)
+        finally:
+            watch.stop()
+
+
+def _note_client_left(scope: Scope) -> None:
+    """The client left before its answer was written: nothing is sent; the record says 499
+    (nginx's "client closed request")."""
+    record: RequestRecord | None = scope.get(RECORD_SCOPE_KEY)
+    if record is not None and record.error is None:
+        record.note_failure("client_closed_request", status=499)

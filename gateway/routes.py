@@ -15,6 +15,7 @@ from access.registry import KeyRegistry
 from backends.fleet import Fleet
 from budgets.request_budget import RequestBudget
 from core.errors import GatewayError, NoHealthyBackend, PayloadTooLarge, UnsupportedMediaType
+from gateway.client_watch import ClientWatch
 from gateway.drain import DRAIN, ShuttingDown
 from gateway.observing import RECORD_SCOPE_KEY
 from gateway.openapi import openapi_json
@@ -58,6 +59,9 @@ async def read_json_body(request: Request, limit: int, timeout_s: float | None =
                 chunks.append(chunk)
     except TimeoutError:
         raise BodyTimeout("The request body did not arrive in time.") from None
+    watch = ClientWatch.of(request.scope)
+    if watch is not None:  # `receive` is free now: a client leaving from here on is seen
+        watch.arm()
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 

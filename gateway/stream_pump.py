@@ -9,7 +9,6 @@ ends, fails, overruns or the client leaves is decided here, in one place.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Protocol
@@ -20,6 +19,7 @@ from starlette.types import Receive, Scope, Send
 from budgets.request_budget import RequestBudget
 from core.answers import StreamChunk, Usage
 from core.errors import DeadlineExceeded, GatewayError
+from gateway.client_watch import ClientWatch
 from gateway.drain import DRAIN, ShuttingDown
 from gateway.presentation import StreamRenderer
 from gateway.sse import SSE_HEADERS
@@ -83,11 +83,16 @@ class StreamPump(Response):
         self._held = b""  # the last chunk's event, written together with the end
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
         task = asyncio.current_task()
         assert task is not None
-        gone = asyncio.Event()
-        watcher = asyncio.create_task(_watch_disconnect(receive, task, gone))
+        # The request's watch (armed when its body was read, stopped by the hot routes), or,
+        # for a pump called on its own, one of ours for the stream's life.
+        watch = ClientWatch.of(scope)
+        own_watch = watch is None
+        if watch is None:
+            watch = ClientWatch(receive, task)
+        watch.start()
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
         budget = self._budget
         watchdog = StreamWatchdog(task, budget.budgets.stall_s, budget.total.remaining())
         ended = False
@@ -104,8 +109,8 @@ class StreamPump(Response):
             if stage is not None:
                 task.uncancel()
                 error = DeadlineExceeded(budget.total.stage if stage == TOTAL else stage)
-            elif gone.is_set():
-                task.uncancel()  # the client left: a normal end of this response
+            elif watch.left():
+                pass  # the client left: a normal end of this response
             elif DRAIN.draining:  # the shutdown grace ran out: end with an error event
                 task.uncancel()
                 error = ShuttingDown("The gateway shut down before the stream ended.")
@@ -117,14 +122,15 @@ class StreamPump(Response):
             error = GatewayError(f"Internal error: {type(exc).__name__}")
         finally:
             watchdog.stop()
-            watcher.cancel()
+            if own_watch:
+                watch.stop()
             self._record.note_stream_end(budget.timeline.clock())
             await self._source.close()
             if self._on_end is not None:
                 self._on_end()
         if ended and self._tap is not None:
             self._tap.finish()
-        if gone.is_set():
+        if watch.gone:
             return
         if error is None:
             tail = self._held + self._renderer.close()
@@ -173,13 +179,3 @@ class StreamPump(Response):
     def _note_error(self, exc: GatewayError) -> None:
         overrun = exc.stage if isinstance(exc, DeadlineExceeded) else None
         self._record.note_failure(exc.code or exc.type, overrun=overrun)
-
-
-async def _watch_disconnect(
-    receive: Receive, producer: asyncio.Task[object], gone: asyncio.Event
-) -> None:
-    with contextlib.suppress(asyncio.CancelledError):
-        while (await receive())["type"] != "http.disconnect":
-            pass
-        gone.set()
-        producer.cancel()

@@ -9,11 +9,12 @@ from collections.abc import AsyncGenerator, AsyncIterator
 
 import orjson
 import pytest
-from starlette.types import Message
+from starlette.types import Message, Send
 
 from budgets.request_budget import ClassBudgets, RequestBudget
 from core.answers import ChoiceDelta, StreamChunk, Usage
 from core.errors import BackendError
+from gateway.client_watch import CLIENT_WATCH_SCOPE_KEY, ClientWatch
 from gateway.render import DONE_EVENT, ChunkRenderer
 from gateway.stream_pump import StreamPump
 from obs.request_record import RequestRecord
@@ -224,3 +225,29 @@ async def test_a_source_with_no_first_chunk_is_read_whole() -> None:
     client = await _run(Joined(3), _budget(30.0, 5.0), _record())
     assert len(client.bodies) == 3 and b"t0" in client.bodies[0]
     assert client.bodies[-1].endswith(DONE_EVENT)
+
+
+async def test_a_pump_under_a_request_watch_uses_it() -> None:
+    """Under the request's watch the pump starts no watcher; a client leaving ends it quietly."""
+    source, record, client = Source(3, hang=True), _record(), Client(leave_after=1)
+    task = asyncio.current_task()
+    assert task is not None
+    watch = ClientWatch(client.receive, task)
+    watch.start()
+    pump = StreamPump(await source.start(), _renderer(), {}, _budget(30.0, 30.0), record)
+    tasks = len(asyncio.all_tasks())
+    scope = {"type": "http", CLIENT_WATCH_SCOPE_KEY: watch}
+    await pump(scope, client.receive, _counting(client.send, tasks))
+    watch.stop()
+    assert watch.gone and source.closed and task.cancelling() == 0
+    assert not any(body.endswith(DONE_EVENT) for body in client.bodies)
+
+
+def _counting(send: Send, tasks: int) -> Send:
+    """`send`, checking that no task was started since `tasks` were counted."""
+
+    async def counted(message: Message) -> None:
+        assert len(asyncio.all_tasks()) == tasks
+        await send(message)
+
+    return counted
