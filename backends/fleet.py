@@ -146,20 +146,21 @@ class Fleet:
             return candidates[0]
         turn = next(self._tiebreak)
         n = len(candidates)
+        service = self._service_times(candidates, demand, budget)
         if prefix is not None:
             weight = self._prefix_weight
             return min(
                 candidates,
                 key=lambda r: (
                     r.load_score() - weight * prefix.cached_share(r.prefix),
-                    r.admission.predicted_wait(priority) + self._service_s(r, demand, budget),
+                    r.admission.predicted_wait(priority) + service[r],
                     (candidates.index(r) - turn) % n,
                 ),
             )
         return min(
             candidates,
             key=lambda r: (
-                r.admission.predicted_wait(priority) + self._service_s(r, demand, budget),
+                r.admission.predicted_wait(priority) + service[r],
                 r.load_score(),
                 (candidates.index(r) - turn) % n,
             ),
@@ -168,14 +169,22 @@ class Fleet:
     def _outlook(self, replica: Replica, demand: Demand, budget: RequestBudget) -> Outlook:
         return Outlook(replica.estimate, self._lengths[replica.model], demand, budget)
 
-    def _service_s(
-        self, replica: Replica, demand: Demand | None, budget: RequestBudget | None
-    ) -> float:
-        """The predicted time to the request's binding deadline on `replica` (0: unknown)."""
+    def _service_times(
+        self, candidates: Sequence[Replica], demand: Demand | None, budget: RequestBudget | None
+    ) -> dict[Replica, float]:
+        """The predicted time to the request's binding deadline on each candidate. A replica
+        with no history yet (just started, or back from a restart) is taken to be as fast as
+        the fastest known one, not infinitely fast: else every request would go to it, at
+        any load, until its first one ended."""
         if demand is None or budget is None:
-            return 0.0
-        target = self._outlook(replica, demand, budget).binding()
-        return 0.0 if target is None else target.predicted_s
+            return dict.fromkeys(candidates, 0.0)
+        predicted: dict[Replica, float | None] = {}
+        for replica in candidates:
+            target = self._outlook(replica, demand, budget).binding()
+            predicted[replica] = None if target is None else target.predicted_s
+        known = [s for s in predicted.values() if s is not None]
+        fill = min(known, default=0.0)
+        return {r: fill if s is None else s for r, s in predicted.items()}
 
     async def _admit(
         self, replica: Replica, budget: RequestBudget, demand: Demand | None = None

@@ -191,6 +191,24 @@ def test_pick_prefers_the_replica_predicted_to_finish_first() -> None:
     assert {fleet.pick("m", demand=demand, budget=_budget(clock)).url for _ in range(4)} == {"b"}
 
 
+async def test_a_replica_without_history_is_not_taken_for_the_fastest() -> None:
+    """A replica with no estimate yet (just restarted) counts as fast as the fastest known one,
+    so load decides: concurrent requests split between it and a warm one instead of all going
+    to it until its first one ends."""
+    warm, fresh = _replica("a"), _replica("b")
+    warm.estimate.observe(40, 1, 0.2)
+    fleet = Fleet([warm, fresh], retry_attempts=1, health_interval_s=60, health_timeout_s=1,
+                  admission=AdmissionConfig(max_inflight=8))  # fmt: skip
+    clock = Clock()
+    demand = Demand.of(_request(stream=True).body)
+    chosen = []
+    for _ in range(6):
+        replica = fleet.pick("m", demand=demand, budget=_budget(clock))
+        await _occupy(replica, 1)
+        chosen.append(replica.url)
+    assert sorted(chosen) == ["a", "a", "a", "b", "b", "b"]
+
+
 def test_admission_config_carries_every_setting() -> None:
     """The fleet's admission config is built from the budget settings, field for field."""
     settings = BudgetSettings(
