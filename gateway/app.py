@@ -76,7 +76,7 @@ def create_app(
             access = KeyRegistry(effective.access)
             await access.start()
             stack.push_async_callback(access.aclose)
-            limiter = build_rate_limiter(effective.access)
+            limiter = build_rate_limiter(effective.access, effective.workers)
             stack.push_async_callback(limiter.aclose)
             _say_who_may_call(effective)
             await fleet.start()
