@@ -63,6 +63,8 @@ def serve(*, embedded: bool = False) -> int:
     prepare_multiprocess(settings.workers)
     log_config = logging_config(settings.log_level, log_format)
     logging.config.dictConfig(log_config)
+    if (warning := unshared_state_warning(settings)) is not None:
+        logging.getLogger("gateway").warning(warning)
     supervisor.run(
         "gateway.app:create_app_from_env",
         factory=True,
@@ -80,6 +82,17 @@ def serve(*, embedded: bool = False) -> int:
         stop_within_s=drain.delay_s + drain.grace_s,
     )
     return 0
+
+
+def unshared_state_warning(settings: Settings) -> str | None:
+    """What several workers without Redis do not share, or None."""
+    if settings.workers == 1 or settings.cache.redis_url:
+        return None
+    return (
+        f"GATEWAY_WORKERS={settings.workers} without GATEWAY_REDIS_URL: each worker keeps its "
+        "own caches and stored responses (a previous_response_id made on one worker is "
+        "unknown to the others); set GATEWAY_REDIS_URL to share them"
+    )
 
 
 def _ask_for_embedded(environ: MutableMapping[str, str]) -> None:

@@ -1,4 +1,5 @@
-"""`gateway serve`: refuses to start without backends, and `--embedded` asks for the demo."""
+"""`gateway serve`: refuses to start without backends, `--embedded` asks for the demo, and
+several workers without Redis are warned about what they do not share."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.cli import _ask_for_embedded
-from gateway.settings import SettingsError
+from gateway.cli import _ask_for_embedded, unshared_state_warning
+from gateway.settings import Settings, SettingsError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,3 +42,16 @@ def test_embedded_flag_never_overrides_real_backends() -> None:
     """`--embedded` beside real servers is a conflict that names GATEWAY_BACKENDS."""
     with pytest.raises(SettingsError, match="GATEWAY_BACKENDS"):
         _ask_for_embedded({"GATEWAY_BACKENDS": "llama=grpc://a:1"})
+
+
+def test_several_workers_without_redis_are_warned_about_stored_responses() -> None:
+    """Several workers and no Redis: a warning naming both variables; one worker, or Redis
+    set: none."""
+    served = {"GATEWAY_BACKENDS": "embedded"}
+    warning = unshared_state_warning(Settings.from_env({**served, "GATEWAY_WORKERS": "2"}))
+    assert warning is not None and "GATEWAY_REDIS_URL" in warning
+    assert "previous_response_id" in warning
+    assert unshared_state_warning(Settings.from_env(served)) is None
+    redis = {"GATEWAY_REDIS_URL": "redis://127.0.0.1:6379/0"}
+    shared = {**served, **redis, "GATEWAY_WORKERS": "2"}
+    assert unshared_state_warning(Settings.from_env(shared)) is None
