@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 
-import grpc
 import pytest
 
 from standin.vllm.control import ControlClient
-from tests.e2e.stack import Stack, running_stack
+from tests.e2e.stack import Stack, control_clients, running_stack
 
 
 @pytest.fixture(scope="module")
@@ -22,14 +21,5 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 @pytest.fixture
 async def sims(stack: Stack) -> AsyncIterator[list[ControlClient]]:
     """Control clients for every stand-in; their faults and counters are reset afterwards."""
-    channels = [grpc.aio.insecure_channel(f"127.0.0.1:{port}") for port in stack.sim_ports]
-    clients = [ControlClient(channel) for channel in channels]
-    for client in clients:
-        await client.reset()
-    try:
+    async with control_clients(stack.sim_ports) as clients:
         yield clients
-    finally:
-        for client in clients:
-            await client.reset()
-        for channel in channels:
-            await channel.close(grace=None)

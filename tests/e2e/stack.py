@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import grpc
+
 from bench.harness.probes import free_port, http_ok, tcp_open
 from bench.harness.processes import ManagedProcess, ProcessGroup, ProcessSpec, python_module
+from standin.vllm.control import ControlClient
 
 READY_TIMEOUT_S = 90.0
 
@@ -42,10 +45,10 @@ def start_sim(group: ProcessGroup, *args: str) -> tuple[ManagedProcess, int]:
     return process, port
 
 
-def start_mock(group: ProcessGroup) -> int:
+def start_mock(group: ProcessGroup, *args: str) -> int:
     port = free_port()
     process = group.start(
-        ProcessSpec("mock-openai", python_module("standin.openai", "--port", str(port)))
+        ProcessSpec("mock-openai", python_module("standin.openai", "--port", str(port), *args))
     )
     process.wait_ready(lambda: http_ok(port, "/health"), READY_TIMEOUT_S, "/health")
     return port
@@ -70,6 +73,23 @@ def start_gateway(
     )
     process.wait_ready(lambda: http_ok(port, ready_path), READY_TIMEOUT_S, ready_path)
     return process, port
+
+
+@contextlib.asynccontextmanager
+async def control_clients(ports: Sequence[int]) -> AsyncIterator[list[ControlClient]]:
+    """Control clients reaching each stand-in directly; faults and counters reset before and
+    after."""
+    channels = [grpc.aio.insecure_channel(f"127.0.0.1:{port}") for port in ports]
+    clients = [ControlClient(channel) for channel in channels]
+    for client in clients:
+        await client.reset()
+    try:
+        yield clients
+    finally:
+        for client in clients:
+            await client.reset()
+        for channel in channels:
+            await channel.close(grace=None)
 
 
 @contextlib.contextmanager

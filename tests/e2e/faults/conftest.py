@@ -8,11 +8,9 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import aiohttp
-import grpc
 import pytest
 
-from bench.harness.probes import free_port, http_ok
-from bench.harness.processes import ProcessGroup, ProcessSpec, python_module
+from bench.harness.processes import ProcessGroup
 from bench.harness.redis_stack import redis_stack
 from standin.vllm.control import ControlClient
 from tests.e2e.faults.harness import (
@@ -23,7 +21,7 @@ from tests.e2e.faults.harness import (
     FaultStack,
     recovery_s,
 )
-from tests.e2e.stack import READY_TIMEOUT_S, start_gateway, start_sim
+from tests.e2e.stack import control_clients, start_gateway, start_mock, start_sim
 from tests.support.fault_proxy import FaultProxy
 
 
@@ -35,7 +33,9 @@ def fault_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultStack
             pytest.skip("REDIS_URL names an external Redis; the proxy needs a local port")
         started = [start_sim(group) for _ in range(2)]
         sims = [port for _, port in started]
-        mock_port = _start_mock(group)
+        # streaming slowly enough to be cut mid-stream
+        itl, tokens = str(MOCK_ITL_MS), str(MOCK_TOKENS)
+        mock_port = start_mock(group, "--itl-ms", itl, "--output-tokens", tokens)
         redis = FaultProxy(redis_server.port)
         replicas = [FaultProxy(port) for port in sims]
         http = FaultProxy(mock_port)
@@ -85,26 +85,8 @@ async def stack(fault_stack: FaultStack) -> AsyncIterator[FaultStack]:
         await recovery_s(session, fault_stack.url, model="mock")
 
 
-def _start_mock(group: ProcessGroup) -> int:
-    """The OpenAI mock, streaming slowly enough to be cut mid-stream."""
-    port = free_port()
-    argv = ["--port", str(port), "--itl-ms", str(MOCK_ITL_MS), "--output-tokens", str(MOCK_TOKENS)]
-    process = group.start(ProcessSpec("mock-openai", python_module("standin.openai", *argv)))
-    process.wait_ready(lambda: http_ok(port, "/health"), READY_TIMEOUT_S, "/health")
-    return port
-
-
 @pytest.fixture
 async def sims(fault_stack: FaultStack) -> AsyncIterator[list[ControlClient]]:
     """Control clients reaching each stand-in directly (not through its proxy), reset after."""
-    channels = [grpc.aio.insecure_channel(f"127.0.0.1:{port}") for port in fault_stack.sim_ports]
-    clients = [ControlClient(channel) for channel in channels]
-    for client in clients:
-        await client.reset()
-    try:
+    async with control_clients(fault_stack.sim_ports) as clients:
         yield clients
-    finally:
-        for client in clients:
-            await client.reset()
-        for channel in channels:
-            await channel.close(grace=None)
