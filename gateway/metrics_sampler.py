@@ -1,5 +1,6 @@
-"""Copies live state (replica load, Redis circuits, write-back queue, rate limits) into the
-metrics, and flushes the per-request observations added up since the last time.
+"""Copies live state (replica load, Redis circuits, write-back queue, rate limits, the event
+loop's task count) into the metrics, and flushes the per-request observations added up since
+the last time.
 
 Each worker samples its own state on a timer: with several workers, sampling only when
 /metrics is scraped would leave the other workers' values stale.
@@ -28,7 +29,11 @@ def sample(
     cache: CacheLayer,
     limiter: RateLimiter,
     discovery: Discovery | None = None,
+    tasks: int | None = None,
 ) -> None:
+    """One sample of every live gauge; `tasks` is the event loop's task count, when known."""
+    if tasks is not None:
+        metrics.event_loop_tasks(tasks)
     sampled: list[tuple[str, str]] = []
     # Retired replicas still finishing requests first: a replica back under the same URL wins.
     for replica in fleet.retiring():
@@ -75,7 +80,7 @@ async def sample_forever(
 ) -> None:
     while True:
         try:
-            sample(metrics, fleet, cache, limiter, discovery)
+            sample(metrics, fleet, cache, limiter, discovery, len(asyncio.all_tasks()))
         except Exception:  # a sampler must never die
             log.exception("sampling metrics failed")
         await asyncio.sleep(SAMPLE_INTERVAL_S)

@@ -184,6 +184,13 @@ class GatewayMetrics:
             multiprocess_mode="livemax",
             registry=registry,
         )
+        self._tasks = Gauge(
+            "gateway_event_loop_tasks",
+            "asyncio tasks alive in the worker's event loop (with several workers: one series "
+            "per live worker, by pid)",
+            multiprocess_mode="liveall",
+            registry=registry,
+        )
         self._rate_limited = Counter(
             "gateway_rate_limited_total",
             "Requests refused with 429 by an API key's request or token limit",
@@ -340,6 +347,10 @@ class GatewayMetrics:
         if wrong:
             self._judged.labels("wrong").inc(wrong)
         self._judged_last = (correct_total, wrong_total)
+
+    def event_loop_tasks(self, count: int) -> None:
+        """Sampled number of asyncio tasks alive in this worker (a leak shows as a climb)."""
+        self._tasks.set(count)
 
     def rate_limits(self, refused_totals: Mapping[str, int], local_total: int) -> None:
         """Sampled rate limiter: cumulative refusals per unit and local decisions."""

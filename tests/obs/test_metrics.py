@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,13 @@ def parse(body: bytes) -> Samples:
 
 def value(samples: Samples, metric: str, /, **labels: str) -> float:
     return samples[(metric, frozenset(labels.items()))]
+
+
+def _labelled(samples: Samples, metric: str) -> Iterator[tuple[tuple[str, dict[str, str]], float]]:
+    """Every series of `metric`, with its labels as a dict."""
+    for (name, labels), v in samples.items():
+        if name == metric:
+            yield (name, dict(labels)), v
 
 
 def test_render_after_known_traffic() -> None:
@@ -92,6 +100,7 @@ def test_state_gauges() -> None:
     metrics.redis_circuit("exact", "closed")
     metrics.redis_circuit("exact", "open")
     metrics.writeback(depth=5, dropped_total=0, failed_total=0)
+    metrics.event_loop_tasks(17)
     s = parse(metrics.render()[0])
     a = {"model": "sim", "replica": "grpc://a:1"}
     b = {"model": "sim", "replica": "grpc://b:1"}
@@ -103,6 +112,7 @@ def test_state_gauges() -> None:
     assert value(s, "gateway_redis_circuit_state", name="exact", state="closed") == 0
     assert value(s, "gateway_redis_circuit_state", name="exact", state="half_open") == 0
     assert value(s, "gateway_writeback_queue_depth") == 5
+    assert value(s, "gateway_event_loop_tasks") == 17
     with pytest.raises(ValueError, match="circuit state"):
         metrics.redis_circuit("exact", "ajar")
 
@@ -177,6 +187,7 @@ metrics.tokens("sim", 10, 20)
 metrics.replica_state("sim", "grpc://a:1", inflight=inflight, queued=1, healthy=inflight < 3)
 metrics.redis_circuit("exact", circuit)
 metrics.writeback(depth=2, dropped_total=3, failed_total=1)
+metrics.event_loop_tasks(inflight * 10)
 metrics.flush()  # a worker's sampler does this once a second
 print("ready", flush=True)
 sys.stdin.readline()
@@ -242,12 +253,17 @@ def test_multiprocess_render_sums_all_workers(multiproc_env: dict[str, str]) -> 
     assert value(s, "gateway_writeback_queue_depth") == 4
     assert value(s, "gateway_writeback_dropped_total") == 6
     assert value(s, "gateway_writeback_failed_total") == 2
+    tasks = {labels["pid"]: v for (_, labels), v in _labelled(s, "gateway_event_loop_tasks")}
+    # liveall: one series per live worker (the rendering process has its own, unset).
+    assert [tasks[str(r.pid)] for r in recorders] == [20, 50]
 
     # The workers exited: their counters remain, their live gauges are swept.
     after = render_in_subprocess(multiproc_env)
     assert value(after, "gateway_request_duration_seconds_count", **labels) == 10
     assert ("gateway_replica_inflight_requests", frozenset(replica.items())) not in after
     assert value(after, "gateway_writeback_queue_depth") == 0
+    gone = {labels["pid"] for (_, labels), _v in _labelled(after, "gateway_event_loop_tasks")}
+    assert gone.isdisjoint(str(r.pid) for r in recorders)
 
 
 def test_observations_reach_prometheus_on_flush() -> None:
