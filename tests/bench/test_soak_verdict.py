@@ -63,7 +63,22 @@ def test_flat_run_passes_and_growth_fails() -> None:
     assert judge(growing, 60, []).word == "FAIL"
     leaking = [_sample(t, 200.0, 50 + t // 10, 20.0) for t in range(5, 305, 5)]
     failed = [c.name for c in judge(leaking, 60, []).checks if c.passed is False]
-    assert failed == ["open fds worker 2"]
+    assert failed == ["open fds worker 2 (less open client connections)"]
+
+
+def test_open_client_connections_do_not_count_as_a_leak() -> None:
+    """More open client connections (the client's pool) pass; connections the client closed
+    and the gateway kept fail."""
+
+    def with_clients(t: float, kind: str, count: int) -> Sample:
+        s = _sample(t, 200.0, 50 + count, 20.0)
+        s.processes[1].fd_kinds[kind] = count
+        return s
+
+    pooled = [with_clients(t, "clients", int(t // 10)) for t in range(5, 305, 5)]
+    assert judge(pooled, 60, []).word == "PASS"
+    kept = [with_clients(t, "clients closed by peer", int(t // 10)) for t in range(5, 305, 5)]
+    assert judge(kept, 60, []).word == "FAIL"
 
 
 def test_samples_in_faults_are_left_out_and_tasks_may_be_missing() -> None:
@@ -85,11 +100,18 @@ def test_too_short_is_inconclusive() -> None:
 
 
 def test_descriptor_kinds() -> None:
-    """Sockets named by the peer's port (or clients on our own port); pipes, epoll, files."""
-    sockets = {"11": (40000, 6379, False), "12": (8000, 50000, False), "13": (8000, 0, True)}
+    """Sockets named by the peer's port (or clients on our own port, open or closed by the
+    client); pipes, epoll, files."""
+    sockets = {
+        "11": (40000, 6379, "01"),
+        "12": (8000, 50000, "01"),
+        "13": (8000, 0, "0A"),
+        "14": (8000, 50001, "08"),
+    }
     peers = {6379: "redis"}
     assert kind_of("socket:[11]", sockets, peers, 8000) == "redis"
     assert kind_of("socket:[12]", sockets, peers, 8000) == "clients"
+    assert kind_of("socket:[14]", sockets, peers, 8000) == "clients closed by peer"
     assert kind_of("socket:[13]", sockets, peers, 8000) == "listening"
     assert kind_of("socket:[99]", sockets, peers, 8000) == "unix/other socket"
     assert kind_of("pipe:[5]", sockets, peers, 8000) == "pipe"

@@ -1,6 +1,6 @@
 """What a process's open descriptors are: sockets told apart by the port at the other end (a
-known peer such as Redis or a replica, or clients on the gateway's own port), pipes, epoll and
-other anonymous inodes, files."""
+known peer such as Redis or a replica, or clients on the gateway's own port: open, or closed by
+the client and not yet by the gateway), pipes, epoll and other anonymous inodes, files."""
 
 from __future__ import annotations
 
@@ -11,11 +11,16 @@ from pathlib import Path
 
 PROC = Path("/proc")
 _LISTEN = "0A"
+_CLOSE_WAIT = "08"
+CLIENTS = "clients"
+CLIENTS_CLOSED = "clients closed by peer"
+"""A client connection the client closed and the gateway did not: a leak if it lasts."""
 
 
-def tcp_sockets() -> dict[str, tuple[int, int, bool]]:
-    """socket inode -> (local port, remote port, listening), over IPv4 and IPv6."""
-    found: dict[str, tuple[int, int, bool]] = {}
+def tcp_sockets() -> dict[str, tuple[int, int, str]]:
+    """socket inode -> (local port, remote port, TCP state as /proc writes it: 0A listening,
+    08 close-wait), over IPv4 and IPv6."""
+    found: dict[str, tuple[int, int, str]] = {}
     for name in ("tcp", "tcp6"):
         try:
             lines = (PROC / "net" / name).read_text().splitlines()[1:]
@@ -27,13 +32,13 @@ def tcp_sockets() -> dict[str, tuple[int, int, bool]]:
                 continue
             local = int(fields[1].rsplit(":", 1)[1], 16)
             remote = int(fields[2].rsplit(":", 1)[1], 16)
-            found[fields[9]] = (local, remote, fields[3] == _LISTEN)
+            found[fields[9]] = (local, remote, fields[3])
     return found
 
 
 def kind_of(
     target: str,
-    sockets: Mapping[str, tuple[int, int, bool]],
+    sockets: Mapping[str, tuple[int, int, str]],
     peers: Mapping[int, str],
     own_port: int,
 ) -> str:
@@ -41,11 +46,11 @@ def kind_of(
         tcp = sockets.get(target[8:-1])
         if tcp is None:
             return "unix/other socket"
-        local, remote, listening = tcp
-        if listening:
+        local, remote, state = tcp
+        if state == _LISTEN:
             return "listening"
         if local == own_port:
-            return "clients"
+            return CLIENTS_CLOSED if state == _CLOSE_WAIT else CLIENTS
         return peers.get(remote, "other tcp")
     if target.startswith("pipe:"):
         return "pipe"
@@ -56,7 +61,7 @@ def kind_of(
 
 def fd_kinds(
     pid: int,
-    sockets: Mapping[str, tuple[int, int, bool]],
+    sockets: Mapping[str, tuple[int, int, str]],
     peers: Mapping[int, str],
     own_port: int,
 ) -> dict[str, int]:

@@ -78,7 +78,7 @@ def _kib(status: Mapping[str, str], name: str) -> int:
 
 
 def sample_process(
-    pid: int, root: int, sockets: Mapping[str, tuple[int, int, bool]], peers: Mapping[int, str],
+    pid: int, root: int, sockets: Mapping[str, tuple[int, int, str]], peers: Mapping[int, str],
     own_port: int,
 ) -> ProcessSample | None:  # fmt: skip
     """The process's figures now; None when it is gone."""

@@ -91,7 +91,8 @@ def render(
         f"After the warm-up, leaving out samples during a fault and {verdict.recovery_s:g} s after"
         f" it ({verdict.steady_samples} steady samples), the median of the first"
         f" {verdict.window_samples} is compared with the median of the last"
-        f" {verdict.window_samples}: RSS must grow < 5%, open fds and asyncio tasks stay flat.",
+        f" {verdict.window_samples}: RSS must grow < 5%, open fds (less client connections"
+        " open at both ends: the load generator's pool) and asyncio tasks stay flat.",
         "",
         *verdict_table(verdict),
         *(["", *(f"- {note}" for note in verdict.notes)] if verdict.notes else []),
@@ -130,8 +131,7 @@ def render(
     if not any(c.name.startswith("asyncio tasks") and c.passed is not None for c in verdict.checks):
         lines += [
             "",
-            f"Asyncio tasks are not measured: the gateway exports no `{METRIC}` gauge"
-            ' (per worker, `multiprocess_mode="all"`, set to `len(asyncio.all_tasks())` by the'
-            " metrics sampler); the soak reads it as soon as it exists.",
+            f"Asyncio tasks are not measured: the gateway exported no `{METRIC}` gauge"
+            " (per worker, set to `len(asyncio.all_tasks())` by the metrics sampler).",
         ]
     return "\n".join(lines) + "\n"

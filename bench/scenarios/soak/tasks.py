@@ -1,8 +1,8 @@
 """Asyncio tasks per gateway worker, read from GET /metrics.
 
 The soak looks for a gauge `gateway_event_loop_tasks` (len(asyncio.all_tasks()) in each
-worker, multiprocess mode "all", so each worker's value carries its `pid` label). Until the
-gateway exports it the soak reports tasks as not measured.
+worker, multiprocess mode "liveall", so each worker's value carries its `pid` label;
+`obs.metrics`). A gateway without it (an older build) gets tasks reported as not measured.
 """
 
 from __future__ import annotations
