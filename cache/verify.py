@@ -26,7 +26,8 @@ from cache.verify_abbrev import expands_to
 from cache.verify_features import Features, extract, stem
 from cache.verify_lexicon import FILLER
 from cache.verify_numbers import NUMBER_VALUES, NUMBER_WORDS, UNITS, is_quantity
-from cache.verify_slot import interchangeable, judge
+from cache.verify_slot import judge
+from cache.verify_words import interchangeable
 
 _MAX_DIFF_WORDS = 400
 
@@ -55,6 +56,11 @@ class Verdict:
     ok: bool
     reason: str | None = None
     pending: tuple[tuple[str, str], ...] = ()
+    words: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()
+    """For each pending pair, its changed content words with no lexical counterpart on each
+    side (query, candidate)."""
+    min_similarity: float = 0.0
+    """The pending pairs must be at least this alike (besides the model verifier's threshold)."""
 
 
 ACCEPT = Verdict(ok=True)
@@ -200,6 +206,17 @@ DEFAULT_CHECKS: tuple[Check, ...] = (
 # Replaced, for prompts sharing a template, by the per-place versions in `cache.verify_slot`
 # (a pole word in the slot must not be compared with the template's words).
 _SLOT_CHECKS = frozenset({"antonym", "slot"})
+# Run, for prompts sharing a template, on the changed places: a quoted slot is the slot, not a
+# quotation to keep verbatim, and a capitalized word after a template's "[USER]" tag is not a
+# name (entities are taken from the changed places, and looked for in the whole other text).
+_CLAUSE_CHECKS = frozenset({"quoted", "entity"})
+
+
+def _clause_agrees(check: Check, a: Features, b: Features, ca: Features, cb: Features) -> bool:
+    """`check` on the changed places `ca`, `cb` of templated prompts `a`, `b`."""
+    if check.name == "entity":
+        return all(_present(e, b) for e in ca.entities) and all(_present(e, a) for e in cb.entities)
+    return check.agrees(ca, cb)
 
 
 def verify(query: str, candidate: str, checks: Sequence[Check] = DEFAULT_CHECKS) -> Verdict:
@@ -212,16 +229,26 @@ def verify(query: str, candidate: str, checks: Sequence[Check] = DEFAULT_CHECKS)
         return ACCEPT
     a, b = extract(query), extract(candidate)
     slots = judge(query, candidate)
+    clause_a, clause_b = (extract(t) for t in slots.clauses) if slots is not None else (a, b)
     for check in checks:
         if slots is not None and check.name in _SLOT_CHECKS:
             continue
-        if not check.agrees(a, b):
+        if slots is not None and check.name in _CLAUSE_CHECKS:
+            if not _clause_agrees(check, a, b, clause_a, clause_b):
+                return Verdict(ok=False, reason=check.name)
+        elif not check.agrees(a, b):
             return Verdict(ok=False, reason=check.name)
     if slots is None or (slots.ok and not slots.pending):
         return ACCEPT
     if not slots.ok:
         return Verdict(ok=False, reason=slots.reason)
-    return Verdict(ok=False, reason="meaning", pending=slots.pending)
+    return Verdict(
+        ok=False,
+        reason="meaning",
+        pending=slots.pending,
+        words=slots.words,
+        min_similarity=slots.min_similarity,
+    )
 
 
 @dataclass(slots=True)

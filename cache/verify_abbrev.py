@@ -27,6 +27,17 @@ CLIPPED: dict[str, str] = {
     clipped: full
     for full, forms in {
         "password": "pw pwd passwd",
+        "dictionary": "dict",
+        "repository": "repo repos",
+        "documentation": "docs doc",
+        "environment": "env",
+        "variable": "var vars",
+        "function": "func fn",
+        "parameter": "param params",
+        "argument": "arg args",
+        "specification": "spec specs",
+        "directory": "dir",
+        "description": "desc",
         "account": "acct acc",
         "message": "msg msgs",
         "database": "db",

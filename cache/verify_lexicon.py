@@ -11,7 +11,7 @@ import re
 NEGATIONS = frozenset(
     # English; "non" comes from "non-refundable" split at the hyphen.
     "not no never none nobody nothing nowhere neither nor without cannot unable lack lacks "
-    "lacking non avoid avoids avoided avoiding prevent prevents prevented preventing "
+    "lacking non avoid avoids avoided avoiding prevent prevents prevented preventing unless "
     # Spanish, French, German, Italian, Portuguese, Dutch.
     "nunca sin jamás ningún ninguna ninguno nada tampoco "
     "ne pas jamais sans aucun aucune rien "
@@ -111,6 +111,23 @@ ANTONYM_AXES: tuple[tuple[str, ...], ...] = (
         "december",
     ),
     ("spring", "summer", "autumn", "winter"),
+    # Closed classes: two different members in the same place ask different things.
+    (
+        "red",
+        "blue navy",
+        "green",
+        "black",
+        "white",
+        "grey gray",
+        "yellow",
+        "orange",
+        "purple",
+        "pink",
+        "brown beige",
+    ),
+    ("breakfast", "lunch", "dinner"),
+    ("weekday weekdays", "weekend weekends"),
+    ("daily", "weekly", "monthly", "quarterly", "yearly annual annually"),
     ("male men man", "female women woman"),
     ("adult adults", "child children kid kids"),
     ("domestic", "international"),
@@ -157,7 +174,7 @@ def inflections(word: str) -> set[str]:
     """`word` and its likely inflections and derivations; over-generation is harmless."""
     out = {word}
     if len(word) < 4:
-        return out | {word + "s"}
+        return out | {word + "s", word + "ed", word + "ing"}
     out |= {word + s for s in ("s", "es", "ed", "ing", "er", "ers", "est", "ly", "ion", "ions")}
     if word.endswith("e"):
         stem = word[:-1]
@@ -231,8 +248,37 @@ FILLER = frozenset(
     "via using s t ll ve d re m way ways step steps best easiest simplest quickest good "
     "command syntax method process explain tell know want need possible able help concept "
     "kind type something anything thing things stuff really actually basically literally quite "
-    "whenever allowed okay ok permitted required require requires necessary".split()
+    "whenever allowed okay ok permitted required require requires necessary still already "
+    "currently".split()
 )
+
+# Groups of interchangeable phrases, for the slot check: the changed words of one phrase are
+# covered when the other clause has a phrase of the same group ("every time" / "whenever").
+PHRASE_GROUPS: tuple[str, ...] = (
+    "every time|each time|whenever|any time",
+    "in advance|ahead of time|ahead|beforehand",
+    "aimed at|intended for|meant for|for",
+    "how long|how much time",
+    "as well as|and",
+    "in order to|to",
+    "a lot of|lots of|many|much",
+    "right now|at the moment|now|currently",
+    "find out|learn|look up|check",
+    "set up|configure|setup",
+    "sign up|register|signup",
+    "get in touch with|reach out to|contact",
+    "send back|give back|return",
+    "turn into|convert",
+    "make sure|ensure",
+    "figure out|work out|determine",
+    "is it possible to|can i|am i able to",
+)
+PHRASES_OF: dict[str, tuple[tuple[tuple[str, ...], int], ...]] = {}
+"""First word -> (phrase words, group) of every phrase starting with it."""
+for _group, _phrases in enumerate(PHRASE_GROUPS):
+    for _phrase in _phrases.split("|"):
+        _parts = tuple(_phrase.split())
+        PHRASES_OF[_parts[0]] = (*PHRASES_OF.get(_parts[0], ()), (_parts, _group))
 
 # Interchangeable words for the slot check (antonym poles and shared stems count as well).
 SYNONYM_GROUPS: tuple[str, ...] = (
@@ -273,9 +319,36 @@ SYNONYM_GROUPS: tuple[str, ...] = (
     "brief short quick concise",
     "one single",
     "hi hello hey dear",
+    "outside outdoors outdoor",
+    "inside indoors indoor",
+    "mandatory compulsory obligatory required",
+    "teammate colleague coworker",
+    "delivery shipping shipment",
+    "reply respond answer",
+    "whole entire full complete",
+    "choose pick select",
+    "stop halt",
 )
 SYNONYMS: dict[str, frozenset[int]] = {}
 for _group, _words in enumerate(SYNONYM_GROUPS):
     for _word in _words.split():
         for _form in inflections(_word):
             SYNONYMS[_form] = SYNONYMS.get(_form, frozenset()) | {_group}
+
+
+# Irregular English verb forms -> base form ("left", "lay", "saw" are left out: other words).
+_IRREGULAR_VERBS = (
+    "wear wore worn|send sent|buy bought|pay paid|get got gotten|take took taken|give gave given|"
+    "make made|find found|bring brought|break broke broken|choose chose chosen|"
+    "forget forgot forgotten|lose lost|begin began begun|write wrote written|go went gone|"
+    "come came|see seen|know knew known|run ran|hold held|keep kept|tell told|say said|"
+    "think thought|teach taught|catch caught|fly flew flown|drive drove driven|ride rode ridden|"
+    "eat ate eaten|drink drank drunk|sell sold|build built|spend spent|lend lent|mean meant|"
+    "feel felt|meet met|steal stole stolen|freeze froze frozen|speak spoke spoken|"
+    "grow grew grown|throw threw thrown|show shown|draw drew drawn|fall fell fallen|"
+    "hide hid hidden|sleep slept|stand stood|understand understood|win won|sit sat|"
+    "rise rose risen|shake shook shaken|tear tore torn|do did done|have had|be was were been"
+)
+IRREGULAR: dict[str, str] = {
+    form: forms.split()[0] for forms in _IRREGULAR_VERBS.split("|") for form in forms.split()
+}

@@ -26,6 +26,9 @@ ONES = {
     "eighteen": 18,
     "nineteen": 19,
     "dozen": 12,
+    # How many times: "charged twice" / "charged once" ("once" is left out: "once I pay").
+    "twice": 2,
+    "thrice": 3,
 }
 # "one" is left out on purpose: "which one", "one of" are rarely a quantity.
 TENS = {

@@ -5,30 +5,39 @@ instruction) embed alike whatever their slots say, so the whole-text similarity 
 them candidates means nothing. Here they are aligned word by word (`cache.slot`) and every
 changed place, widened to its clause, is judged on its own:
 
-- the same words up to stems, synonyms, abbreviations ("2FA" / "two-factor
-  authentication") or filler: the same meaning, accepted without the model;
+- the same words up to stems, synonyms, phrases, irregular forms, abbreviations ("2FA" /
+  "two-factor authentication") or filler (`cache.verify_words`): the same meaning, accepted
+  without the model;
 - a passage moved elsewhere (retrieved chunks in another order): accepted;
-- opposite antonym poles inside the place ("import" / "export"): rejected;
+- opposite antonym poles or a negating prefix inside the place ("import" / "export", "paid" /
+  "unpaid"), or two words trading places ("too small, I need the large size"): rejected;
 - content added or dropped on one side only ("Can I cancel my order after it shipped?"), or a
   few content words swapped inside an otherwise shared clause ("track" / "return my order"):
   rejected. An embedding scores such pairs near 1 whatever the change means, and a real
-  synonym would have been recognized above;
+  synonym would have been recognized above. A swap left over once the lexicon explained the
+  rest of a reworded clause goes to the model at the stricter `SWAP_SIMILARITY`;
 - anything larger, a rewritten clause, is left to the model: the two clauses are embedded
   and must be at least `SLOT_SIMILARITY` alike (`cache.verify_confirm`).
+
+The changed places are also where `cache.verify` looks for entities and quoted text of
+templated prompts (a template's tags and quotes would confuse the whole-text checks).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cache.slot import Alignment, Region, SpanPair, Words, align, spans, words_of
-from cache.verify_abbrev import clipped_of, expands_to
-from cache.verify_features import poles_of, stem
-from cache.verify_lexicon import FILLER, NEGATIONS, STOPWORDS, SYNONYMS
-from cache.verify_numbers import NUMBER_WORDS, UNITS, is_quantity
-
-_NONE: frozenset[int] = frozenset()
+from cache.verify_abbrev import expands_to
+from cache.verify_features import stem
+from cache.verify_lexicon import (
+    FILLER,
+    NEGATIONS,
+    STOPWORDS,
+)
+from cache.verify_numbers import NUMBER_WORDS, is_quantity
+from cache.verify_words import interchangeable, opposite, phrase_covered
 
 MIN_TEMPLATE_WORDS = 16
 """Two prompts share a template when at least this many words line up..."""
@@ -43,6 +52,12 @@ template itself was reworded, and all changed clauses are compared together by t
 MAX_SWAP_WORDS = 2
 """A change of at most this many unmatched content words a side, inside a clause that keeps
 at least as many content words, is a swapped slot value."""
+SWAP_SIMILARITY = 0.85
+"""A reworded clause whose only unexplained change is a swap of a few words ("Can I return
+boots I've worn outside" / "Is it possible to send back boots that I already wore outdoors":
+worn / wore) goes to the model at this stricter clause similarity: a swapped slot value in a
+long kept clause can embed above 0.9 (train half: such paraphrases scored 0.85-0.94, the one
+such different question 0.61)."""
 MIN_MOVE_WORDS = 6
 MAX_LEXICAL_WORDS = 24
 
@@ -54,49 +69,13 @@ class SlotJudgement:
     ok: bool
     reason: str | None = None
     pending: tuple[tuple[str, str], ...] = ()
-
-
-def interchangeable(left: Sequence[str], right: Sequence[str]) -> bool:
-    """Whether two short word runs plausibly say the same (synonyms, shared stem or pole,
-    abbreviations)."""
-    if not {stem(w) for w in left}.isdisjoint(stem(w) for w in right):
-        return True
-    for x in left:
-        for y in right:
-            if not SYNONYMS.get(x, _NONE).isdisjoint(SYNONYMS.get(y, _NONE)):
-                return True
-            if min(len(x), len(y)) > 3 and (x.startswith(y) or y.startswith(x)):
-                return True  # dict/dictionary, repo/repository
-            if x + "s" == y or y + "s" == x:
-                return True  # api/apis
-            if UNITS.get(x, x) == UNITS.get(y, y):
-                return True  # kg/kilograms
-            if clipped_of(x) == y or clipped_of(y) == x:
-                return True  # pwd/password
-            if _same_root(x, y):
-                return True  # summary/summarize, colour/color
-    if len(left) == 1 and expands_to(left[0], right) == (0, len(right)):
-        return True  # 2fa / two factor authentication
-    if len(right) == 1 and expands_to(right[0], left) == (0, len(left)):
-        return True
-    return not poles_of(left, frozenset(left)).isdisjoint(poles_of(right, frozenset(right)))
-
-
-def _same_root(x: str, y: str) -> bool:
-    """A long shared beginning (summary/summarize) or a British/American spelling pair."""
-    shorter = min(len(x), len(y))
-    common = 0
-    while common < shorter and x[common] == y[common]:
-        common += 1
-    if common >= 6 and common >= 0.8 * shorter:
-        return True
-    return shorter > 4 and _american(x) == _american(y)
-
-
-def _american(word: str) -> str:
-    for british, american in (("ise", "ize"), ("our", "or"), ("tre", "ter"), ("ogue", "og")):
-        word = word.replace(british, american)
-    return word
+    words: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()
+    """For each pending pair, its content words with no lexical counterpart on each side."""
+    min_similarity: float = 0.0
+    """The pending pairs must reach at least this similarity (and the verifier's own)."""
+    clauses: tuple[str, str] = ("", "")
+    """Every changed place in context, joined (query side, candidate side): where the fact
+    checks that the shared template would confuse (entities, quoted text, direction) look."""
 
 
 def is_content(word: str) -> bool:
@@ -130,7 +109,7 @@ def _uncovered(changed: Sequence[str], own: Words, other: Words) -> list[str]:
     content = [w for w in changed if is_content(w) and stem(w) not in stems]
     if len(content) > MAX_LEXICAL_WORDS:
         return content  # a rewritten passage: the lexical checks below would not rescue it
-    expanded: set[str] = set()
+    expanded = phrase_covered(own, other)
     for short in other.initialisms:
         span = expands_to(short, own.words)
         if span is not None:
@@ -144,13 +123,10 @@ def _uncovered(changed: Sequence[str], own: Words, other: Words) -> list[str]:
     ]
 
 
-def _opposite(a: Sequence[str], b: Sequence[str]) -> bool:
-    poles_a, poles_b = poles_of(a, frozenset(a)), poles_of(b, frozenset(b))
-    shared = {axis for axis, _ in poles_a} & {axis for axis, _ in poles_b}
-    return any(
-        {p for x, p in poles_a if x == axis} != {p for x, p in poles_b if x == axis}
-        for axis in shared
-    )
+def _reworded(changed: Sequence[str], other: Words) -> int:
+    """How many changed content words have no identical word (up to stem) in `other`."""
+    stems = {stem(w) for w in other.words}
+    return sum(is_content(w) and stem(w) not in stems for w in changed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +137,9 @@ class _Change:
     left: list[str]
     right: list[str]
     kept: int
+    rewritten: bool
+    """Words were changed on both sides that the lexicon accounts for (synonyms, phrases,
+    abbreviations): a reworded clause rather than a slot value swapped in a fixed clause."""
 
 
 def _changes(places: list[SpanPair]) -> list[_Change] | SlotJudgement:
@@ -168,22 +147,48 @@ def _changes(places: list[SpanPair]) -> list[_Change] | SlotJudgement:
     changes = []
     for place in places:
         clause_a, clause_b = words_of(place.a), words_of(place.b)
-        if _opposite(clause_a.words, clause_b.words):
+        if opposite(clause_a.words, clause_b.words):
             return SlotJudgement(ok=False, reason="antonym")
+        if _transposed(place.a_words, place.b_words):
+            return SlotJudgement(ok=False, reason="order")
         left = _uncovered(place.a_words, clause_a, clause_b)
         right = _uncovered(place.b_words, clause_b, clause_a)
         if left or right:
             kept = sum(is_content(w) for w in clause_a.words) - len(left)
-            changes.append(_Change(place, left, right, kept))
+            rewritten = _reworded(place.a_words, clause_b) > len(left) and _reworded(
+                place.b_words, clause_a
+            ) > len(right)
+            changes.append(_Change(place, left, right, kept, rewritten))
     return changes
 
 
-def _swapped(change: _Change) -> bool:
-    """Content added or dropped, or a few words swapped inside a clause that stays."""
-    if not change.left or not change.right:
-        return True
+def _transposed(a: Sequence[str], b: Sequence[str]) -> bool:
+    """The same content words with two of them trading places: "too small, I need the large
+    size" / "too large, I need the small size", "ship X and drop Y" / "drop X and ship Y"."""
+    ca, cb = [w for w in a if is_content(w)], [w for w in b if is_content(w)]
+    if ca == cb or sorted(ca) != sorted(cb):
+        return False
+    moved = [i for i, (x, y) in enumerate(zip(ca, cb, strict=True)) if x != y]
+    if len(moved) != 2:
+        return False
+    # Two neighbours trading places reorder a name ("Traditional Chinese" / "Chinese
+    # (Traditional)"); words apart trade roles.
+    first, second = a.index(ca[moved[0]]), a.index(ca[moved[1]])
+    return abs(second - first) > 1
+
+
+def _few_swapped(change: _Change) -> bool:
     most = max(len(change.left), len(change.right))
     return most <= MAX_SWAP_WORDS and change.kept >= most
+
+
+def _swapped(change: _Change) -> bool:
+    """Content added or dropped, or a few words swapped inside a clause that stays (unless the
+    rest of the change was reworded: then the clauses are compared by meaning, at
+    `SWAP_SIMILARITY`)."""
+    if not change.left or not change.right:
+        return True
+    return not change.rewritten and _few_swapped(change)
 
 
 def judge(query: str, candidate: str) -> SlotJudgement | None:
@@ -200,14 +205,23 @@ def judge(query: str, candidate: str) -> SlotJudgement | None:
     places = spans(a, b, _without_moves(a, b, alignment.regions))
     if len(places) > MAX_PLACES:
         return SlotJudgement(ok=False, reason="slot")
+    clauses = ("\n".join(p.a for p in places), "\n".join(p.b for p in places))
     changes = _changes(places)
     if isinstance(changes, SlotJudgement):
-        return changes
+        return replace(changes, clauses=clauses)
     if not changes:
-        return SlotJudgement(ok=True)
+        return SlotJudgement(ok=True, clauses=clauses)
     if len(changes) <= MAX_SLOT_PLACES:
         if any(_swapped(change) for change in changes):
-            return SlotJudgement(ok=False, reason="slot")
-        return SlotJudgement(ok=True, pending=tuple((c.place.a, c.place.b) for c in changes))
+            return SlotJudgement(ok=False, reason="slot", clauses=clauses)
+        return SlotJudgement(
+            ok=True,
+            pending=tuple((c.place.a, c.place.b) for c in changes),
+            words=tuple((tuple(c.left), tuple(c.right)) for c in changes),
+            min_similarity=SWAP_SIMILARITY if any(map(_few_swapped, changes)) else 0.0,
+            clauses=clauses,
+        )
     joined = (" … ".join(c.place.a for c in changes), " … ".join(c.place.b for c in changes))
-    return SlotJudgement(ok=True, pending=(joined,))
+    left = tuple(w for c in changes for w in c.left)
+    right = tuple(w for c in changes for w in c.right)
+    return SlotJudgement(ok=True, pending=(joined,), words=((left, right),), clauses=clauses)

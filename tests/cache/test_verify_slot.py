@@ -7,7 +7,8 @@ import pytest
 from cache.keys import EMBED_HEAD_WORDS, EMBED_TAIL_WORDS, embedded_text
 from cache.slot import MAX_ALIGN_WORDS, Region, align, spans, words_of
 from cache.verify import verify
-from cache.verify_slot import judge
+from cache.verify_slot import SWAP_SIMILARITY, judge
+from cache.verify_words import interchangeable
 
 TEMPLATE = (
     "You are Nora, the support assistant of Northwind Outfitters, an online store for outdoor "
@@ -97,12 +98,63 @@ def test_another_question_in_one_template_is_not_accepted() -> None:
     [
         ("How do I track my order?", "How do I return my order?"),
         ("Do you sell gift cards?", "Can I pay with a gift card?"),
-        ("How many boards can I create?", "How many members can I add?"),
+        ("How many boards can I create?", "How many members can I create?"),
     ],
 )
 def test_swapped_words_in_a_shared_clause_reject(a: str, b: str) -> None:
     """A few content words swapped inside a clause that stays are a new slot value."""
     assert verify(_t(a), _t(b)).reason == "slot"
+
+
+def test_a_swap_inside_a_reworded_clause_needs_the_stricter_similarity() -> None:
+    """When the lexicon explains the rest of a change (create / add), the swapped words left
+    ("boards" / "members") go to the model, at SWAP_SIMILARITY rather than the usual bar."""
+    verdict = verify(_t("How many boards can I create?"), _t("How many members can I add?"))
+    assert not verdict.ok
+    assert verdict.reason == "meaning"
+    assert verdict.words == ((("boards",), ("members",)),)
+    assert verdict.min_similarity == SWAP_SIMILARITY
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (
+            "The app keeps crashing every time I open my cart.",
+            "The app keeps crashing whenever I open my cart.",
+        ),
+        ("Can I return boots I've worn outside?", "Can I return boots I wore outside?"),
+        ("List the owners of each task.", "List the task owns of each task."),
+    ],
+)
+def test_phrases_and_irregular_forms_are_the_same_words(a: str, b: str) -> None:
+    """Phrase groups ("every time" / "whenever") and irregular or inflected forms (worn / wore,
+    owners / owns) account for the words they change."""
+    assert verify(_t(a), _t(b)).ok
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Is parental leave fully paid?", "Is parental leave unpaid?"),
+        ("I want the blue jacket.", "I want the red jacket."),
+        ("Send the report weekly.", "Send the report monthly."),
+        (
+            "The claim is accepted unless the seal is broken.",
+            "The claim is accepted if the seal is broken.",
+        ),
+    ],
+)
+def test_prefix_negations_closed_classes_and_unless_reject(a: str, b: str) -> None:
+    """un-/in-/dis- forms, two members of a closed class (colours, periods), and "unless" for
+    "if" are different asks."""
+    assert not verify(_t(a), _t(b)).ok
+
+
+@pytest.mark.parametrize(("a", "b"), [("pass", "password"), ("free", "freeze"), ("port", "portal")])
+def test_a_longer_word_that_starts_alike_is_not_the_same_word(a: str, b: str) -> None:
+    """Only a known suffix makes two words one ("containers" / "container")."""
+    assert not interchangeable((a,), (b,))
 
 
 def test_added_condition_rejects() -> None:
@@ -186,3 +238,46 @@ def test_long_prompts_are_embedded_as_head_and_tail() -> None:
     assert long.startswith("Answer using only the context.")
     assert long.endswith("Question: How do I join the club?")
     assert " … " in long and len(long.split()) <= EMBED_HEAD_WORDS + EMBED_TAIL_WORDS + 1
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (
+            "The blue one is too small, I need the large size.",
+            "The blue one is too large, I need the small size.",
+        ),
+        (
+            "Ship the new version and drop the old tour.",
+            "Drop the new version and ship the old tour.",
+        ),
+    ],
+)
+def test_two_words_trading_places_reject(a: str, b: str) -> None:
+    """The same words with two of them trading roles ask the opposite (an order rejection)."""
+    assert verify(_t(a), _t(b)).reason == "order"
+
+
+def test_neighbours_trading_places_are_a_reordered_name() -> None:
+    """ "Traditional Chinese" / "Chinese (Traditional)" name one thing."""
+    assert verify(
+        _t("Translate it into Traditional Chinese."), _t("Translate it into Chinese (Traditional).")
+    ).ok
+
+
+def test_a_capitalized_word_after_a_template_tag_is_not_a_name() -> None:
+    """A slot after "[USER] " starts a sentence: "Do" / "Can" are not entities to match."""
+    template = "[SYSTEM] You answer for Fibrelink, a broadband provider, politely and briefly. " * 3
+    query = template + "[USER] Do engineers come out on Sundays?\n[ASSISTANT]"
+    stored = template + "[USER] Can an engineer come out on a Sunday?\n[ASSISTANT]"
+    assert verify(query, stored).reason != "entity"
+    other = template + "[USER] Can an engineer come out in Leeds?\n[ASSISTANT]"
+    assert verify(query, other).reason == "entity"
+
+
+def test_twice_is_a_number() -> None:
+    """ "Charged twice" is not "charged once": how many times is a quantity."""
+    assert (
+        verify(_t("I was charged twice this month."), _t("I was charged once this month.")).reason
+        == "number"
+    )

@@ -1,0 +1,162 @@
+"""Word-level equivalence for the slot judgement: when two changed words (or runs) say the
+same thing, and when they say the opposite.
+
+Same: shared stems, synonyms, a known suffix ("containers" / "container"), irregular verb forms
+("worn" / "wore"), one word written as two ("backup" / "back up"), British and American
+spellings, clipped forms and initialisms ("pwd", "2FA"), phrase groups ("every time" /
+"whenever"). Opposite: antonym poles ("import" / "export") and negating prefixes ("paid" /
+"unpaid"). Pure Python over lowercase words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import pairwise
+
+from cache.slot import Words
+from cache.verify_abbrev import clipped_of, expands_to
+from cache.verify_features import poles_of, stem
+from cache.verify_lexicon import IRREGULAR, PHRASES_OF, SYNONYMS
+from cache.verify_numbers import UNITS
+
+_NONE: frozenset[int] = frozenset()
+
+
+def interchangeable(left: Sequence[str], right: Sequence[str]) -> bool:
+    """Whether two short word runs plausibly say the same (synonyms, shared stem or pole,
+    abbreviations)."""
+    if not {stem(w) for w in left}.isdisjoint(stem(w) for w in right):
+        return True
+    for x in left:
+        for y in right:
+            if not SYNONYMS.get(x, _NONE).isdisjoint(SYNONYMS.get(y, _NONE)):
+                return True
+            if min(len(x), len(y)) > 3 and _suffixed(x, y):
+                return True  # container/containers, compute/computation
+            if x + "s" == y or y + "s" == x:
+                return True  # api/apis
+            if UNITS.get(x, x) == UNITS.get(y, y):
+                return True  # kg/kilograms
+            if clipped_of(x) == y or clipped_of(y) == x:
+                return True  # pwd/password
+            if _same_root(x, y):
+                return True  # summary/summarize, colour/color
+            if _base(x) == _base(y):
+                return True  # worn/wore, owners/owns
+    if _compounded(left, right) or _compounded(right, left):
+        return True  # back up / backup
+    if len(left) == 1 and expands_to(left[0], right) == (0, len(right)):
+        return True  # 2fa / two factor authentication
+    if len(right) == 1 and expands_to(right[0], left) == (0, len(left)):
+        return True
+    return not poles_of(left, frozenset(left)).isdisjoint(poles_of(right, frozenset(right)))
+
+
+_SUFFIXES = frozenset(
+    "s es d ed ing er ers or ors ion ions ation ations ly ment ments ity ities ness "
+    "ize ise ized ised ies".split()
+)
+_INFLECTIONS = ("ers", "ing", "ies", "er", "ed", "es", "s")
+
+
+def _base(word: str) -> str:
+    """`word` without an inflection, irregular verbs to their base form (worn -> wear)."""
+    if word in IRREGULAR:
+        return IRREGULAR[word]
+    for suffix in _INFLECTIONS:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def _suffixed(x: str, y: str) -> bool:
+    """One word is the other plus a common suffix, or the other starts with a word of five
+    letters or more ("intro" / "introductory"); a shorter start is not enough: "pass" /
+    "password", "free" / "freeze", "port" / "portal" differ."""
+    short, long = sorted((x, y), key=len)
+    return long.startswith(short) and (len(short) >= 5 or long[len(short) :] in _SUFFIXES)
+
+
+def _compounded(split: Sequence[str], joined: Sequence[str]) -> bool:
+    """Two adjacent words of `split` are written as one word in `joined` ("back up" /
+    "backup", "log in" / "login")."""
+    whole = set(joined)
+    return any(a + b in whole for a, b in pairwise(split))
+
+
+def _same_root(x: str, y: str) -> bool:
+    """A long shared beginning (summary/summarize) or a British/American spelling pair."""
+    shorter = min(len(x), len(y))
+    common = 0
+    while common < shorter and x[common] == y[common]:
+        common += 1
+    if common >= 6 and common >= 0.8 * shorter:
+        return True
+    return shorter > 4 and _american(x) == _american(y)
+
+
+def _american(word: str) -> str:
+    for british, american in (("ise", "ize"), ("our", "or"), ("tre", "ter"), ("ogue", "og")):
+        word = word.replace(british, american)
+    return word
+
+
+def _phrases(words: Sequence[str]) -> dict[int, list[tuple[int, int]]]:
+    """Phrase group -> the word ranges [start, stop) of `words` where one of its phrases is."""
+    found: dict[int, list[tuple[int, int]]] = {}
+    for i, word in enumerate(words):
+        for phrase, group in PHRASES_OF.get(word, ()):
+            if tuple(words[i : i + len(phrase)]) == phrase:
+                found.setdefault(group, []).append((i, i + len(phrase)))
+    return found
+
+
+def phrase_covered(own: Words, other: Words) -> set[str]:
+    """Words of `own` inside a phrase whose group ("every time" / "whenever") `other` also
+    has, or written as one word there ("back up" / "backup"), and words of `own` that
+    `other` writes as two."""
+    theirs = _phrases(other.words)
+    covered = {
+        word for pair in pairwise(own.words) if _compounded(pair, other.words) for word in pair
+    }
+    covered |= {
+        word
+        for word in own.words
+        if any(_compounded(pair, (word,)) for pair in pairwise(other.words))
+    }
+    return covered | {
+        own.words[i]
+        for group, ranges in _phrases(own.words).items()
+        if group in theirs
+        for start, stop in ranges
+        for i in range(start, stop)
+    }
+
+
+_NEGATING_PREFIXES = ("un", "in", "im", "il", "ir", "dis", "non")
+
+
+def _negated_form(a: Sequence[str], b: Sequence[str]) -> bool:
+    """A word of one side is a word of the other with a negating prefix ("paid" /
+    "unpaid", "available" / "unavailable")."""
+    left, right = set(a) - set(b), set(b) - set(a)
+    for ours, theirs in ((left, set(b)), (right, set(a))):
+        for word in ours:
+            for prefix in _NEGATING_PREFIXES:
+                rest = word[len(prefix) :].lstrip("-")
+                if word.startswith(prefix) and len(rest) >= 4 and rest in theirs:
+                    return True
+    return False
+
+
+def opposite(a: Sequence[str], b: Sequence[str]) -> bool:
+    """The two word runs pick different poles of an antonym axis, or one negates the other's
+    word with a prefix."""
+    if _negated_form(a, b):
+        return True
+    poles_a, poles_b = poles_of(a, frozenset(a)), poles_of(b, frozenset(b))
+    shared = {axis for axis, _ in poles_a} & {axis for axis, _ in poles_b}
+    return any(
+        {p for x, p in poles_a if x == axis} != {p for x, p in poles_b if x == axis}
+        for axis in shared
+    )
