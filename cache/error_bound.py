@@ -1,20 +1,38 @@
-"""An operator-set bound on the semantic cache's wrong-hit rate, learned per entry.
+"""An operator-set bound on the semantic cache's wrong-hit rate, learned from judgements.
 
-Each judged pair (a shadow match's text against the fresh answer) is an observation
-(similarity, correct?) of the cached entry that matched. An entry's serving threshold is the
-lowest observed similarity s such that, among its observations at similarity >= s, the 95%
-Wilson upper bound of the wrong rate is at most the operator's bound. Until an entry's
-evidence certifies some s, it is served only at the conservative default threshold, and never
-at or below a similarity at which it was already seen to be wrong.
+Each judged match (its cached answer against the fresh one) is an observation (score,
+correct?). The score is the match's similarity, or, for prompts sharing a template, the
+similarity of their changed clauses when lower: the whole-prompt similarity of two templated
+prompts says little about their difference.
+
+A set of observations certifies the lowest score s such that, among its observations scoring
+>= s, the 95% Wilson upper bound of the wrong rate is at most the operator's bound. Two sets
+are kept (after vCache's per-prompt thresholds, with a neighbourhood to fall back on):
+
+- per entry (tenant, entry text): its own certified score, if it has one;
+- per tenant, the neighbourhood of every entry: the last `max_pool_observations` judgements.
+
+An entry is served at its own certified score; else at the tenant's, and then never at or
+below a score at which the entry itself was judged wrong; else not at all. With no evidence
+nothing is served: evidence comes from shadow mode, from the candidates the bound withholds in
+`on` mode (their requests are answered by the backend anyway), and from a sampled share of
+would-be hits answered fresh instead (`audit_rate`).
 """
 
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
+import random
+from bisect import bisect_left, insort
+from collections import OrderedDict, deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 Z_95 = 1.959963984540054  # two-sided 95% normal quantile
+NEVER = math.inf
+_POOL_REFRESH = 16  # recertify a tenant's pool every this many correct judgements
 
 
 def wilson_upper(wrong: int, total: int, z: float = Z_95) -> float:
@@ -28,7 +46,24 @@ def wilson_upper(wrong: int, total: int, z: float = Z_95) -> float:
     return min(1.0, (centre + spread) / (1 + z2 / total))
 
 
-_Entry = tuple[list[tuple[float, bool]], float]
+def certify(descending: Sequence[tuple[float, bool]], max_error_rate: float) -> float | None:
+    """The lowest score whose tail (observations scoring at or above it) has a wrong-rate
+    upper bound within `max_error_rate`; None if none has. `descending` is sorted by score,
+    highest first. Vectorized: a few thousand observations take tens of microseconds."""
+    if not descending:
+        return None
+    scores = np.fromiter((score for score, _ in descending), dtype=np.float64)
+    wrong = np.cumsum(np.fromiter((not ok for _, ok in descending), dtype=np.float64))
+    total = np.arange(1, len(scores) + 1, dtype=np.float64)
+    z2 = Z_95 * Z_95
+    p = wrong / total
+    centre = p + z2 / (2 * total)
+    spread = Z_95 * np.sqrt(p * (1 - p) / total + z2 / (4 * total * total))
+    upper = (centre + spread) / (1 + z2 / total)
+    # A tail includes every observation at its score: only a group's last index counts.
+    last_of_score = np.append(scores[1:] != scores[:-1], True)
+    qualifying = np.flatnonzero(last_of_score & (upper <= max_error_rate))
+    return float(scores[qualifying[-1]]) if qualifying.size else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,79 +76,106 @@ class BoundEstimate:
     upper: float
 
 
+@dataclass(slots=True)
+class _Entry:
+    seen: list[tuple[float, bool]]
+    certified: float | None
+    wrong_floor: float  # just above the highest score judged wrong; -inf if none
+
+
+class _Pool:
+    """A tenant's last judgements, kept sorted by score (negated, so highest first)."""
+
+    __slots__ = ("certified", "pending", "recent", "sorted")
+
+    def __init__(self) -> None:
+        self.recent: deque[tuple[float, bool]] = deque()
+        self.sorted: list[tuple[float, bool]] = []
+        self.certified: float | None = None
+        self.pending = 0
+
+    def add(self, score: float, correct: bool, limit: int) -> None:
+        self.recent.append((score, correct))
+        insort(self.sorted, (-score, correct))
+        while len(self.recent) > limit:
+            old_score, old_correct = self.recent.popleft()
+            del self.sorted[bisect_left(self.sorted, (-old_score, old_correct))]
+        self.pending += 1
+
+    def recertify(self, max_error_rate: float) -> None:
+        self.certified = certify([(-s, c) for s, c in self.sorted], max_error_rate)
+        self.pending = 0
+
+
 class ErrorBound:
-    """Per-entry (tenant, entry text) judgements in a bounded LRU, and the thresholds they
-    certify under `max_error_rate`."""
+    """Judgements per entry (a bounded LRU) and per tenant, and the scores they certify under
+    `max_error_rate`."""
 
     def __init__(
         self,
         max_error_rate: float,
-        default_threshold: float,
         *,
+        audit_rate: float = 0.0,
         max_entries: int = 10_000,
         max_observations: int = 1024,
+        max_pool_observations: int = 4096,
+        random_source: Callable[[], float] = random.random,
     ) -> None:
         if not 0.0 < max_error_rate < 1.0:
             raise ValueError(f"max_error_rate must be in (0, 1), got {max_error_rate!r}")
+        if not 0.0 <= audit_rate < 1.0:
+            raise ValueError(f"audit_rate must be in [0, 1), got {audit_rate!r}")
         self.max_error_rate = max_error_rate
-        self.default_threshold = default_threshold
+        self.audit_rate = audit_rate
         self._max_entries = max_entries
         self._max_observations = max_observations
-        # (tenant, entry) -> (its judgements, its serving threshold)
+        self._max_pool = max_pool_observations
+        self._random = random_source
         self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
+        self._pools: dict[str, _Pool] = {}
         self._correct = 0
         self._wrong = 0
 
-    def observe(self, tenant: str, entry: str, similarity: float, correct: bool) -> None:
-        """Record one judgement of `entry` matched at `similarity` (and recompute its
-        threshold here, off the request path)."""
+    def observe(self, tenant: str, entry: str, score: float, correct: bool) -> None:
+        """Record one judgement of `entry` matched at `score` (off the request path)."""
         key = (tenant, entry)
         known = self._entries.pop(key, None)
-        seen = known[0] if known is not None else []
-        seen.append((similarity, correct))
+        seen = known.seen if known is not None else []
+        seen.append((score, correct))
         del seen[: -self._max_observations]
-        self._entries[key] = (seen, self._threshold_of(seen))
+        certified = certify(sorted(seen, reverse=True), self.max_error_rate)
+        floor = max((s for s, ok in seen if not ok), default=-NEVER)
+        self._entries[key] = _Entry(seen, certified, math.nextafter(floor, NEVER))
         while len(self._entries) > self._max_entries:
             self._entries.popitem(last=False)
+        pool = self._pools.setdefault(tenant, _Pool())
+        pool.add(score, correct, self._max_pool)
+        # A wrong judgement tightens at once; correct ones may loosen, in batches.
+        if not correct or pool.pending >= _POOL_REFRESH or pool.certified is None:
+            pool.recertify(self.max_error_rate)
         if correct:
             self._correct += 1
         else:
             self._wrong += 1
 
     def threshold(self, tenant: str, entry: str) -> float:
-        """The lowest similarity at which `entry` may be served."""
+        """The lowest score at which `entry` may be served (`NEVER` without evidence)."""
         known = self._entries.get((tenant, entry))
-        if known is None:
-            return self.default_threshold
-        self._entries.move_to_end((tenant, entry))
-        return known[1]
+        if known is not None:
+            self._entries.move_to_end((tenant, entry))
+            if known.certified is not None:
+                return known.certified
+        pool = self._pools.get(tenant)
+        if pool is None or pool.certified is None:
+            return NEVER
+        return max(pool.certified, known.wrong_floor if known is not None else -NEVER)
 
-    def _threshold_of(self, seen: list[tuple[float, bool]]) -> float:
-        certified = self._certified(seen)
-        if certified is not None:
-            return certified
-        wrong = [similarity for similarity, correct in seen if not correct]
-        if not wrong:
-            return self.default_threshold
-        return max(self.default_threshold, math.nextafter(max(wrong), math.inf))
+    def allows(self, tenant: str, entry: str, score: float) -> bool:
+        return score >= self.threshold(tenant, entry)
 
-    def allows(self, tenant: str, entry: str, similarity: float) -> bool:
-        return similarity >= self.threshold(tenant, entry)
-
-    def _certified(self, seen: list[tuple[float, bool]]) -> float | None:
-        """The lowest observed similarity whose tail (observations at or above it) has a
-        wrong-rate upper bound within the limit; None if none has."""
-        ordered = sorted(seen, key=lambda pair: pair[0], reverse=True)
-        best: float | None = None
-        total = wrong = 0
-        for index, (similarity, correct) in enumerate(ordered):
-            total += 1
-            wrong += 0 if correct else 1
-            if index + 1 < len(ordered) and ordered[index + 1][0] == similarity:
-                continue  # a tail includes every observation at its similarity
-            if wilson_upper(wrong, total) <= self.max_error_rate:
-                best = similarity
-        return best
+    def audit(self) -> bool:
+        """Whether to answer this would-be hit fresh and judge it (a sampled share)."""
+        return self.audit_rate > 0.0 and self._random() < self.audit_rate
 
     def estimate(self) -> BoundEstimate:
         total = self._correct + self._wrong

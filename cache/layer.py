@@ -206,6 +206,8 @@ class CacheLayer:
             return Lookup("error")
         if match is None:
             return Lookup("miss", vector=vector, substages=substages)
+        if match.withheld is not None:
+            return Lookup("miss", vector=vector, substages=substages, withheld=match)
         return Lookup("hit", match.answer, match.similarity, vector, substages)
 
     async def _shadow_lookup(self, plan: CachePlan, now: float) -> SemanticMatch | None:
@@ -220,8 +222,9 @@ class CacheLayer:
 
     def tap(self, outcome: CacheOutcome, trace: WriteTrace | None = None) -> AnswerTap | None:
         """What a streamed answer is fed to so that, once complete, it is written back (and
-        judged in shadow mode); None when this request's answer is not to be kept."""
-        if not outcome.plan.write and outcome.shadow is None:
+        judged in shadow mode, or against a withheld match); None when this request's answer
+        is not to be kept."""
+        if not outcome.plan.write and outcome.shadow is None and outcome.withheld is None:
             return None
         return AnswerTap(outcome, lambda done, completion: self.remember(done, completion, trace))
 
@@ -233,6 +236,8 @@ class CacheLayer:
         `trace`, when given, hears when each write ran and whether it succeeded.
         """
         plan, shadow = outcome.plan, outcome.shadow
+        if outcome.withheld is not None:
+            self._judge(outcome.withheld, completion, plan.tenant)
         if shadow is not None:
             since, tenant = outcome.looked_up_at, plan.tenant
             if shadow.done():
@@ -273,15 +278,19 @@ class CacheLayer:
             return
         stats = self._semantic.stats
         stats.shadow_would_hit += 1
-        served = [c.text for c in match.answer.completion.choices]
-        agreed = served == [c.text for c in truth.choices]
-        if agreed:
+        if self._judge(match, truth, tenant):
             stats.shadow_agreed += 1
         else:
             stats.shadow_disagreed += 1
-        bound = self._semantic.error_bound
+
+    def _judge(self, match: SemanticMatch, truth: Completion, tenant: str) -> bool:
+        """Whether `match`'s answer is the fresh one; the error bound (if any) learns it."""
+        served = [c.text for c in match.answer.completion.choices]
+        agreed = served == [c.text for c in truth.choices]
+        bound = self._semantic.error_bound if self._semantic is not None else None
         if bound is not None:
-            bound.observe(tenant, match.candidate_text, match.similarity, agreed)
+            bound.observe(tenant, match.candidate_text, match.score, agreed)
+        return agreed
 
     async def aclose(self, drain_timeout_s: float) -> None:
         await self._writeback.drain(drain_timeout_s)

@@ -37,13 +37,15 @@ class CachePlan:
 @dataclass(frozen=True, slots=True)
 class Lookup:
     """What one lookup stage found. `vector` is the query's embedding (semantic stage), which
-    the write-back reuses; `substages` are the semantic stage's embed and search."""
+    the write-back reuses; `substages` are the semantic stage's embed and search; `withheld`
+    a verified match the error bound kept back, judged once the fresh answer is complete."""
 
     result: LookupResult
     answer: CachedAnswer | None = None
     similarity: float | None = None
     vector: Vector | None = None
     substages: tuple[Stage, ...] = ()
+    withheld: SemanticMatch | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,3 +89,7 @@ class CacheOutcome:
     @property
     def vector(self) -> Vector | None:
         return None if self.semantic is None else self.semantic.vector
+
+    @property
+    def withheld(self) -> SemanticMatch | None:
+        return None if self.semantic is None else self.semantic.withheld

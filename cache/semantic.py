@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Awaitable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cache.entry import CachedAnswer
 from cache.error_bound import ErrorBound
@@ -31,9 +31,16 @@ class SemanticStats:
 
 @dataclass(frozen=True, slots=True)
 class SemanticMatch:
+    """A verified entry. `score` is what the error bound judges it by: the similarity, or the
+    changed clauses' similarity when the verifier compared clauses and it is lower.
+    `withheld` says why a match was not served: "error_bound" (the evidence does not certify
+    its score) or "audit" (sampled to be answered fresh and judged)."""
+
     answer: CachedAnswer
     similarity: float
     candidate_text: str
+    score: float = 0.0
+    withheld: str | None = None
 
 
 class SemanticCache:
@@ -87,10 +94,16 @@ class SemanticCache:
         *,
         bounded: bool = True,
     ) -> SemanticMatch | None:
-        """The best verified entry at or above the threshold, if any; with `bounded`, also at
-        or above its error-bound threshold (shadow lookups pass False, to keep judging)."""
+        """The best verified entry at or above the threshold, if any.
+
+        With `bounded` and an error bound, a match must also score at or above what its
+        evidence certifies; the best one that does not, or one sampled for audit, comes back
+        `withheld`, to be judged against the fresh answer (shadow lookups pass False: every
+        verified match is judged, none served)."""
         self.stats.lookups += 1
         hits = await self._search(vector, tenant, query.scope)
+        bound = self.error_bound if bounded else None
+        withheld: SemanticMatch | None = None
         for hit in sorted(hits, key=lambda h: h.similarity, reverse=True):
             if hit.similarity < self.threshold:
                 break
@@ -99,19 +112,27 @@ class SemanticCache:
             if not verdict.ok:
                 self.stats.rejected[verdict.reason or "unknown"] += 1
                 continue
-            bound = self.error_bound
-            if bounded and bound is not None and not bound.allows(tenant, hit.text, hit.similarity):
-                self.stats.rejected["error_bound"] += 1
-                continue
             answer = CachedAnswer.from_bytes(hit.payload)
             if answer is None:
                 continue
             if max_age is not None and answer.age(now) > max_age:
                 self.stats.rejected["age"] += 1
                 continue
+            score = hit.similarity
+            if verdict.clause_similarity is not None:
+                score = min(score, verdict.clause_similarity)
+            match = SemanticMatch(answer, hit.similarity, hit.text, score)
+            if bound is not None:
+                if not bound.allows(tenant, hit.text, score):
+                    self.stats.rejected["error_bound"] += 1
+                    withheld = withheld or replace(match, withheld="error_bound")
+                    continue
+                if bound.audit():
+                    self.stats.rejected["audit"] += 1
+                    return replace(match, withheld="audit")
             self.stats.hits += 1
-            return SemanticMatch(answer, hit.similarity, hit.text)
-        return None
+            return match
+        return withheld
 
     async def _search(self, vector: Vector, tenant: str, scope: str) -> list[VectorHit]:
         def search() -> Awaitable[list[VectorHit]]:

@@ -113,11 +113,11 @@ async def build_semantic_cache(settings: CacheSettings) -> SemanticCache:
 
 
 def error_bound_for(settings: CacheSettings) -> ErrorBound | None:
-    """The learned per-entry error bound, if `GATEWAY_SEMANTIC_MAX_ERROR_RATE` sets one."""
+    """The learned error bound, if `GATEWAY_SEMANTIC_MAX_ERROR_RATE` sets one."""
     if settings.semantic_max_error_rate <= 0:
         return None
     return ErrorBound(
         settings.semantic_max_error_rate,
-        settings.semantic_threshold,
+        audit_rate=settings.semantic_audit_rate,
         max_entries=settings.semantic_max_entries,
     )

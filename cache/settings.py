@@ -39,6 +39,7 @@ class CacheSettings:
     semantic_threshold: float = DEFAULT_SIMILARITY_THRESHOLD
     semantic_max_entries: int = 10_000
     semantic_max_error_rate: float = 0.0  # 0: no learned error bound
+    semantic_audit_rate: float = 0.05  # share of would-be hits answered fresh and judged
     semantic_timeout_s: float = 0.25
     embedding_model: str = ""
     embedding_backend: EmbeddingBackend = "onnx"
@@ -100,6 +101,9 @@ class CacheSettings:
             ),
             semantic_max_error_rate=env_float(
                 env, "GATEWAY_SEMANTIC_MAX_ERROR_RATE", d.semantic_max_error_rate, low=0, high=0.5
+            ),
+            semantic_audit_rate=env_float(
+                env, "GATEWAY_SEMANTIC_AUDIT_RATE", d.semantic_audit_rate, low=0, high=0.5
             ),
             semantic_timeout_s=env_float(
                 env, "GATEWAY_SEMANTIC_TIMEOUT_MS", d.semantic_timeout_s * 1000, low=1

@@ -61,6 +61,8 @@ class Verdict:
     side (query, candidate)."""
     min_similarity: float = 0.0
     """The pending pairs must be at least this alike (besides the model verifier's threshold)."""
+    clause_similarity: float | None = None
+    """Set on an acceptance the model confirmed: the lowest similarity of the pending pairs."""
 
 
 ACCEPT = Verdict(ok=True)

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 import numpy as np
 
 from cache.types import CacheUnavailable, Vector
-from cache.verify import ACCEPT, Verdict, VerifierStats, verify
+from cache.verify import Verdict, VerifierStats, verify
 
 SLOT_SIMILARITY = 0.79
 """Minimum cosine similarity of two rewritten slot clauses (all-MiniLM-L6-v2, each clause
@@ -55,7 +55,8 @@ class ClauseEmbeddings:
 
 
 async def confirm(verdict: Verdict, clauses: ClauseEmbeddings, threshold: float) -> Verdict:
-    """`verdict`, or acceptance when every pending clause pair is at least `threshold` alike."""
+    """`verdict`, or acceptance when every pending clause pair is at least `threshold` alike
+    (carrying the lowest of their similarities)."""
     if verdict.ok or not verdict.pending:
         return verdict
     texts = [text for pair in verdict.pending for text in pair]
@@ -63,11 +64,10 @@ async def confirm(verdict: Verdict, clauses: ClauseEmbeddings, threshold: float)
         vectors = await clauses.vectors(texts)
     except CacheUnavailable:
         return verdict  # without the model the rejection stands
-    needed = max(threshold, verdict.min_similarity)
-    for i in range(0, len(vectors), 2):
-        if float(np.dot(vectors[i], vectors[i + 1])) < needed:
-            return verdict
-    return ACCEPT
+    lowest = min(float(np.dot(vectors[i], vectors[i + 1])) for i in range(0, len(vectors), 2))
+    if lowest < max(threshold, verdict.min_similarity):
+        return verdict
+    return Verdict(ok=True, clause_similarity=lowest)
 
 
 class ModelVerifier:

@@ -147,7 +147,7 @@ async def _shadow_judge(layer: CacheLayer, text: str, truth: str) -> None:
 
 async def test_shadow_judgements_teach_the_error_bound() -> None:
     """Each shadow judgement is an observation of the matched entry, correct or wrong."""
-    bound = ErrorBound(0.01, 0.5)
+    bound = ErrorBound(0.01)
     layer = _layer("shadow", bound)
     await _store(layer, "reset my password how", "Use the link.")
     await _shadow_judge(layer, "how reset my password", "Use the link.")
@@ -159,7 +159,7 @@ async def test_shadow_judgements_teach_the_error_bound() -> None:
 
 async def test_on_mode_refuses_entry_judged_wrong_at_that_similarity() -> None:
     """An entry seen wrong in shadow mode is not served at that similarity once `on`."""
-    bound = ErrorBound(0.01, 0.5)
+    bound = ErrorBound(0.01)
     shadow = _layer("shadow", bound)
     await _store(shadow, "reset my password how", "Use the link.")
     await _shadow_judge(shadow, "how reset my password", "Call support.")
@@ -170,9 +170,37 @@ async def test_on_mode_refuses_entry_judged_wrong_at_that_similarity() -> None:
     assert shadow.semantic.stats.rejected["error_bound"] == 1
 
 
-async def test_on_mode_without_evidence_serves_at_default_threshold() -> None:
-    """With a bound but no judgements yet, an entry is served as before at the default."""
-    layer = _layer("on", ErrorBound(0.01, 0.5))
+async def test_on_mode_without_evidence_withholds_and_learns_from_the_fresh_answer() -> None:
+    """With a bound and no evidence, a verified match is withheld (a miss), judged against the
+    backend's answer; once the tenant's judgements certify its score, it is served."""
+    bound = ErrorBound(0.05)
+    layer = _layer("on", bound)
     await _store(layer, "reset my password how", "Use the link.")
-    outcome = await look(layer, layer.plan(_body("how reset my password"), {}, tenant_for({})))
+    tenant = tenant_for({})
+    outcome = await look(layer, layer.plan(_body("how reset my password"), {}, tenant))
+    assert outcome.status == "miss" and outcome.withheld is not None
+    assert outcome.withheld.withheld == "error_bound"
+    assert layer.tap(outcome) is not None  # judged even when nothing is to be written
+    layer.remember(outcome, _answer("Use the link."))
+    assert bound.estimate().correct == 1
+    for i in range(100):  # other entries' judgements, at a perfect score
+        bound.observe(tenant, f"entry {i}", 1.0, True)
+    outcome = await look(layer, layer.plan(_body("my password reset how"), {}, tenant))
     assert outcome.status == "hit-semantic"
+
+
+async def test_on_mode_audits_a_share_of_hits() -> None:
+    """An audited would-be hit is answered fresh and judged instead of served."""
+    bound = ErrorBound(0.05, audit_rate=0.5, random_source=lambda: 0.1)
+    layer = _layer("on", bound)
+    await _store(layer, "reset my password how", "Use the link.")
+    tenant = tenant_for({})
+    for i in range(100):
+        bound.observe(tenant, f"entry {i}", 1.0, True)
+    outcome = await look(layer, layer.plan(_body("how reset my password"), {}, tenant))
+    assert outcome.status == "miss" and outcome.withheld is not None
+    assert outcome.withheld.withheld == "audit"
+    layer.remember(outcome, _answer("Call support."))
+    assert bound.estimate().wrong == 1
+    # The wrong judgement holds this entry above the score it was judged at.
+    assert not bound.allows(tenant, "reset my password how", outcome.withheld.score)

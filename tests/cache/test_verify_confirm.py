@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import numpy as np
+import pytest
 
 from cache.types import CacheUnavailable, Vector
 from cache.verify import ACCEPT, Verdict
@@ -39,10 +40,12 @@ def _pending(*pairs: tuple[str, str]) -> Verdict:
 
 
 def test_alike_clauses_accept_and_unlike_keep_the_rejection() -> None:
-    """Every pending pair must reach the threshold; one unlike pair keeps the rejection."""
+    """Every pending pair must reach the threshold (the acceptance carries their lowest
+    similarity); one unlike pair keeps the rejection."""
     table = Table([["a", "b"], ["c"], ["d"]])
     clauses = ClauseEmbeddings(table.embed)
-    assert asyncio.run(confirm(_pending(("a", "b")), clauses, 0.8)) == ACCEPT
+    accepted = asyncio.run(confirm(_pending(("a", "b")), clauses, 0.8))
+    assert accepted.ok and accepted.clause_similarity == pytest.approx(1.0)
     mixed = _pending(("a", "b"), ("c", "d"))
     assert asyncio.run(confirm(mixed, clauses, 0.8)) == mixed
 
