@@ -84,6 +84,29 @@ def test_short_prompts_are_not_templated() -> None:
     assert judge("How do I reset my password?", "How can I reset my password?") is None
 
 
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (
+            "Run 7 asks for a short note that mentions bakery river subway mortgage glacier.",
+            "Run 7 asks for a short note that mentions museum river glacier desert printer.",
+        ),
+        (
+            "Write a haiku for my sister about autumn leaves, rain and an old bridge.",
+            "Write a haiku for my sister about summer beaches, sand and a lighthouse.",
+        ),
+        (
+            "Give me a packing list for a week in Norway with hiking and fishing.",
+            "Give me a packing list for a week in Norway with skiing and sauna visits.",
+        ),
+    ],
+)
+def test_a_short_frame_with_other_content_is_not_accepted_outright(a: str, b: str) -> None:
+    """A frame of 8+ shared words with other content in several places is judged by its
+    changed places (rejected, or left to the model), never accepted as a rewording."""
+    assert not verify(a, b).ok
+
+
 def test_another_question_in_one_template_is_not_accepted() -> None:
     """The issue's example: the shared template no longer makes two questions alike; only
     their own clauses, compared by the model, could (they score ~0.4, below the bar)."""
