@@ -39,7 +39,7 @@ class SemanticMatch:
     answer: CachedAnswer
     similarity: float
     candidate_text: str
-    score: float = 0.0
+    score: float
     withheld: str | None = None
 
 
