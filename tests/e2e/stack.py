@@ -11,6 +11,7 @@ import grpc
 
 from bench.harness.probes import free_port, http_ok, tcp_open
 from bench.harness.processes import ManagedProcess, ProcessGroup, ProcessSpec, python_module
+from bench.harness.redis_stack import redis_stack
 from standin.vllm.control import ControlClient
 
 READY_TIMEOUT_S = 90.0
@@ -73,6 +74,26 @@ def start_gateway(
     )
     process.wait_ready(lambda: http_ok(port, ready_path), READY_TIMEOUT_S, ready_path)
     return process, port
+
+
+@contextlib.contextmanager
+def semantic_gateway(log_dir: Path, env: Mapping[str, str] | None = None) -> Iterator[int]:
+    """A gateway with the semantic cache on over Redis Stack and one stand-in serving `sim`
+    (deadlines generous enough for a loaded CI machine); yields its port."""
+    with redis_stack() as server, ProcessGroup(log_dir) as group:
+        _, sim_port = start_sim(group)
+        _, port = start_gateway(
+            group,
+            f"sim=grpc://127.0.0.1:{sim_port}",
+            {
+                "GATEWAY_REDIS_URL": server.url,
+                "GATEWAY_SEMANTIC_CACHE": "on",
+                "GATEWAY_SEMANTIC_TIMEOUT_MS": "5000",
+                "GATEWAY_REDIS_TIMEOUT_MS": "2000",
+                **(env or {}),
+            },
+        )
+        yield port
 
 
 @contextlib.asynccontextmanager

@@ -10,29 +10,15 @@ from collections.abc import Iterator
 import aiohttp
 import pytest
 
-from bench.harness.processes import ProcessGroup
-from bench.harness.redis_stack import redis_stack
-from tests.e2e.stack import start_gateway, start_sim
+from tests.e2e.stack import semantic_gateway
 
 JUDGEMENTS = re.compile(r'^gateway_semantic_judgements_total\{outcome="(\w+)"\} (\S+)$', re.M)
 
 
 @pytest.fixture(scope="module")
 def gateway_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    log_dir = tmp_path_factory.mktemp("semantic-bound")
-    with redis_stack() as server, ProcessGroup(log_dir) as group:
-        _, sim_port = start_sim(group)
-        _, port = start_gateway(
-            group,
-            f"sim=grpc://127.0.0.1:{sim_port}",
-            {
-                "GATEWAY_REDIS_URL": server.url,
-                "GATEWAY_SEMANTIC_CACHE": "on",
-                "GATEWAY_SEMANTIC_MAX_ERROR_RATE": "0.01",
-                "GATEWAY_SEMANTIC_TIMEOUT_MS": "5000",
-                "GATEWAY_REDIS_TIMEOUT_MS": "2000",
-            },
-        )
+    bound = {"GATEWAY_SEMANTIC_MAX_ERROR_RATE": "0.01"}
+    with semantic_gateway(tmp_path_factory.mktemp("semantic-bound"), bound) as port:
         yield f"http://127.0.0.1:{port}"
 
 
