@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from bench.semantic_quality import Scored, evaluate
-from cache.error_bound import ErrorBound, wilson_upper
+from cache.error_bound import ErrorBound, match_score, wilson_upper
 from cache.semantic_defaults import DEFAULT_SIMILARITY_THRESHOLD
 
 DEFAULT_EVENTS = 20_000
@@ -28,10 +28,8 @@ DEFAULT_AUDIT_RATE = 0.05
 
 
 def bound_score(scored: Scored) -> float:
-    """What the gateway's error bound judges a match by (see `cache.semantic.SemanticMatch`)."""
-    if scored.slot_similarity is None:
-        return scored.similarity
-    return min(scored.similarity, scored.slot_similarity)
+    """What the gateway's error bound judges this pair's match by."""
+    return match_score(scored.similarity, scored.slot_similarity)
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,14 @@ NEVER = math.inf
 _POOL_REFRESH = 16  # recertify a tenant's pool every this many correct judgements
 
 
+def match_score(similarity: float, clause_similarity: float | None) -> float:
+    """What the bound judges a match by: its similarity, or its changed clauses' similarity
+    (prompts sharing a template) when lower."""
+    if clause_similarity is None:
+        return similarity
+    return min(similarity, clause_similarity)
+
+
 def wilson_upper(wrong: int, total: int, z: float = Z_95) -> float:
     """The Wilson score upper bound of a rate from `wrong` of `total`; 1.0 without data."""
     if total <= 0:

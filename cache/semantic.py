@@ -9,7 +9,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field, replace
 
 from cache.entry import CachedAnswer
-from cache.error_bound import ErrorBound
+from cache.error_bound import ErrorBound, match_score
 from cache.keys import SemanticQuery, embedded_text
 from cache.types import CacheUnavailable, Embedder, Vector, VectorHit, VectorIndex
 from cache.verify_confirm import ModelVerifier
@@ -118,9 +118,7 @@ class SemanticCache:
             if max_age is not None and answer.age(now) > max_age:
                 self.stats.rejected["age"] += 1
                 continue
-            score = hit.similarity
-            if verdict.clause_similarity is not None:
-                score = min(score, verdict.clause_similarity)
+            score = match_score(hit.similarity, verdict.clause_similarity)
             match = SemanticMatch(answer, hit.similarity, hit.text, score)
             if bound is not None:
                 if not bound.allows(tenant, hit.text, score):
