@@ -135,8 +135,15 @@ def _same_entities(a: Features, b: Features) -> bool:
 
 
 def _same_direction(a: Features, b: Features) -> bool:
-    """No pair reversed: "from Paris to London" vs "from London to Paris"."""
-    return not any((y, x, rel) in b.directed for x, y, rel in a.directed)
+    """No pair reversed: "from Paris to London" vs "from London to Paris".
+
+    A pair that one text holds both ways ("terms from 6 to 60 months ... 60 to 6 weeks" in a
+    shared template) says nothing about the other text's direction.
+    """
+    return not any(
+        (y, x, rel) in b.directed - a.directed and (x, y, rel) not in b.directed
+        for x, y, rel in a.directed
+    )
 
 
 def _filler(seq: Sequence[str], i: int) -> bool:

@@ -137,6 +137,23 @@ def poles_of(words: Sequence[str], word_set: frozenset[str]) -> frozenset[tuple[
     return frozenset(poles)
 
 
+def pole_phrases(words: Sequence[str]) -> dict[tuple[int, int], set[int]]:
+    """(antonym axis, pole) -> the indexes of the words of `words` that make a phrase
+    signalling it: "turn the alerts on" gives turn and on (not the words between)."""
+    found: dict[tuple[int, int], set[int]] = {}
+    if _PHRASE_TRIGGERS.isdisjoint(words):
+        return found
+    joined = " ".join(words)
+    for triggers, pattern, axis, pole in _PHRASES:
+        if triggers.isdisjoint(words):
+            continue
+        for match in pattern.finditer(joined):
+            first = joined.count(" ", 0, match.start())
+            last = first + match.group().count(" ")
+            found.setdefault((axis, pole), set()).update((first, last))
+    return found
+
+
 def _split_word(token: str) -> tuple[str, bool]:
     """The base of a token with an apostrophe, and whether it carried a negation."""
     left, _, right = token.replace("’", "'").partition("'")

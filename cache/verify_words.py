@@ -15,7 +15,7 @@ from itertools import pairwise
 
 from cache.slot import Words
 from cache.verify_abbrev import clipped_of, expands_to
-from cache.verify_features import poles_of, stem
+from cache.verify_features import pole_phrases, poles_of, stem
 from cache.verify_lexicon import IRREGULAR, PHRASES_OF, SYNONYMS
 from cache.verify_numbers import UNITS
 
@@ -112,9 +112,9 @@ def _phrases(words: Sequence[str]) -> dict[int, list[tuple[int, int]]]:
 
 
 def phrase_covered(own: Words, other: Words) -> set[str]:
-    """Words of `own` inside a phrase whose group ("every time" / "whenever") `other` also
-    has, or written as one word there ("back up" / "backup"), and words of `own` that
-    `other` writes as two."""
+    """Words of `own` inside a phrase whose group ("every time" / "whenever") or antonym pole
+    ("turn 2FA on" / "enable") `other` also has, or written as one word there ("back up" /
+    "backup"), and words of `own` that `other` writes as two."""
     theirs = _phrases(other.words)
     covered = {
         word for pair in pairwise(own.words) if _compounded(pair, other.words) for word in pair
@@ -123,6 +123,13 @@ def phrase_covered(own: Words, other: Words) -> set[str]:
         word
         for word in own.words
         if any(_compounded(pair, (word,)) for pair in pairwise(other.words))
+    }
+    other_poles = poles_of(other.words, frozenset(other.words))
+    covered |= {
+        own.words[i]
+        for pole, indexes in pole_phrases(own.words).items()
+        if pole in other_poles
+        for i in indexes
     }
     return covered | {
         own.words[i]

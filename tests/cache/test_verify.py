@@ -207,6 +207,14 @@ def test_swapped_direction_rejects(a: str, b: str) -> None:
     assert _reason(a, b) == "order"
 
 
+def test_a_pair_held_both_ways_is_no_reversal() -> None:
+    """A relation one text holds in both directions does not make a reversal of the other."""
+    both = "Convert a list to a string, or a string to a list."
+    assert _reason(both, "Convert a string to a list, or a list to a string!") != "order"
+    assert _reason(both, "Convert a string to a list.") != "order"
+    assert _reason("Convert a list to a string.", "Convert a string to a list.") == "order"
+
+
 @pytest.mark.parametrize(
     ("a", "b"),
     [

@@ -197,6 +197,17 @@ def test_abbreviation_in_a_slot_is_accepted() -> None:
     assert verify(_t("How do I enable 2FA?"), _t("How do I enable two-factor authentication?")).ok
 
 
+def test_a_particle_verb_is_the_word_of_its_pole() -> None:
+    """ "turn on" and "enable" say the same, with an initialism on one side; the words between
+    verb and particle still count, and "turn off" is still the other pole."""
+    turned = _t("How do I turn on 2FA for online banking?")
+    enabled = _t("How can I enable two-factor authentication for my online banking?")
+    assert verify(turned, enabled).ok
+    assert not verify(_t("How do I turn the alerts on?"), _t("How do I enable notifications?")).ok
+    off = verify(_t("How do I turn on alerts?"), _t("How do I turn off alerts?"))
+    assert off.reason == "antonym"
+
+
 def test_rewritten_slot_is_left_to_the_model() -> None:
     """A rewritten question is rejected until its clauses are compared by meaning."""
     query = "Do you price match other retailers"
