@@ -61,6 +61,22 @@ boots I've worn outside" / "Is it possible to send back boots that I already wor
 worn / wore) goes to the model at this stricter clause similarity: a swapped slot value in a
 long kept clause can embed above 0.9 (train half: such paraphrases scored 0.85-0.94, the one
 such different question 0.61)."""
+TRANSFORM_WORDS = frozenset(
+    "translate translates translated translating translation translator rewrite rewrites "
+    "rewriting rewritten rephrase rephrasing paraphrase paraphrasing reword rewording "
+    "proofread proofreading".split()
+)
+"""A template asking for one of these maps its slot's wording to the answer's wording: the
+translation of a reworded text is another translation, so the slot must stay word for word."""
+LANGUAGES = frozenset(
+    "english french german spanish italian portuguese dutch polish czech swedish norwegian "
+    "danish finnish greek turkish russian ukrainian arabic hebrew hindi bengali urdu chinese "
+    "mandarin cantonese japanese korean vietnamese thai indonesian malay tagalog filipino "
+    "romanian hungarian bulgarian croatian serbian slovak slovenian catalan swahili persian "
+    "farsi brazilian castilian language languages".split()
+)
+"""A changed place naming a language is a translation's target, not its text: judged as any
+other slot ("into Japanese" / "into the Japanese language")."""
 MIN_MOVE_WORDS = 6
 MAX_LEXICAL_WORDS = 24
 
@@ -91,6 +107,18 @@ def is_content(word: str) -> bool:
 def templated(alignment: Alignment) -> bool:
     """Whether two prompts share a template (then their slots decide, see `judge`)."""
     return alignment.shared >= MIN_TEMPLATE_WORDS and alignment.shared_ratio >= MIN_TEMPLATE_SHARE
+
+
+def _rewords_text(a: Words, b: Words, places: Sequence[SpanPair]) -> bool:
+    """A transforming template (translate, rewrite, ...) whose text slot changed at all."""
+    if TRANSFORM_WORDS.isdisjoint(a.words) or TRANSFORM_WORDS.isdisjoint(b.words):
+        return False
+    return any(
+        "".join(place.a_words) != "".join(place.b_words)  # "can't" is "cannot"
+        and LANGUAGES.isdisjoint(words_of(place.a).words)
+        and LANGUAGES.isdisjoint(words_of(place.b).words)
+        for place in places
+    )
 
 
 def _without_moves(a: Words, b: Words, regions: tuple[Region, ...]) -> tuple[Region, ...]:
@@ -209,6 +237,8 @@ def judge(query: str, candidate: str) -> SlotJudgement | None:
     if len(places) > MAX_PLACES:
         return SlotJudgement(ok=False, reason="slot")
     clauses = ("\n".join(p.a for p in places), "\n".join(p.b for p in places))
+    if len(places) <= MAX_SLOT_PLACES and _rewords_text(a, b, places):
+        return SlotJudgement(ok=False, reason="quoted", clauses=clauses)
     changes = _changes(places)
     if isinstance(changes, SlotJudgement):
         return replace(changes, clauses=clauses)

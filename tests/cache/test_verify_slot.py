@@ -22,6 +22,12 @@ RAG = (
     + "\n\nQuestion: {}"
 )
 
+TRANSLATE = (
+    "You are a professional translator for a travel company. Keep the tone, keep names and "
+    "numbers as they are, and do not add explanations. Translate the customer's message "
+    "below into {}.\n\nMessage: {}"
+)
+
 
 def _t(slot: str, template: str = TEMPLATE) -> str:
     return template.format(slot)
@@ -315,3 +321,30 @@ def test_twice_is_a_number() -> None:
         verify(_t("I was charged twice this month."), _t("I was charged once this month.")).reason
         == "number"
     )
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (
+            "Thanks so much for your help yesterday.",
+            "Thank you very much for helping me yesterday.",
+        ),
+        ("Can you check my booking?", "Could you check my booking?"),
+    ],
+)
+def test_a_reworded_text_to_translate_is_another_translation(a: str, b: str) -> None:
+    """A translating template's text slot must stay word for word: its wording is the answer's."""
+    assert verify(TRANSLATE.format("French", a), TRANSLATE.format("French", b)).reason == "quoted"
+
+
+def test_a_translations_target_language_is_judged_as_a_slot() -> None:
+    """The place naming the target language follows the usual slot rules; contractions and
+    whitespace in the text are no rewording."""
+    text = "I can't find my booking."
+    assert verify(TRANSLATE.format("Japanese", text), TRANSLATE.format("Japanese", text)).ok
+    spelled = TRANSLATE.format("Japanese", "I cannot find my booking.")
+    assert verify(TRANSLATE.format("Japanese", text), spelled).ok
+    language = TRANSLATE.format("the Japanese language", text)
+    assert verify(TRANSLATE.format("Japanese", text), language).ok
+    assert not verify(TRANSLATE.format("Japanese", text), TRANSLATE.format("Korean", text)).ok
