@@ -85,7 +85,7 @@ for _canonical, _spellings in {
     "am": "am a.m.",
     "pm": "pm p.m.",
     "ord": "st nd rd th",
-    "x": "x",
+    "x": "x times",
     "px": "px pixel pixels",
     "fps": "fps",
     "hz": "hz",
@@ -106,6 +106,7 @@ for _canonical, _spellings in {
 
 CURRENCY_SYMBOLS = {"$": "usd", "€": "eur", "£": "gbp", "¥": "jpy", "₹": "inr"}
 
+_MULTIPLES = frozenset({"twice", "thrice"})
 NUMBER_WORDS = frozenset(ONES) | frozenset(TENS) | frozenset(SCALES)
 NUMBER_VALUES = {**ONES, **TENS}
 
@@ -129,7 +130,9 @@ def number_words(words: list[str]) -> list[tuple[str, str]]:
     total = current = 0
     active = False
     for word in [*words, ""]:
-        if word in ONES or word in TENS:
+        if word in _MULTIPLES and not active:
+            found.append((str(ONES[word]), "x"))  # "twice" is "two times" is "2x"
+        elif word in ONES or word in TENS:
             current += ONES.get(word, 0) + TENS.get(word, 0)
             active = True
         elif word == "hundred":

@@ -36,7 +36,7 @@ from cache.verify_lexicon import (
     NEGATIONS,
     STOPWORDS,
 )
-from cache.verify_numbers import NUMBER_WORDS, is_quantity
+from cache.verify_numbers import NUMBER_WORDS, UNITS, is_quantity
 from cache.verify_words import interchangeable, opposite, phrase_covered
 
 MIN_TEMPLATE_WORDS = 8
@@ -75,8 +75,9 @@ LANGUAGES = frozenset(
     "romanian hungarian bulgarian croatian serbian slovak slovenian catalan swahili persian "
     "farsi brazilian castilian language languages".split()
 )
-"""A changed place naming a language is a translation's target, not its text: judged as any
-other slot ("into Japanese" / "into the Japanese language")."""
+"""A changed place naming a language or the task is the instruction, not the text: judged as
+any other slot ("into Japanese" / "into the Japanese language", "Rewrite this message
+formally" / "Make this message formal")."""
 MIN_MOVE_WORDS = 6
 MAX_LEXICAL_WORDS = 24
 
@@ -115,10 +116,14 @@ def _rewords_text(a: Words, b: Words, places: Sequence[SpanPair]) -> bool:
         return False
     return any(
         "".join(place.a_words) != "".join(place.b_words)  # "can't" is "cannot"
-        and LANGUAGES.isdisjoint(words_of(place.a).words)
-        and LANGUAGES.isdisjoint(words_of(place.b).words)
+        and not any(_instructs(words_of(clause).words) for clause in (place.a, place.b))
         for place in places
     )
+
+
+def _instructs(clause: Sequence[str]) -> bool:
+    """A clause of the instruction (naming the task or the target language), not the text."""
+    return not (TRANSFORM_WORDS.isdisjoint(clause) and LANGUAGES.isdisjoint(clause))
 
 
 def _without_moves(a: Words, b: Words, regions: tuple[Region, ...]) -> tuple[Region, ...]:
@@ -137,7 +142,11 @@ def _uncovered(changed: Sequence[str], own: Words, other: Words) -> list[str]:
     clause. Abbreviations count as counterparts both ways: "2FA" in one clause and "two factor
     authentication" in the other."""
     stems = {stem(w) for w in other.words}
-    content = [w for w in changed if is_content(w) and stem(w) not in stems]
+    content = [
+        w
+        for i, w in enumerate(changed)
+        if is_content(w) and stem(w) not in stems and not _counted(changed, i)
+    ]
     if len(content) > MAX_LEXICAL_WORDS:
         return content  # a rewritten passage: the lexical checks below would not rescue it
     expanded = phrase_covered(own, other)
@@ -152,6 +161,15 @@ def _uncovered(changed: Sequence[str], own: Words, other: Words) -> list[str]:
         and not (word in own.initialisms and expands_to(word, other.words) is not None)
         and not interchangeable((word,), other.words)
     ]
+
+
+def _counted(words: Sequence[str], i: int) -> bool:
+    """The unit of the number before it ("ten percent", "two times"): compared, with its
+    number, by the number check ("10%", "twice")."""
+    if i == 0 or words[i] not in UNITS:
+        return False
+    before = words[i - 1]
+    return before.isdigit() or before in NUMBER_WORDS or is_quantity(before)
 
 
 def _reworded(changed: Sequence[str], other: Words) -> int:

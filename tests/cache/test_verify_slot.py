@@ -315,6 +315,24 @@ def test_a_capitalized_word_after_a_template_tag_is_not_a_name() -> None:
     assert verify(query, other).reason == "entity"
 
 
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("Do I get a 10% discount?", "Do I get a ten percent discount?", True),
+        ("Is the fee $5?", "Is the fee five dollars?", True),
+        ("Was I charged twice?", "Was I charged two times?", True),
+        ("Is it 3x faster?", "Is it three times faster?", True),
+        ("Was I charged twice?", "Was I charged three times?", False),
+        ("Is the fee $5?", "Is the fee five euros?", False),
+    ],
+)
+def test_a_number_with_its_unit_spelled_out_is_the_same_quantity(
+    a: str, b: str, same: bool
+) -> None:
+    """A unit word after a number is compared with its number, not as a changed word."""
+    assert verify(_t(a), _t(b)).ok is same
+
+
 def test_twice_is_a_number() -> None:
     """ "Charged twice" is not "charged once": how many times is a quantity."""
     assert (
@@ -348,3 +366,14 @@ def test_a_translations_target_language_is_judged_as_a_slot() -> None:
     language = TRANSLATE.format("the Japanese language", text)
     assert verify(TRANSLATE.format("Japanese", text), language).ok
     assert not verify(TRANSLATE.format("Japanese", text), TRANSLATE.format("Korean", text)).ok
+
+
+def test_a_reworded_instruction_of_a_rewriting_template_is_judged_as_a_slot() -> None:
+    """A changed clause naming the task is the instruction: the usual rules judge it."""
+    template = (
+        "You are an editor for a travel company's customer team, and you keep names, dates "
+        "and prices exactly as written. {}\n\nMessage: we cant refund the deposit, sorry"
+    )
+    a = template.format("Rewrite the message below in a formal tone.")
+    b = template.format("Please rewrite the message below in a formal tone.")
+    assert verify(a, b).ok
