@@ -128,25 +128,31 @@ def table(streams: Mapping[str, Sequence[Scored]], rates: Sequence[float], seeds
 
 
 def held_out(
-    short: Sequence[Scored], templated: Sequence[Scored], holdout: Sequence[Scored]
+    short: Sequence[Scored],
+    templated: Sequence[Scored],
+    holdout: Sequence[Scored],
+    fresh: Sequence[Scored] = (),
 ) -> dict[str, list[Scored]]:
     """The streams reported: each set's held-out part, and all of them mixed."""
     short_test = [s for s in short if s.pair.half == "test"]
     templated_test = [s for s in templated if s.pair.half == "test"]
-    return {
+    streams = {
         "short (holdout)": short_test,
         "templated (test half)": templated_test,
         "templated (independent holdout)": list(holdout),
-        "all three mixed": [*short_test, *templated_test, *holdout],
     }
+    if fresh:
+        streams["templated (fresh)"] = list(fresh)
+    streams["all mixed"] = [s for stream in streams.values() for s in stream]
+    return streams
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=5)
     args = parser.parse_args(argv)
-    short, templated, holdout = asyncio.run(evaluate())
-    streams = held_out(short, templated, holdout)
+    sets = asyncio.run(evaluate())
+    streams = held_out(sets.short, sets.templated, sets.holdout, sets.fresh)
     print(
         f"{DEFAULT_EVENTS} lookups per stream and seed, {args.seeds} seeds, audit "
         f"{DEFAULT_AUDIT_RATE:.0%}, threshold {DEFAULT_SIMILARITY_THRESHOLD}:\n"

@@ -12,6 +12,10 @@
   written before the verifier was tuned and not tuned on: the same families plus customer
   support with order records, a formal rewrite and JSON-schema extraction, some templates longer
   than the model's 256 word pieces before the slot.
+- tests/data/semantic_templated_fresh.jsonl: a fourth set (split "fresh") over its own
+  templates (tests/data/semantic_fresh_templates.json), written by someone who had not seen the
+  verifier or the other sets, after the verifier was tuned: 13 families, new domains, heavier
+  rewording. Reported, never tuned on, its pairs not looked at one by one.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ TEMPLATED_PATH = DATA / "semantic_templated.jsonl"
 TEMPLATES_PATH = DATA / "semantic_templates.json"
 HOLDOUT_PATH = DATA / "semantic_templated_holdout.jsonl"
 HOLDOUT_TEMPLATES_PATH = DATA / "semantic_holdout_templates.json"
+FRESH_PATH = DATA / "semantic_templated_fresh.jsonl"
+FRESH_TEMPLATES_PATH = DATA / "semantic_fresh_templates.json"
 TRAIN_SPLITS = frozenset({"dev", "train"})
 
 
@@ -105,4 +111,9 @@ def load_templated(
 
 def load_holdout(path: Path = HOLDOUT_PATH, templates: Path = HOLDOUT_TEMPLATES_PATH) -> list[Pair]:
     """The independent templated holdout set (never tuned on), rendered."""
+    return load_templated(path, templates)
+
+
+def load_fresh(path: Path = FRESH_PATH, templates: Path = FRESH_TEMPLATES_PATH) -> list[Pair]:
+    """The fresh templated set (written after tuning, by someone else), rendered."""
     return load_templated(path, templates)
