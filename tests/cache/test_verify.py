@@ -290,3 +290,30 @@ def test_long_prompts_verify_quickly() -> None:
     body = " ".join(f"item{i % 97} and some filler text" for i in range(5_000))
     assert verify(body + " alpha", body + " beta").reason == "slot"
     assert verify(body + " delete", body + " remove").ok
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Can I cancel if I get a refund?", "Can I get a refund if I cancel?"),
+        ("Should I sell the car if I buy the house?", "Should I buy the house if I sell the car?"),
+        ("Ship the order and drop the invoice.", "Drop the order and ship the invoice."),
+    ],
+)
+def test_words_moved_to_other_clauses_reject(a: str, b: str) -> None:
+    """The same words paired differently across clauses changed roles: rejected as roles."""
+    assert _reason(a, b) == "roles"
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Can I get a refund if I cancel?", "If I cancel, can I get a refund?"),
+        ("Ship the order and drop the invoice.", "Drop the invoice and ship the order."),
+        ("There's a fee of 49.99 on my bill.", "There is a 49.99 fee on my bill."),
+        ("Post it as a tweet-length note.", "Post it in the length of a tweet, as a note."),
+    ],
+)
+def test_clauses_in_another_order_or_split_are_no_move(a: str, b: str) -> None:
+    """Whole clauses reordered, a clause split off, or a decimal point: the same roles."""
+    assert _reason(a, b) != "roles"

@@ -377,3 +377,15 @@ def test_a_reworded_instruction_of_a_rewriting_template_is_judged_as_a_slot() ->
     a = template.format("Rewrite the message below in a formal tone.")
     b = template.format("Please rewrite the message below in a formal tone.")
     assert verify(a, b).ok
+
+
+def test_a_slot_whose_words_changed_clauses_rejects() -> None:
+    """In a template's slot, a reordered clause is the same question, a moved word is not."""
+    refund = _t("Can I get a refund if I cancel?")
+    assert verify(refund, _t("If I cancel, can I get a refund?")).ok
+    assert not verify(refund, _t("Can I cancel if I get a refund?")).ok
+    sold = verify(
+        _t("Should I sell the car if I buy the tent?"),
+        _t("Should I buy the car if I sell the tent?"),
+    )
+    assert sold.reason in ("roles", "order")
