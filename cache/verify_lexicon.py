@@ -44,6 +44,7 @@ ANTONYM_AXES: tuple[tuple[str, ...], ...] = (
     ),
     ("include including inclusive", "exclude excluding exclusive"),
     ("import", "export"),
+    ("merge combine concatenate", "split separate divide"),
     ("upload", "download"),
     ("encrypt encryption encrypted", "decrypt decryption decrypted"),
     ("start begin launch", "stop end halt terminate kill"),

@@ -130,6 +130,7 @@ def test_negation_polarity_must_match(a: str, b: str) -> None:
         ("Why does it return true?", "Why does it return false?"),
         ("Is now the time to buy?", "Is now the time to sell?"),
         ("Open on Mondays?", "Open on Tuesdays?"),
+        ("How do I merge two PDFs?", "How do I split a PDF into two?"),
     ],
 )
 def test_antonyms_reject(a: str, b: str) -> None:
