@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING
 
 from budgets.timeline import Stage
+from cache.answer_agreement import same_text
 from cache.answer_tap import AnswerTap
 from cache.control import CacheControl
 from cache.entry import CachedAnswer
@@ -284,9 +285,10 @@ class CacheLayer:
             stats.shadow_disagreed += 1
 
     def _judge(self, match: SemanticMatch, truth: Completion, tenant: str) -> bool:
-        """Whether `match`'s answer is the fresh one; the error bound (if any) learns it."""
+        """Whether `match`'s answer is the fresh one (`cache.answer_agreement`); the error
+        bound (if any) learns it."""
         served = [c.text for c in match.answer.completion.choices]
-        agreed = served == [c.text for c in truth.choices]
+        agreed = same_text(served, [c.text for c in truth.choices])
         bound = self._semantic.error_bound if self._semantic is not None else None
         if bound is not None:
             bound.observe(tenant, match.candidate_text, match.score, agreed)
