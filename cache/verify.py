@@ -17,7 +17,6 @@ accepted candidate serves a wrong answer. `python -m bench.semantic_quality` mea
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +26,8 @@ from cache.verify_abbrev import expands_to
 from cache.verify_features import Features, extract, stem
 from cache.verify_lexicon import FILLER
 from cache.verify_numbers import NUMBER_VALUES, NUMBER_WORDS, UNITS, is_quantity
-from cache.verify_slot import is_content, judge, rearranged
+from cache.verify_roles import same_roles
+from cache.verify_slot import judge
 from cache.verify_words import interchangeable
 
 _MAX_DIFF_WORDS = 400
@@ -136,20 +136,6 @@ def _same_entities(a: Features, b: Features) -> bool:
     return all(_present(e, b) for e in a.entities) and all(_present(e, a) for e in b.entities)
 
 
-def _same_roles(a: Features, b: Features) -> bool:
-    """No content words moved to other clauses ("Can I cancel if I get a refund?" / "Can I
-    get a refund if I cancel?"); prompts sharing a template are judged per changed place."""
-    if _content_stems(a.lowered, a.words) != _content_stems(b.lowered, b.words):
-        return True  # other words: not a rearrangement of the same ones
-    return not rearranged(a.lowered, b.lowered)
-
-
-@functools.lru_cache(maxsize=4096)
-def _content_stems(text: str, words: frozenset[str]) -> frozenset[str]:
-    """The content stems of a text (`words`), cached by the text: stored prompts recur."""
-    return frozenset(stem(w) for w in words if is_content(w))
-
-
 def _same_direction(a: Features, b: Features) -> bool:
     """No pair reversed: "from Paris to London" vs "from London to Paris".
 
@@ -223,7 +209,7 @@ DEFAULT_CHECKS: tuple[Check, ...] = (
     Check("antonym", _no_opposite_poles),
     Check("entity", _same_entities),
     Check("order", _same_direction),
-    Check("roles", _same_roles),
+    Check("roles", same_roles),
     Check("slot", _no_swapped_slot),
     Check("length", _similar_length),
 )

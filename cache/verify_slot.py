@@ -25,21 +25,15 @@ templated prompts (a template's tags and quotes would confuse the whole-text che
 
 from __future__ import annotations
 
-import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from cache.slot import Alignment, Region, SpanPair, Words, align, spans, words_of
 from cache.verify_abbrev import expands_to
 from cache.verify_features import stem
-from cache.verify_lexicon import (
-    FILLER,
-    NEGATIONS,
-    STOPWORDS,
-)
 from cache.verify_numbers import NUMBER_WORDS, UNITS, is_quantity
-from cache.verify_words import interchangeable, opposite, phrase_covered
+from cache.verify_roles import rearranged, same_clauses
+from cache.verify_words import interchangeable, is_content, opposite, phrase_covered
 
 MIN_TEMPLATE_WORDS = 8
 """Two prompts share a template when at least this many words line up... (16 until a short
@@ -98,13 +92,6 @@ class SlotJudgement:
     clauses: tuple[str, str] = ("", "")
     """Every changed place in context, joined (query side, candidate side): where the fact
     checks that the shared template would confuse (entities, quoted text, direction) look."""
-
-
-def is_content(word: str) -> bool:
-    """A word that carries meaning of its own (numbers and negations are compared elsewhere)."""
-    if word in STOPWORDS or word in FILLER or word in NUMBER_WORDS or word in NEGATIONS:
-        return False
-    return not (word.isdigit() or is_quantity(word))
 
 
 def templated(alignment: Alignment) -> bool:
@@ -200,7 +187,7 @@ def _changes(places: list[SpanPair]) -> list[_Change] | SlotJudgement:
         clause_a, clause_b = words_of(place.a), words_of(place.b)
         if opposite(clause_a.words, clause_b.words):
             return SlotJudgement(ok=False, reason="antonym")
-        if _transposed(place.a_words, place.b_words) and not _same_clauses(place.a, place.b):
+        if _transposed(place.a_words, place.b_words) and not same_clauses(place.a, place.b):
             return SlotJudgement(ok=False, reason="order")
         if rearranged(place.a, place.b):
             return SlotJudgement(ok=False, reason="roles")
@@ -228,49 +215,6 @@ def _transposed(a: Sequence[str], b: Sequence[str]) -> bool:
     # (Traditional)"); words apart trade roles.
     first, second = a.index(ca[moved[0]]), a.index(ca[moved[1]])
     return abs(second - first) > 1
-
-
-_SUBORDINATORS = frozenset(
-    "if when whenever because before after unless while since although though once until".split()
-)
-_CLAUSE_CUT = re.compile(
-    r"[,;:.!?]+(?=\s|$)|\n|\b(?=(?:and|but|or|then|" + "|".join(sorted(_SUBORDINATORS)) + r")\b)",
-    re.IGNORECASE,
-)
-
-
-def _clauses(text: str) -> list[set[str]]:
-    """The text's clauses, each as its content stems and its subordinator ("if", "when")."""
-    clauses = []
-    for piece in _CLAUSE_CUT.split(text):
-        words = words_of(piece).words
-        clause = {stem(w) for w in words if is_content(w)}
-        if clause:
-            clauses.append(clause | ({words[0]} if words[0] in _SUBORDINATORS else set()))
-    return clauses
-
-
-def _together(clauses: list[set[str]]) -> set[frozenset[str]]:
-    return {frozenset((x, y)) for clause in clauses for x in clause for y in clause if x != y}
-
-
-def _content(text: str) -> Counter[str]:
-    return Counter(stem(w) for w in words_of(text).words if is_content(w))
-
-
-def _same_clauses(a: str, b: str) -> bool:
-    """No word left its clause for another: "Can I get a refund if I cancel?" / "If I cancel,
-    can I get a refund?" (a clause split off or merged is no move)."""
-    pairs_a, pairs_b = _together(_clauses(a)), _together(_clauses(b))
-    return not (pairs_a - pairs_b and pairs_b - pairs_a)
-
-
-def rearranged(a: str, b: str) -> bool:
-    """The same content words in other clauses, each text pairing words the other keeps apart:
-    "Can I cancel if I get a refund?" / "Can I get a refund if I cancel?", "ship X and drop Y"
-    / "drop X and ship Y" (their roles changed, which a bag of words, or an embedding, does
-    not see)."""
-    return _content(a) == _content(b) and not _same_clauses(a, b)
 
 
 def _few_swapped(change: _Change) -> bool:

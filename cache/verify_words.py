@@ -16,8 +16,8 @@ from itertools import pairwise
 from cache.slot import Words
 from cache.verify_abbrev import clipped_of, expands_to
 from cache.verify_features import pole_phrases, poles_of, stem
-from cache.verify_lexicon import IRREGULAR, PHRASES_OF, SYNONYMS
-from cache.verify_numbers import UNITS
+from cache.verify_lexicon import FILLER, IRREGULAR, NEGATIONS, PHRASES_OF, STOPWORDS, SYNONYMS
+from cache.verify_numbers import NUMBER_WORDS, UNITS, is_quantity
 
 _NONE: frozenset[int] = frozenset()
 
@@ -50,6 +50,13 @@ def interchangeable(left: Sequence[str], right: Sequence[str]) -> bool:
     if len(right) == 1 and expands_to(right[0], left) == (0, len(left)):
         return True
     return not poles_of(left, frozenset(left)).isdisjoint(poles_of(right, frozenset(right)))
+
+
+def is_content(word: str) -> bool:
+    """A word that carries meaning of its own (numbers and negations are compared elsewhere)."""
+    if word in STOPWORDS or word in FILLER or word in NUMBER_WORDS or word in NEGATIONS:
+        return False
+    return not (word.isdigit() or is_quantity(word))
 
 
 _SUFFIXES = frozenset(
