@@ -248,27 +248,21 @@ def report(
             + (f"**{slot:.2f}**" if slot is not None else "none")
             + f" (the default stays at {SLOT_SIMILARITY:.2f}, a margin: see "
             "`cache.verify_confirm.SLOT_SIMILARITY`)",
-            *(
-                [
-                    f"## Templated holdout ({len(holdout)}), by family",
-                    "An independent set over other templates, written before tuning and not "
-                    "tuned on (tests/data/semantic_templated_holdout.jsonl); its pairs were "
-                    "looked at once, after tuning (see its non-regression test).",
-                    family_table(holdout, halves=("test",)).replace("test:", "holdout:"),
-                ]
-                if holdout
-                else []
+            *_section(
+                "Templated holdout",
+                holdout,
+                "holdout",
+                "An independent set over other templates, written before tuning and not tuned "
+                "on (tests/data/semantic_templated_holdout.jsonl); its misses were looked at "
+                "twice, after tuning (see its non-regression test).",
             ),
-            *(
-                [
-                    f"## Templated fresh set ({len(fresh)}), by family",
-                    "Written after tuning by someone who had seen neither the verifier nor the "
-                    "other sets (tests/data/semantic_templated_fresh.jsonl): new domains, "
-                    "heavier rewording. Never tuned on.",
-                    family_table(fresh, halves=("test",)).replace("test:", "fresh:"),
-                ]
-                if fresh
-                else []
+            *_section(
+                "Templated fresh set",
+                fresh,
+                "fresh",
+                "Written after tuning by someone who had seen neither the verifier nor the "
+                "other sets (tests/data/semantic_templated_fresh.jsonl): new domains, heavier "
+                "rewording. Never tuned on.",
             ),
         ]
     )
@@ -282,6 +276,14 @@ class Evaluation:
     templated: list[Scored]
     holdout: list[Scored]
     fresh: list[Scored]
+
+
+def _section(title: str, scored: Sequence[Scored], label: str, about: str) -> list[str]:
+    """A held-out set's report by family (nothing when the set is empty)."""
+    if not scored:
+        return []
+    table = family_table(scored, halves=("test",)).replace("test:", f"{label}:")
+    return [f"## {title} ({len(scored)}), by family", about, table]
 
 
 async def evaluate() -> Evaluation:
