@@ -132,8 +132,23 @@ def _present(entity: str, other: Features) -> bool:
 
 
 def _same_entities(a: Features, b: Features) -> bool:
-    """Names, acronyms, identifiers, URLs, versions of each text appear in the other."""
-    return all(_present(e, b) for e in a.entities) and all(_present(e, a) for e in b.entities)
+    """Names, acronyms, identifiers, URLs, versions of each text appear in the other, or
+    spell out one of its initialisms ("New York City" / "NYC")."""
+    return _entities_found(a, a, b) and _entities_found(b, b, a)
+
+
+def _entities_found(place: Features, own: Features, other: Features) -> bool:
+    """Every entity of `place` (a text, or a changed place of the text `own`) is in `other`,
+    or is a word of an initialism of `other` spelled out in `place`."""
+    missing = [e for e in place.entities if not _present(e, other)]
+    if not missing:
+        return True
+    spelled: set[str] = set()
+    for short in other.entities - own.entities:
+        span = expands_to(short, place.seq)
+        if span is not None:
+            spelled.update(place.seq[span[0] : span[1]])
+    return all(e in spelled for e in missing)
 
 
 def _same_direction(a: Features, b: Features) -> bool:
@@ -227,7 +242,7 @@ _CLAUSE_CHECKS = frozenset({"quoted", "entity"})
 def _clause_agrees(check: Check, a: Features, b: Features, ca: Features, cb: Features) -> bool:
     """`check` on the changed places `ca`, `cb` of templated prompts `a`, `b`."""
     if check.name == "entity":
-        return all(_present(e, b) for e in ca.entities) and all(_present(e, a) for e in cb.entities)
+        return _entities_found(ca, a, b) and _entities_found(cb, b, a)
     return check.agrees(ca, cb)
 
 

@@ -250,7 +250,7 @@ FILLER = frozenset(
     "command syntax method process explain tell know want need possible able help concept "
     "kind type something anything thing things stuff really actually basically literally quite "
     "whenever allowed okay ok permitted required require requires necessary still already "
-    "currently language".split()
+    "currently language offer offers offered provide provides provided".split()
 )
 
 # Groups of interchangeable phrases, for the slot check: the changed words of one phrase are

@@ -318,3 +318,18 @@ def test_words_moved_to_other_clauses_reject(a: str, b: str) -> None:
 def test_clauses_in_another_order_or_split_are_no_move(a: str, b: str) -> None:
     """Whole clauses reordered, a clause split off, or a decimal point: the same roles."""
     assert _reason(a, b) != "roles"
+
+
+def test_a_name_spelled_out_is_its_initialism() -> None:
+    """ "New York City" is "NYC" and "pull request" is "PR"; another name is still another."""
+    nyc = "What's the weather in NYC tomorrow?"
+    assert verify(nyc, "What's the weather in New York City tomorrow?").ok
+    assert _reason(nyc, "What's the weather in New Jersey tomorrow?") == "entity"
+    assert verify("Open a PR on GitHub.", "Open a pull request on GitHub.").ok
+    assert _reason("Open a PR on GitHub.", "Open a pull request on GitLab.") == "entity"
+
+
+def test_offering_is_filler() -> None:
+    """ "Do you offer X" asks whether there is X: "offer" adds nothing; X still decides."""
+    assert verify("Do you ship internationally?", "Do you offer international shipping?").ok
+    assert not verify("Do you offer gift cards?", "Do you offer gift wrapping?").ok

@@ -389,3 +389,10 @@ def test_a_slot_whose_words_changed_clauses_rejects() -> None:
         _t("Should I buy the car if I sell the tent?"),
     )
     assert sold.reason in ("roles", "order")
+
+
+def test_an_initialism_spelled_out_in_a_slot_is_the_same_name() -> None:
+    """In a template's slot too, "NYC" is "New York City" and not "New Jersey"."""
+    nyc = _t("Do you ship to NYC?")
+    assert verify(nyc, _t("Do you ship to New York City?")).ok
+    assert verify(nyc, _t("Do you ship to New Jersey?")).reason == "entity"
