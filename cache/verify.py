@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
 from cache.verify_abbrev import expands_to
-from cache.verify_features import Features, extract, stem
+from cache.verify_entities import entities_found, same_entities
+from cache.verify_features import Features, extract
 from cache.verify_lexicon import FILLER
 from cache.verify_numbers import NUMBER_VALUES, NUMBER_WORDS, UNITS, is_quantity
 from cache.verify_roles import same_roles
@@ -123,34 +124,6 @@ def _no_opposite_poles(a: Features, b: Features) -> bool:
     )
 
 
-def _present(entity: str, other: Features) -> bool:
-    if entity in other.entities or entity in other.words or stem(entity) in other.stems:
-        return True
-    if expands_to(entity, other.seq) is not None:
-        return True  # 2FA / two-factor authentication
-    return not entity.isalnum() and entity in other.lowered
-
-
-def _same_entities(a: Features, b: Features) -> bool:
-    """Names, acronyms, identifiers, URLs, versions of each text appear in the other, or
-    spell out one of its initialisms ("New York City" / "NYC")."""
-    return _entities_found(a, a, b) and _entities_found(b, b, a)
-
-
-def _entities_found(place: Features, own: Features, other: Features) -> bool:
-    """Every entity of `place` (a text, or a changed place of the text `own`) is in `other`,
-    or is a word of an initialism of `other` spelled out in `place`."""
-    missing = [e for e in place.entities if not _present(e, other)]
-    if not missing:
-        return True
-    spelled: set[str] = set()
-    for short in other.entities - own.entities:
-        span = expands_to(short, place.seq)
-        if span is not None:
-            spelled.update(place.seq[span[0] : span[1]])
-    return all(e in spelled for e in missing)
-
-
 def _same_direction(a: Features, b: Features) -> bool:
     """No pair reversed: "from Paris to London" vs "from London to Paris".
 
@@ -222,7 +195,7 @@ DEFAULT_CHECKS: tuple[Check, ...] = (
     Check("number", _same_numbers),
     Check("negation", _same_negations),
     Check("antonym", _no_opposite_poles),
-    Check("entity", _same_entities),
+    Check("entity", same_entities),
     Check("order", _same_direction),
     Check("roles", same_roles),
     Check("slot", _no_swapped_slot),
@@ -242,7 +215,7 @@ _CLAUSE_CHECKS = frozenset({"quoted", "entity"})
 def _clause_agrees(check: Check, a: Features, b: Features, ca: Features, cb: Features) -> bool:
     """`check` on the changed places `ca`, `cb` of templated prompts `a`, `b`."""
     if check.name == "entity":
-        return _entities_found(ca, a, b) and _entities_found(cb, b, a)
+        return entities_found(ca, a, b) and entities_found(cb, b, a)
     return check.agrees(ca, cb)
 
 
