@@ -396,3 +396,16 @@ def test_an_initialism_spelled_out_in_a_slot_is_the_same_name() -> None:
     nyc = _t("Do you ship to NYC?")
     assert verify(nyc, _t("Do you ship to New York City?")).ok
     assert verify(nyc, _t("Do you ship to New Jersey?")).reason == "entity"
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Can I work remotely on Fridays?", "Am I allowed to work from home on Fridays?"),
+        ("How long is the probation period?", "What is the length of the probation period?"),
+        ("How do I enroll in the pension plan?", "How do I sign up for the pension plan?"),
+    ],
+)
+def test_common_phrases_are_the_same_words(a: str, b: str) -> None:
+    """ "remotely" / "from home", "how long" / "length", "enroll" / "sign up"."""
+    assert verify(_t(a), _t(b)).ok
