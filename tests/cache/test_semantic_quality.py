@@ -155,7 +155,7 @@ def test_templated_test_half_does_not_regress(templated: list[Scored]) -> None:
 
 
 def test_templated_holdout_does_not_regress(holdout: list[Scored]) -> None:
-    """The independent holdout stays at least as good as measured: 42.5% hits, no false hit
+    """The independent holdout stays at least as good as measured: 43.8% hits, no false hit
     (0 of 111). Before the verifier was tuned: 35.6% and 1.8%; after tuning, before anyone
     looked at its pairs: 38.4% and 1.8% (2 of 111: two words trading places). The order,
     quoted-slot, entity and "twice" rules came after that look, and the direction and
@@ -163,7 +163,7 @@ def test_templated_holdout_does_not_regress(holdout: list[Scored]) -> None:
     measured = rates(holdout, DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\ntemplated holdout: {measured}")
     assert measured.false_hit_verified <= MAX_FALSE_HIT
-    assert measured.hit_verified >= 0.41
+    assert measured.hit_verified >= 0.43
 
 
 def test_templated_fresh_set_does_not_regress(fresh: list[Scored]) -> None:
@@ -178,7 +178,7 @@ def test_templated_fresh_set_does_not_regress(fresh: list[Scored]) -> None:
 @pytest.mark.xfail(
     strict=True,
     reason="issue #12 targets not met on templated prompts: test half 58% hits / 1.9% false "
-    "hits, independent holdout 42% / 0%, fresh set 16% / 0% (targets >= 60% and <= 1%)",
+    "hits, independent holdout 44% / 0%, fresh set 16% / 0% (targets >= 60% and <= 1%)",
 )
 def test_templated_test_half_and_holdout_meet_the_targets(
     templated: list[Scored], holdout: list[Scored], fresh: list[Scored]
