@@ -290,7 +290,8 @@ def extract(text: str) -> Features:
     word_set = frozenset(words)
     poles = poles_of(words, word_set)
     lowered = text.casefold()
-    numbers = number_words(words) if not NUMBER_WORDS.isdisjoint(word_set) else []
+    spelled = not NUMBER_WORDS.isdisjoint(word_set) or "one" in word_set
+    numbers = number_words(words) if spelled else []
     if _DIGIT.search(text):
         normalized = lowered.replace("a.m.", "am").replace("p.m.", "pm")
         numbers += canonical_numbers(normalized.replace("per cent", "percent"))

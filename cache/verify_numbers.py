@@ -107,7 +107,23 @@ for _canonical, _spellings in {
 CURRENCY_SYMBOLS = {"$": "usd", "€": "eur", "£": "gbp", "¥": "jpy", "₹": "inr"}
 
 _MULTIPLES = frozenset({"twice", "thrice"})
-NUMBER_WORDS = frozenset(ONES) | frozenset(TENS) | frozenset(SCALES)
+ORDINALS = {
+    "third": 3,
+    "fourth": 4,
+    "fifth": 5,
+    "sixth": 6,
+    "seventh": 7,
+    "eighth": 8,
+    "ninth": 9,
+    "tenth": 10,
+    "eleventh": 11,
+    "twelfth": 12,
+    "twentieth": 20,
+    "thirtieth": 30,
+}
+"""Spelled-out ordinals ("the third week" / "the 3rd week"); "first" and "second" are left
+out: "first, log in", "wait a second" are rarely positions."""
+NUMBER_WORDS = frozenset(ONES) | frozenset(TENS) | frozenset(SCALES) | frozenset(ORDINALS)
 NUMBER_VALUES = {**ONES, **TENS}
 
 _NUMBER = re.compile(
@@ -129,9 +145,16 @@ def number_words(words: list[str]) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     total = current = 0
     active = False
-    for word in [*words, ""]:
+    padded = [*words, ""]
+    for i, word in enumerate(padded):
         if word in _MULTIPLES and not active:
             found.append((str(ONES[word]), "x"))  # "twice" is "two times" is "2x"
+        elif word in ORDINALS:
+            found.append((str(total + current + ORDINALS[word]), "ord"))  # "twenty fifth"
+            total = current = 0
+            active = False
+        elif word == "one" and (active or padded[i + 1] in UNITS):
+            current, active = current + 1, True  # "twenty one", "one hour" (not "which one")
         elif word in ONES or word in TENS:
             current += ONES.get(word, 0) + TENS.get(word, 0)
             active = True
@@ -157,6 +180,8 @@ def canonical_numbers(text: str) -> list[tuple[str, str]]:
         if unit and not canonical_unit and not gap:
             continue
         canonical_unit = CURRENCY_SYMBOLS.get(match["cur"] or "", canonical_unit)
+        if canonical_unit == "k" and "," not in num and num.count(".") <= 1:
+            num, canonical_unit = _thousands(num), ""  # "10k" is 10,000
         if _THOUSANDS.fullmatch(num):
             num = num.replace(",", "")
         for part in num.split(","):
@@ -165,3 +190,12 @@ def canonical_numbers(text: str) -> list[tuple[str, str]]:
                 part = (whole.lstrip("0") or "0") + dot + frac
             found.append(("-" + part if match["sign"] else part, canonical_unit))
     return found
+
+
+def _thousands(num: str) -> str:
+    """`num` (digits, perhaps one decimal point) times 1,000, written as digits."""
+    whole, _, frac = num.partition(".")
+    frac = (frac + "000")[:3] + frac[3:]
+    digits = (whole + frac[:3]).lstrip("0") or "0"
+    rest = frac[3:].rstrip("0")
+    return f"{digits}.{rest}" if rest else digits

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from itertools import pairwise
 
 from cache.slot import Alignment, Region, SpanPair, Words, align, spans, words_of
 from cache.verify_abbrev import expands_to
@@ -131,11 +132,8 @@ def _uncovered(changed: Sequence[str], own: Words, other: Words) -> list[str]:
     clause. Abbreviations count as counterparts both ways: "2FA" in one clause and "two factor
     authentication" in the other."""
     stems = {stem(w) for w in other.words}
-    content = [
-        w
-        for i, w in enumerate(changed)
-        if is_content(w) and stem(w) not in stems and not _counted(changed, i)
-    ]
+    units = _counted(own.words)
+    content = [w for w in changed if is_content(w) and stem(w) not in stems and w not in units]
     if len(content) > MAX_LEXICAL_WORDS:
         return content  # a rewritten passage: the lexical checks below would not rescue it
     expanded = phrase_covered(own, other)
@@ -152,13 +150,16 @@ def _uncovered(changed: Sequence[str], own: Words, other: Words) -> list[str]:
     ]
 
 
-def _counted(words: Sequence[str], i: int) -> bool:
-    """The unit of the number before it ("ten percent", "two times"): compared, with its
-    number, by the number check ("10%", "twice")."""
-    if i == 0 or words[i] not in UNITS:
-        return False
-    before = words[i - 1]
-    return before.isdigit() or before in NUMBER_WORDS or is_quantity(before)
+def _counted(words: Sequence[str]) -> set[str]:
+    """The units of the clause that follow a number ("ten percent", "1,200 dollars", "two
+    times"): compared, with their number, by the number check ("10%", "$1,200", "twice")."""
+    counted = set()
+    for before, unit in pairwise(words):
+        if unit in UNITS and before == "one":
+            counted |= {before, unit}  # "one hour" is "1 hr" (a lone "one" is a pronoun)
+        elif unit in UNITS and (before.isdigit() or before in NUMBER_WORDS or is_quantity(before)):
+            counted.add(unit)
+    return counted
 
 
 def _reworded(changed: Sequence[str], other: Words) -> int:

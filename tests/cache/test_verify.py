@@ -333,3 +333,21 @@ def test_offering_is_filler() -> None:
     """ "Do you offer X" asks whether there is X: "offer" adds nothing; X still decides."""
     assert verify("Do you ship internationally?", "Do you offer international shipping?").ok
     assert not verify("Do you offer gift cards?", "Do you offer gift wrapping?").ok
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("Is the budget 10k?", "Is the budget 10,000?", True),
+        ("Does it take 1 hr?", "Does it take one hour?", True),
+        ("Is it in the 3rd week?", "Is it in the third week?", True),
+        ("Is it on the twenty fifth?", "Is it on the 25th?", True),
+        ("Do I get twenty one days?", "Do I get 21 days?", True),
+        ("Is it in the 3rd week?", "Is it in the fourth week?", False),
+        ("Does it take one hour?", "Does it take two hours?", False),
+        ("Can I get 10k miles?", "Can I get 100,000 miles?", False),
+    ],
+)
+def test_numbers_written_other_ways_are_the_same_quantity(a: str, b: str, same: bool) -> None:
+    """Thousands as "k", "one" before a unit, spelled-out ordinals and compounds."""
+    assert (verify(a, b).reason != "number") is same
