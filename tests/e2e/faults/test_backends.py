@@ -118,9 +118,15 @@ async def _control_answers(sim: ControlClient) -> None:
 async def _streams_on_both(
     session: aiohttp.ClientSession, stack: FaultStack, sims: list[ControlClient], tag: str
 ) -> tuple[list[asyncio.Task[Result]], list[list[str]], int]:
-    """Six streams of about 2 s (`LONG_BUDGET_MS` each), each past its first event; the ids
-    live on each stand-in, and the victim: the first stand-in holding some (routing may
-    favour one replica)."""
+    """Six streams of about 2 s (`LONG_BUDGET_MS` each), started once both replicas are in
+    rotation, each past its first event; the ids live on each stand-in, and the victim: the
+    first stand-in holding some (routing may favour one replica)."""
+    # Both replicas in rotation first: one ejected by the test before (and still backing
+    # off) would take no stream, and then killing the other leaves no replica at all.
+    async with asyncio.timeout(RECOVERY_TIMEOUT_S):
+        for proxy in stack.replicas:
+            while not await _healthy(session, stack.url, proxy.port):  # noqa: ASYNC110
+                await asyncio.sleep(0.1)
     for sim in sims:
         await sim.configure(itl_ms=20, output_tokens=100)
     firsts = [asyncio.Event() for _ in range(6)]
