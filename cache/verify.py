@@ -26,7 +26,7 @@ from cache.verify_abbrev import expands_to
 from cache.verify_entities import entities_found, same_entities
 from cache.verify_features import Features, extract
 from cache.verify_lexicon import FILLER
-from cache.verify_numbers import NUMBER_VALUES, NUMBER_WORDS, UNITS, is_quantity
+from cache.verify_numbers import NUMBER_VALUES, NUMBER_WORDS, counts, is_quantity
 from cache.verify_roles import same_roles
 from cache.verify_slot import judge
 from cache.verify_words import interchangeable
@@ -141,7 +141,7 @@ def _filler(seq: Sequence[str], i: int) -> bool:
     word = seq[i]
     if word in FILLER or word.isdigit() or word in NUMBER_WORDS:
         return True
-    if word in UNITS and i > 0 and seq[i - 1].isdigit():
+    if i > 0 and counts(seq[i - 1], word):
         return True
     return is_quantity(word)
 

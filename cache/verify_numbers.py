@@ -140,6 +140,14 @@ def is_quantity(word: str) -> bool:
     return glued is not None and glued.group(1) in UNITS
 
 
+def counts(before: str, word: str) -> bool:
+    """`word` is the unit of the number `before` ("10 percent", "ten percent", "one hour"):
+    compared, with its number, by the number check."""
+    if word not in UNITS:
+        return False
+    return before.isdigit() or before in NUMBER_WORDS or before == "one" or is_quantity(before)
+
+
 def number_words(words: list[str]) -> list[tuple[str, str]]:
     """Spelled-out quantities ("thirty", "twenty five", "two hundred") and the unit after them."""
     found: list[tuple[str, str]] = []

@@ -40,8 +40,10 @@ def _together(clauses: list[set[str]]) -> set[frozenset[str]]:
     return {frozenset((x, y)) for clause in clauses for x in clause for y in clause if x != y}
 
 
-def _content(text: str) -> Counter[str]:
-    return Counter(stem(w) for w in words_of(text).words if is_content(w))
+@functools.lru_cache(maxsize=4096)
+def _content(text: str) -> frozenset[tuple[str, int]]:
+    """The text's content stems with their counts (cached: stored prompts recur)."""
+    return frozenset(Counter(stem(w) for w in words_of(text).words if is_content(w)).items())
 
 
 def same_clauses(a: str, b: str) -> bool:
@@ -57,7 +59,7 @@ def rearranged(a: str, b: str) -> bool:
     / "drop X and ship Y" (their roles changed, which a bag of words, or an embedding, does
     not see)."""
     content = _content(a)
-    if sum(content.values()) > MAX_ROLE_WORDS or content != _content(b):
+    if content != _content(b) or sum(n for _, n in content) > MAX_ROLE_WORDS:
         return False
     return not same_clauses(a, b)
 
@@ -65,12 +67,4 @@ def rearranged(a: str, b: str) -> bool:
 def same_roles(a: Features, b: Features) -> bool:
     """No content words moved to other clauses ("Can I cancel if I get a refund?" / "Can I
     get a refund if I cancel?"); prompts sharing a template are judged per changed place."""
-    if _content_stems(a.lowered, a.words) != _content_stems(b.lowered, b.words):
-        return True  # other words: not a rearrangement of the same ones
     return not rearranged(a.lowered, b.lowered)
-
-
-@functools.lru_cache(maxsize=4096)
-def _content_stems(text: str, words: frozenset[str]) -> frozenset[str]:
-    """The content stems of a text (`words`), cached by the text: stored prompts recur."""
-    return frozenset(stem(w) for w in words if is_content(w))

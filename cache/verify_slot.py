@@ -32,7 +32,7 @@ from itertools import pairwise
 from cache.slot import Alignment, Region, SpanPair, Words, align, spans, words_of
 from cache.verify_abbrev import expands_to
 from cache.verify_features import stem
-from cache.verify_numbers import NUMBER_WORDS, UNITS, is_quantity
+from cache.verify_numbers import counts
 from cache.verify_roles import rearranged, same_clauses
 from cache.verify_words import interchangeable, is_content, opposite, phrase_covered
 
@@ -151,14 +151,12 @@ def _uncovered(changed: Sequence[str], own: Words, other: Words) -> list[str]:
 
 
 def _counted(words: Sequence[str]) -> set[str]:
-    """The units of the clause that follow a number ("ten percent", "1,200 dollars", "two
-    times"): compared, with their number, by the number check ("10%", "$1,200", "twice")."""
+    """The units of the clause that follow a number, and a "one" before a unit ("ten
+    percent", "1,200 dollars", "one hour"): the number check compares them ("10%", "1 hr")."""
     counted = set()
     for before, unit in pairwise(words):
-        if unit in UNITS and before == "one":
-            counted |= {before, unit}  # "one hour" is "1 hr" (a lone "one" is a pronoun)
-        elif unit in UNITS and (before.isdigit() or before in NUMBER_WORDS or is_quantity(before)):
-            counted.add(unit)
+        if counts(before, unit):
+            counted |= {before, unit} if before == "one" else {unit}
     return counted
 
 
