@@ -148,11 +148,11 @@ class Fleet:
         n = len(candidates)
         service = self._service_times(candidates, demand, budget)
         if prefix is not None:
-            weight = self._prefix_weight
+            weight, now = self._prefix_weight, self._clock()
             return min(
                 candidates,
                 key=lambda r: (
-                    r.load_score() - weight * prefix.cached_share(r.prefix),
+                    r.load_score() - weight * prefix.cached_share(r.prefix, now),
                     r.admission.predicted_wait(priority) + service[r],
                     (candidates.index(r) - turn) % n,
                 ),
@@ -224,8 +224,11 @@ class Fleet:
         """Poll the replica's health, and follow its KV events when routing by prefix."""
         tasks = [asyncio.create_task(self._poll(replica))]
         if self._prefix_weight > 0 and isinstance(replica.backend, PrefixSource):
-            events = replica.backend.kv_events
-            tasks.append(asyncio.create_task(follow(replica.prefix, events, replica.url)))
+            backend = replica.backend
+            following = follow(
+                replica.prefix, backend.kv_events, replica.url, block_size=backend.block_size
+            )
+            tasks.append(asyncio.create_task(following))
         self._pollers[replica] = tasks
 
     async def add(self, replica: Replica) -> None:
@@ -275,7 +278,7 @@ class Fleet:
         if self._prefix_weight <= 0:
             return None
         replicas = self.replicas(request.body.model)
-        sizes = {r.prefix.block_size for r in replicas if r.prefix.live and r.prefix.block_size}
+        sizes = {r.prefix.block_size for r in replicas if r.prefix.ready}
         if not sizes:
             return None
         source = next(
@@ -345,6 +348,8 @@ class Fleet:
             replica = self.pick(model, tried, budget.priority, demand, budget, prefix)
             tried.append(replica)
             slot = await self._admit(replica, budget, demand)
+            if prefix is not None:
+                prefix.sent_to(replica.prefix, self._clock())
             started = budget.timeline.clock()
             try:
                 # The backend enforces the deadline itself (gRPC deadline, HTTP timeout).
@@ -371,6 +376,8 @@ class Fleet:
             replica = self.pick(model, tried, budget.priority, demand, budget, prefix)
             tried.append(replica)
             slot = await self._admit(replica, budget, demand)
+            if prefix is not None:
+                prefix.sent_to(replica.prefix, self._clock())
             started = timeline.clock()
             chunks = replica.backend.stream(request, budget.total)
             try:

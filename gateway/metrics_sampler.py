@@ -48,6 +48,7 @@ def sample(
                 replica.inflight,
                 replica.admission.queued(),
                 replica.healthy,
+                len(replica.prefix) if replica.prefix.ready else None,
             )
             sampled.append((model, replica.url))
     metrics.retain_replicas(sampled)  # a closed replica's series go

@@ -295,10 +295,18 @@ class GatewayMetrics:
             children[1].inc(output)
 
     def replica_state(
-        self, model: str, replica_url: str, inflight: int, queued: int, healthy: bool
+        self,
+        model: str,
+        replica_url: str,
+        inflight: int,
+        queued: int,
+        healthy: bool,
+        prefix_blocks: int | None = None,
     ) -> None:
-        """Sampled load and health of one replica (call periodically from each worker)."""
-        self.replicas.state((self._model(model), replica_url), inflight, queued, healthy)
+        """Sampled load and health of one replica (call periodically from each worker), and
+        the blocks its prefix index holds (None: prefix routing cannot use it)."""
+        key = (self._model(model), replica_url)
+        self.replicas.state(key, inflight, queued, healthy, prefix_blocks)
 
     def retain_replicas(self, replicas: Iterable[tuple[str, str]]) -> list[ReplicaKey]:
         """After sampling every (model, replica URL) the fleet holds: remove the series of

@@ -29,8 +29,10 @@ ReplicaKey = tuple[str, str]
 INFLIGHT = "gateway_replica_inflight_requests"
 QUEUED = "gateway_replica_queued_requests"
 HEALTHY = "gateway_replica_healthy"
+PREFIX_READY = "gateway_replica_prefix_ready"
+PREFIX_BLOCKS = "gateway_replica_prefix_blocks"
 DNS_STALE = "gateway_dns_stale_lookups"
-FORGETTABLE = frozenset({INFLIGHT, QUEUED, HEALTHY, DNS_STALE})
+FORGETTABLE = frozenset({INFLIGHT, QUEUED, HEALTHY, PREFIX_READY, PREFIX_BLOCKS, DNS_STALE})
 """The gauges whose series a worker may tombstone."""
 
 DNS_RESULTS = ("resolved", "empty", "failed")
@@ -121,6 +123,22 @@ class ReplicaMetrics:
             multiprocess_mode="livemin",
             registry=registry,
         )
+        self._prefix_ready = Gauge(
+            PREFIX_READY,
+            "1 while prefix-aware routing can use the replica: its KV events are followed and "
+            "its block size is known (0 if any worker cannot)",
+            replica,
+            multiprocess_mode="livemin",
+            registry=registry,
+        )
+        self._prefix_blocks = Gauge(
+            PREFIX_BLOCKS,
+            "KV-cache blocks the replica's events report it holds (with several workers: the "
+            "fewest any worker knows)",
+            replica,
+            multiprocess_mode="livemin",
+            registry=registry,
+        )
         self._dns_lookups = Counter(
             "gateway_dns_lookups_total",
             "Lookups of each +dns replica set, by result (resolved, empty: no address or "
@@ -137,22 +155,28 @@ class ReplicaMetrics:
             multiprocess_mode="livemax",
             registry=registry,
         )
-        self._children: dict[ReplicaKey, tuple[Gauge, Gauge, Gauge]] = {}
+        self._children: dict[ReplicaKey, tuple[Gauge, ...]] = {}
         self._dns_last: dict[tuple[str, str], int] = {}
         self._dns_children: dict[str, Gauge] = {}
 
-    def state(self, key: ReplicaKey, inflight: int, queued: int, healthy: bool) -> None:
+    def state(
+        self,
+        key: ReplicaKey,
+        inflight: int,
+        queued: int,
+        healthy: bool,
+        prefix_blocks: int | None = None,
+    ) -> None:
+        """One replica's sample; `prefix_blocks` is None while prefix routing cannot use it."""
         children = self._children.get(key)
         if children is None:
-            children = (
-                self._inflight.labels(*key),
-                self._queued.labels(*key),
-                self._healthy.labels(*key),
-            )
+            children = tuple(gauge.labels(*key) for gauge in self._gauges())
             self._children[key] = children
         children[0].set(inflight)
         children[1].set(queued)
         children[2].set(1 if healthy else 0)
+        children[3].set(0 if prefix_blocks is None else 1)
+        children[4].set(prefix_blocks or 0)
 
     def retain(self, keys: Iterable[ReplicaKey]) -> list[ReplicaKey]:
         """Remove the series of every replica not in `keys`; returns those removed."""
@@ -168,6 +192,8 @@ class ReplicaMetrics:
         yield self._inflight
         yield self._queued
         yield self._healthy
+        yield self._prefix_ready
+        yield self._prefix_blocks
 
     def dns(self, samples: Iterable[DnsSample]) -> None:
         """Sampled lookups of the `+dns` replica sets (cumulative counts, current run)."""

@@ -1,5 +1,6 @@
 """One replica's KV-cache blocks as its event stream reports them, keyed the gateway's way
-(`blocks.chain_key`), answering how many leading blocks of a prompt it holds."""
+(`blocks.chain_key`), plus the blocks of prompts just sent to it (`expected`), answering how
+many leading blocks of a prompt it holds."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from backends.prefix.blocks import ROOT, chain_key
+from backends.prefix.expected import ExpectedBlocks
+
+_NOTHING: tuple[frozenset[int], frozenset[int]] = (frozenset(), frozenset())
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,17 +24,24 @@ class StoredBlock:
 class PrefixIndex:
     """Engine block hash -> gateway key, and how many live engine blocks hold each key.
 
-    `live` turns true at the first event batch: until then (a replica that publishes no
-    events) routing treats the replica as unknown and falls back to load alone.
+    `live` is true while the gateway follows the replica's event stream: otherwise (a
+    replica that publishes no events, or a stream down) routing treats the replica as unknown
+    and falls back to load alone.
     """
 
-    __slots__ = ("_keys", "_refs", "block_size", "live")
+    __slots__ = ("_keys", "_refs", "block_size", "expected", "live")
 
     def __init__(self) -> None:
         self._keys: dict[int, int] = {}  # engine hash -> key
         self._refs: dict[int, int] = {}  # key -> engine blocks holding it
+        self.expected = ExpectedBlocks()
         self.block_size = 0
         self.live = False
+
+    @property
+    def ready(self) -> bool:
+        """Whether routing can use the index: events followed, block size known."""
+        return self.live and self.block_size > 0
 
     def __len__(self) -> int:
         return len(self._refs)
@@ -56,6 +67,7 @@ class PrefixIndex:
                 continue
             self._keys[block.engine_hash] = parent
             self._refs[parent] = self._refs.get(parent, 0) + 1
+            self.expected.confirm(parent)
 
     def removed(self, engine_hashes: Sequence[int]) -> None:
         """Blocks the engine evicted."""
@@ -73,13 +85,21 @@ class PrefixIndex:
         """`AllBlocksCleared`, or the replica restarted: nothing is known to be cached."""
         self._keys.clear()
         self._refs.clear()
+        self.expected.clear()
 
-    def cached_blocks(self, keys: Sequence[int]) -> int:
-        """How many leading blocks of a prompt with these keys the replica holds."""
+    def expect(self, keys: Sequence[int], now: float) -> None:
+        """A prompt with these block keys was sent to the replica at `now`: its prefill will
+        cache them (again, if they were evicted)."""
+        self.expected.add(keys, now)
+
+    def cached_blocks(self, keys: Sequence[int], now: float | None = None) -> int:
+        """How many leading blocks of a prompt with these keys the replica holds; with
+        `now`, blocks still expected at that time count as held."""
         refs = self._refs
+        current, previous = self.expected.age(now) if now is not None else _NOTHING
         count = 0
         for key in keys:
-            if key not in refs:
+            if key not in refs and key not in current and key not in previous:
                 break
             count += 1
         return count

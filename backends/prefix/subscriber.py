@@ -24,24 +24,29 @@ async def follow(
     subscribe: Callable[[], AsyncIterator[Any]],
     name: str,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    block_size: Callable[[], Awaitable[int]] | None = None,
 ) -> None:
     """Apply `subscribe()`'s batches to `index` until cancelled.
 
-    A fresh subscription starts from the replica's current state (no replay), so the index is
-    cleared when one opens: what was evicted while disconnected, or everything when the
-    replica restarted, would otherwise linger. A sequence number going backwards on one stream
-    also means a restart. A replica that answers UNIMPLEMENTED publishes no events: the index
-    stays not `live` and routing falls back to load.
+    The index is `live` from the moment a subscription is opened, so prompts routed before
+    the replica's first event are expected there (`PrefixIndex.expect`); `block_size()` (the
+    server's own report, when it gives one) lets that start before any block was stored.
+    A fresh subscription starts from the replica's current state (no replay), and the index
+    is cleared whenever a stream ends: what was evicted while disconnected, or everything
+    when the replica restarted, would otherwise linger. A sequence number going backwards on
+    one stream also means a restart. A replica that answers UNIMPLEMENTED publishes no
+    events: the index is left not `live` and routing falls back to load.
     """
     backoff = FIRST_BACKOFF_S
     while True:
         try:
+            if block_size is not None and index.block_size == 0:
+                index.block_size = await _reported(block_size, name)
+            index.live = True
             last = -1
-            first = True
             async for batch in subscribe():
-                if first or batch.sequence_number < last:
+                if batch.sequence_number < last:
                     index.clear()
-                    first = False
                 last = batch.sequence_number
                 apply_batch(index, batch)
                 backoff = FIRST_BACKOFF_S
@@ -60,3 +65,12 @@ async def follow(
         index.clear()
         await sleep(backoff)
         backoff = min(MAX_BACKOFF_S, backoff * 2)
+
+
+async def _reported(block_size: Callable[[], Awaitable[int]], name: str) -> int:
+    """The server's block size, or 0 (unknown until its first event) when it cannot say."""
+    try:
+        return await block_size()
+    except Exception as exc:  # an info call failing must not stop following the events
+        log.debug("%s reports no block size: %s", name, exc)
+        return 0

@@ -40,6 +40,7 @@ log = logging.getLogger("gateway.backends.vllm_grpc")
 READY_SERVICE = "vllm.grpc.engine.VllmEngine"
 _LARGE_PROMPT_CHARS = 32_000  # render and tokenize prompts this large off the event loop
 _ABORT_TIMEOUT_S = 2.0
+_INFO_TIMEOUT_S = 2.0
 
 
 class VllmGrpcBackend:
@@ -126,6 +127,15 @@ class VllmGrpcBackend:
         prepared = await self._prepare(request)
         request.prepared = prepared
         return prepared.prompt_ids
+
+    async def block_size(self) -> int:
+        """The KV-cache block size `GetServerInfo` reports (0: not reported, as some vLLM
+        versions do; the first `BlockStored` event tells it then)."""
+        info = await self._stub().GetServerInfo(
+            vllm_engine_pb2.GetServerInfoRequest(), timeout=_INFO_TIMEOUT_S
+        )
+        size: int = info.block_size
+        return size
 
     def kv_events(self) -> AsyncIterator[Any]:
         """The replica's `SubscribeKvEvents` stream, from its current state on."""

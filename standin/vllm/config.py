@@ -43,6 +43,9 @@ class SimConfig:
         0.0, "prefill time per prompt token not served from the prefix cache, added to ttft"
     )
     kv_events: bool = _knob(True, "publish SubscribeKvEvents (off: it answers UNIMPLEMENTED)")
+    kv_events_delay_ms: float = _knob(
+        0.0, "deliver each KV event batch this long after the blocks were cached"
+    )
     error_rate: float = _knob(0.0, "fraction of Generate calls failing INTERNAL before a token")
     hang_rate: float = _knob(0.0, "fraction of Generate calls producing nothing until cancelled")
     die_after_tokens: int = _knob(0, "end streams with die_code after this many tokens; 0 = off")
@@ -79,6 +82,7 @@ class SimConfig:
             "not_ready_ms",
             "shutdown_grace_s",
             "prefill_ms_per_token",
+            "kv_events_delay_ms",
         ):
             _check(getattr(self, name) >= 0, f"{name} must be >= 0")
         for name in ("error_rate", "hang_rate", "die_rate"):

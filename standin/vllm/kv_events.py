@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,11 +41,16 @@ KvEvent = Stored | Removed | Cleared
 
 
 class KvEventHub:
-    """Fans event batches out to subscribers; `load` gives the record each batch carries."""
+    """Fans event batches out to subscribers; `load` gives the record each batch carries and
+    `delay_s` how long after publishing a batch reaches them (vLLM's publisher sends a
+    step's events after the step, over ZMQ: a gateway hears of blocks a moment late)."""
 
-    def __init__(self, load: Callable[[], Any] | None = None) -> None:
+    def __init__(
+        self, load: Callable[[], Any] | None = None, delay_s: Callable[[], float] | None = None
+    ) -> None:
         self.sequence = 0
         self._load = load
+        self._delay_s = delay_s
         self._queues: set[asyncio.Queue[Any]] = set()
 
     @property
@@ -66,10 +71,17 @@ class KvEventHub:
         )
         if self._load is not None:
             batch.load.CopyFrom(self._load())
+        delay = self._delay_s() if self._delay_s is not None else 0.0
+        if delay > 0:
+            asyncio.get_running_loop().call_later(delay, self._deliver, batch)
+        else:
+            self._deliver(batch)
+
+    def _deliver(self, batch: Any) -> None:
         for queue in self._queues:
             queue.put_nowait(batch)
 
-    async def subscribe(self) -> AsyncIterator[Any]:
+    async def subscribe(self) -> AsyncGenerator[Any, None]:
         queue: asyncio.Queue[Any] = asyncio.Queue()
         self._queues.add(queue)
         try:

@@ -46,7 +46,7 @@ class SimState:
         self.initial_config = config
         self.config = config
         self.admission = Admission(config.max_concurrency, config.max_waiting)
-        self.kv_events = KvEventHub(self.load_record)
+        self.kv_events = KvEventHub(self.load_record, lambda: self.config.kv_events_delay_ms / 1e3)
         self.prefix_cache = self._new_prefix_cache(config)
         self.started_monotonic = time.monotonic()
         self.started_wall = time.time()

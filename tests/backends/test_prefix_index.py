@@ -74,6 +74,34 @@ def test_cached_share_needs_a_live_index() -> None:
     index = PrefixIndex()
     _stored(index, PROMPT[:16])
     blocks = PromptBlocks({16: block_keys(PROMPT, 16)})
-    assert blocks.cached_share(index) == 0.0
+    assert blocks.cached_share(index, 0.0) == 0.0
     index.live = True
-    assert blocks.cached_share(index) == 1 / 3
+    assert blocks.cached_share(index, 0.0) == 1 / 3
+
+
+def test_expected_blocks_count_with_a_time_until_confirmed() -> None:
+    """A prompt sent to the replica counts as held at a time within its window; its stored
+    event confirms it, and a later removal then forgets it."""
+    index = PrefixIndex()
+    keys = block_keys(PROMPT, 16)
+    index.expect(keys[:2], now=0.0)
+    assert index.cached_blocks(keys) == 0
+    assert index.cached_blocks(keys, now=1.0) == 2
+    _stored(index, PROMPT[:32])
+    assert len(index.expected) == 0
+    index.removed([1001])
+    assert index.cached_blocks(keys, now=1.0) == 1
+
+
+def test_sent_to_expects_the_prompt_on_a_live_index_only() -> None:
+    """A prompt's blocks are expected on a replica whose events are followed, at its size."""
+    index = PrefixIndex()
+    index.block_size = 16
+    blocks = PromptBlocks({16: block_keys(PROMPT, 16)})
+    blocks.sent_to(index, 0.0)
+    assert len(index.expected) == 0
+    index.live = True
+    assert index.ready
+    blocks.sent_to(index, 0.0)
+    assert blocks.cached_share(index, 1.0) == 1.0
+    assert blocks.cached_share(index, 2 * index.expected.window_s) == 0.0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +16,7 @@ from backends.prefix.index import StoredBlock
 from backends.prefix.prompt import PromptBlocks
 from backends.replica import Replica
 from budgets.deadline import Deadline
+from budgets.request_budget import ClassBudgets, RequestBudget
 from core.protocol import CompletionRequest, parse_request
 from tests.support.fake_backend import FakeBackend
 
@@ -36,6 +37,9 @@ class TokenizingBackend(FakeBackend):
     def kv_events(self) -> AsyncIterator[Any]:
         raise NotImplementedError
 
+    async def block_size(self) -> int:
+        return 16
+
 
 def _replica(url: str, *, cached: int = 0, live: bool = True) -> Replica:
     replica = Replica("m", TokenizingBackend(url=url, ids=tuple(PROMPT)), healthy=True)
@@ -46,13 +50,16 @@ def _replica(url: str, *, cached: int = 0, live: bool = True) -> Replica:
     return replica
 
 
-def _fleet(*replicas: Replica, weight: float = 2.0) -> Fleet:
+def _fleet(
+    *replicas: Replica, weight: float = 2.0, clock: Callable[[], float] = time.monotonic
+) -> Fleet:
     return Fleet(
         list(replicas),
         retry_attempts=1,
         health_interval_s=60,
         health_timeout_s=1,
         prefix_weight=weight,
+        clock=clock,
     )
 
 
@@ -74,6 +81,22 @@ async def test_cached_prefix_outweighs_a_little_load() -> None:
     blocks = await fleet.prompt_blocks(_request())
     assert blocks is not None
     assert fleet.pick("m", prefix=blocks) is warm
+
+
+async def test_a_prompt_sent_draws_its_next_turn_before_any_event() -> None:
+    """The replica a prompt was just sent to gets the prompts sharing its prefix, though its
+    KV events have not reported the blocks yet; once the expectation lapses, load decides."""
+    now = [100.0]
+    replicas = [_replica(url) for url in ("a", "b", "c")]
+    fleet = _fleet(*replicas, clock=lambda: now[0])
+    budgets = ClassBudgets(total_s=10, ttft_s=10, admission_s=10, stall_s=10)
+    budget = RequestBudget.start("interactive", budgets, lambda: now[0], now[0])
+    await fleet.complete(_request(), budget)
+    served = next(r for r in replicas if isinstance(r.backend, FakeBackend) and r.backend.calls)
+    blocks = await fleet.prompt_blocks(_request())
+    assert {fleet.pick("m", prefix=blocks).url for _ in range(6)} == {served.url}
+    now[0] += 2 * served.prefix.expected.window_s
+    assert len({fleet.pick("m", prefix=blocks).url for _ in range(6)}) == 3
 
 
 async def test_load_beyond_the_weight_wins() -> None:

@@ -99,3 +99,54 @@ async def test_unimplemented_stops_following() -> None:
     index = PrefixIndex()
     await follow(index, _streams([_rpc_error(grpc.StatusCode.UNIMPLEMENTED)]), "r")
     assert not index.live
+
+
+async def test_live_from_the_opened_stream_with_the_reported_block_size() -> None:
+    """Before any event, the index is live and sized by the server's report, so prompts sent
+    now can be expected there; a failing report only leaves the size to the first event."""
+    index = PrefixIndex()
+    states: list[tuple[bool, int]] = []
+
+    async def stream() -> AsyncIterator[Any]:
+        states.append((index.live, index.block_size))
+        yield _store(1)
+        states.append((index.live, index.block_size))
+        raise ConnectionError
+
+    async def sixteen() -> int:
+        return 16
+
+    async def sleep(seconds: float) -> None:
+        raise asyncio.CancelledError
+
+    with pytest.raises(asyncio.CancelledError):
+        await follow(index, stream, "r", sleep, block_size=sixteen)
+    assert states == [(True, 16), (True, 16)]
+
+    async def unreported() -> int:
+        raise _rpc_error(grpc.StatusCode.UNIMPLEMENTED)
+
+    index, states = PrefixIndex(), []
+    with pytest.raises(asyncio.CancelledError):
+        await follow(index, stream, "r", sleep, block_size=unreported)
+    assert states == [(True, 0), (True, 16)]
+
+
+async def test_expectations_made_before_the_first_event_survive_it() -> None:
+    """The first batch of a subscription does not wipe the prompts sent while it was open."""
+    index = PrefixIndex()
+    other = block_keys(list(range(100, 116)), 16)
+    seen: list[int] = []
+
+    async def stream() -> AsyncIterator[Any]:
+        index.expect(other, now=0.0)
+        yield _store(1)
+        seen.append(index.cached_blocks(other, now=1.0))
+        raise ConnectionError
+
+    async def sleep(seconds: float) -> None:
+        raise asyncio.CancelledError
+
+    with pytest.raises(asyncio.CancelledError):
+        await follow(index, stream, "r", sleep)
+    assert seen == [1]

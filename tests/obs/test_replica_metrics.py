@@ -52,6 +52,18 @@ def test_a_replica_no_longer_sampled_loses_its_series() -> None:
     assert metrics.retain_replicas([("sim", "grpc://a:1"), ("sim", "grpc://b:1")]) == []
 
 
+def test_the_prefix_index_of_each_replica_is_reported() -> None:
+    """A replica prefix routing can use reports ready and its blocks; one it cannot, 0 and 0."""
+    metrics = GatewayMetrics(models=["sim"])
+    metrics.replica_state("sim", "grpc://a:1", inflight=0, queued=0, healthy=True, prefix_blocks=7)
+    metrics.replica_state("sim", "grpc://b:1", inflight=0, queued=0, healthy=True)
+    s = parse(metrics.render()[0])
+    assert value(s, "gateway_replica_prefix_ready", **A) == 1
+    assert value(s, "gateway_replica_prefix_blocks", **A) == 7
+    assert value(s, "gateway_replica_prefix_ready", **B) == 0
+    assert value(s, "gateway_replica_prefix_blocks", **B) == 0
+
+
 async def test_the_sampler_keeps_a_draining_replica_until_it_closes() -> None:
     """A retired replica is reported (out of rotation) while it finishes its requests;
     once closed its series are gone."""

@@ -2,6 +2,7 @@
 the uncached prompt tokens: TTFT p50/p99, prefix hit ratio, gateway CPU per request.
 
     .venv/bin/python -m bench.scenarios.prefix.run [--out DIR] [--users 32] [--turns 4]
+        [--events-delay-ms 0]
 """
 
 from __future__ import annotations
@@ -32,7 +33,12 @@ def _quantile(values: Sequence[float], q: float) -> float:
 
 
 def run_mode(
-    log_dir: Path, weight: str, workload: Workload, replicas: int, kv_tokens: int
+    log_dir: Path,
+    weight: str,
+    workload: Workload,
+    replicas: int,
+    kv_tokens: int,
+    events_delay_ms: float = 0.0,
 ) -> dict[str, float]:
     with ProcessGroup(log_dir) as group:
         ports = []
@@ -47,6 +53,8 @@ def run_mode(
                         str(port),
                         "--kv-cache-tokens",
                         str(kv_tokens),
+                        "--kv-events-delay-ms",
+                        str(events_delay_ms),
                         *SIM_ARGS,
                     ),
                 )
@@ -95,13 +103,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--replicas", type=int, default=4)
     parser.add_argument("--prompts", type=int, default=8, help="shared system prompts")
     parser.add_argument("--kv-tokens", type=int, default=262144, help="KV cache per replica")
+    parser.add_argument(
+        "--events-delay-ms",
+        type=float,
+        default=0.0,
+        help="how late each replica's KV events reach the gateway",
+    )
     args = parser.parse_args(argv)
     workload = Workload(users=args.users, turns=args.turns, prompts=args.prompts)
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for mode, weight in MODES.items():
             results[mode] = run_mode(
-                Path(tmp) / mode, weight, workload, args.replicas, args.kv_tokens
+                Path(tmp) / mode,
+                weight,
+                workload,
+                args.replicas,
+                args.kv_tokens,
+                args.events_delay_ms,
             )
             print(mode, results[mode], flush=True)
     if args.out is not None:

@@ -14,7 +14,7 @@ from smg_grpc_proto.generated import vllm_engine_pb2_grpc as pb_grpc
 from backends.prefix.blocks import block_keys
 from backends.prefix.events import apply_batch
 from backends.prefix.index import PrefixIndex
-from standin.vllm.kv_events import Cleared, KvEvent, Removed, Stored
+from standin.vllm.kv_events import Cleared, KvEvent, KvEventHub, Removed, Stored
 from standin.vllm.prefix_cache import BLOCK_SIZE, PrefixCache
 from standin.vllm.server import SimServer
 from tests.standin.vllm.conftest import StartSim
@@ -111,3 +111,19 @@ async def test_prefill_time_follows_uncached_tokens(start_sim: StartSim) -> None
             call.cancel()
     assert took[0] >= 2.0
     assert took[1] < took[0] - 1.0
+
+
+async def test_a_delayed_batch_reaches_subscribers_later() -> None:
+    """With a delivery delay a batch is held back (vLLM's events reach a gateway late); a batch
+    published without one is delivered at once."""
+    delay = [600.0]
+    hub = KvEventHub(delay_s=lambda: delay[0])
+    updates = hub.subscribe()
+    first = asyncio.ensure_future(anext(updates))
+    await wait_until(lambda: hub.subscribers == 1)
+    hub.publish([Cleared()])
+    delay[0] = 0.0
+    hub.publish([Cleared()])
+    batch = await first
+    assert batch.sequence_number == 2
+    await updates.aclose()
