@@ -351,3 +351,28 @@ def test_offering_is_filler() -> None:
 def test_numbers_written_other_ways_are_the_same_quantity(a: str, b: str, same: bool) -> None:
     """Thousands as "k", "one" before a unit, spelled-out ordinals and compounds."""
     assert (verify(a, b).reason != "number") is same
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("Book a table for 7pm tonight", "Book a table for 19:00 tonight", True),
+        ("The meeting is at 9:00 am", "The meeting is at 9am", True),
+        ("The meeting is at 9.30 a.m.", "The meeting is at 9:30", True),
+        ("Set an alarm for noon", "Set an alarm for 12pm", True),
+        ("Is it open at midnight?", "Is it open at 12am?", True),
+        ("The appointment is on March 3rd", "The appointment is on 3 March", True),
+        ("Meet me on the 3rd of March", "Meet me on March 3", True),
+        ("Book a table for 7pm tonight", "Book a table for 8pm tonight", False),
+        ("The meeting is at 9am", "The meeting is at 9pm", False),
+        ("Dinner at 7:30", "Dinner at 7:30pm", False),
+        ("Set an alarm for noon", "Set an alarm for midnight", False),
+        ("The appointment is on March 3rd", "The appointment is on March 4th", False),
+        ("The appointment is on 3 March", "The appointment is on 3 April", False),
+        ("Report for 2024-03-01", "Report for 2023-03-01", False),
+        ("I need 3 tickets for May 5", "I need 5 tickets for May 3", False),
+    ],
+)
+def test_clock_times_and_dates_are_compared_as_such(a: str, b: str, same: bool) -> None:
+    """A time of day is the same in 12- and 24-hour writing; a day of a month in either order."""
+    assert verify(a, b).ok is same
