@@ -143,6 +143,8 @@ class SpanPair:
     b: str
     a_words: tuple[str, ...]
     b_words: tuple[str, ...]
+    whole: bool = False
+    """Both clauses are whole sentences or lines (their context reached a break each side)."""
 
 
 def _clause(words: Words, start: int, stop: int) -> tuple[int, int]:
@@ -176,6 +178,19 @@ def spans(a: Words, b: Words, regions: tuple[Region, ...]) -> list[SpanPair]:
             region = Region(last[4], region.i2, last[6], region.j2)
         merged.append((a_low, a_high, b_low, b_high, region.i1, region.i2, region.j1, region.j2))
     return [
-        SpanPair(_cut(a, al, ah), _cut(b, bl, bh), a.words[i1:i2], b.words[j1:j2])
+        SpanPair(
+            _cut(a, al, ah),
+            _cut(b, bl, bh),
+            a.words[i1:i2],
+            b.words[j1:j2],
+            _bounded(a, al, ah) and _bounded(b, bl, bh),
+        )
         for al, ah, bl, bh, i1, i2, j1, j2 in merged
     ]
+
+
+def _bounded(words: Words, low: int, high: int) -> bool:
+    """Words [low, high) are a whole clause: a break (or the text's edge) on each side."""
+    opens = low == 0 or low in words.breaks
+    closes = high == len(words.words) or high in words.breaks
+    return low < high and opens and closes

@@ -93,6 +93,10 @@ class SlotJudgement:
     clauses: tuple[str, str] = ("", "")
     """Every changed place in context, joined (query side, candidate side): where the fact
     checks that the shared template would confuse (entities, quoted text, direction) look."""
+    alone: tuple[str, str] | None = None
+    """On a "slot" rejection of a single changed place that is a whole sentence or line on
+    both sides (a question in a support template): the two sentences, which may still be
+    judged as two short prompts are (`cache.verify.verify`)."""
 
 
 def templated(alignment: Alignment) -> bool:
@@ -254,7 +258,8 @@ def judge(query: str, candidate: str) -> SlotJudgement | None:
         return SlotJudgement(ok=True, clauses=clauses)
     if len(changes) <= MAX_SLOT_PLACES:
         if any(_swapped(change) for change in changes):
-            return SlotJudgement(ok=False, reason="slot", clauses=clauses)
+            alone = (changes[0].place.a, changes[0].place.b) if changes[0].place.whole else None
+            return SlotJudgement(ok=False, reason="slot", clauses=clauses, alone=alone)
         return SlotJudgement(
             ok=True,
             pending=tuple((c.place.a, c.place.b) for c in changes),

@@ -146,39 +146,42 @@ def test_threshold_alone_is_unsafe(scored: list[Scored]) -> None:
 
 
 def test_templated_test_half_does_not_regress(templated: list[Scored]) -> None:
-    """Held-out templated prompts stay at least as good as measured (58.0% hits, 1.9% false
-    hits: 2 of 108; 48.1% and 2.8% before the phrase, inflection, rewording and order rules)."""
+    """Held-out templated prompts stay at least as good as measured (59.3% hits, 1.9% false
+    hits: 2 of 108; 48.1% and 2.8% before the phrase, inflection, rewording and order rules,
+    58.0% before whole rewritten sentences were judged as short prompts)."""
     measured = rates(templated, DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\ntemplated test: {measured}")
     assert measured.false_hit_verified <= 0.02
-    assert measured.hit_verified >= 0.57
+    assert measured.hit_verified >= 0.59
 
 
 def test_templated_holdout_does_not_regress(holdout: list[Scored]) -> None:
-    """The independent holdout stays at least as good as measured: 43.8% hits, no false hit
-    (0 of 111). Before the verifier was tuned: 35.6% and 1.8%; after tuning, before anyone
-    looked at its pairs: 38.4% and 1.8% (2 of 111: two words trading places). The order,
-    quoted-slot, entity and "twice" rules came after that look, and the direction and
-    particle-verb fixes after a second look at its misses, so these figures flatter."""
+    """The independent holdout stays at least as good as measured: 54.8% hits, no false hit
+    (0 of 111); 43.8% before whole rewritten sentences were judged as short prompts. Before
+    the verifier was tuned: 35.6% and 1.8%; after tuning, before anyone looked at its pairs:
+    38.4% and 1.8% (2 of 111: two words trading places). The order, quoted-slot, entity and
+    "twice" rules came after that look, and the direction and particle-verb fixes after a
+    second look at its misses, so these figures flatter."""
     measured = rates(holdout, DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\ntemplated holdout: {measured}")
     assert measured.false_hit_verified <= MAX_FALSE_HIT
-    assert measured.hit_verified >= 0.43
+    assert measured.hit_verified >= 0.54
 
 
 def test_templated_fresh_set_does_not_regress(fresh: list[Scored]) -> None:
-    """The fresh set, measured once its rules were in (never tuned on): 15.7% hits (16 of
-    102), no false hit (0 of 130); 13.7% and no false hit before this change's rules."""
+    """The fresh set (never tuned on): 27.5% hits (28 of 102), no false hit (0 of 130), since
+    whole rewritten sentences are judged as short prompts; 15.7% before, 13.7% before the
+    rules that came with the set."""
     measured = rates(fresh, DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\ntemplated fresh: {measured}")
     assert measured.false_hit_verified <= MAX_FALSE_HIT
-    assert measured.hit_verified >= 0.15
+    assert measured.hit_verified >= 0.27
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue #12 targets not met on templated prompts: test half 58% hits / 1.9% false "
-    "hits, independent holdout 44% / 0%, fresh set 16% / 0% (targets >= 60% and <= 1%)",
+    reason="issue #12 targets not met on templated prompts: test half 59% hits / 1.9% false "
+    "hits, independent holdout 55% / 0%, fresh set 27% / 0% (targets >= 60% and <= 1%)",
 )
 def test_templated_test_half_and_holdout_meet_the_targets(
     templated: list[Scored], holdout: list[Scored], fresh: list[Scored]
