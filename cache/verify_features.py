@@ -43,6 +43,9 @@ _SNAKE = re.compile(r"\b\w*_\w+\b")
 _CALL = re.compile(r"\b\w+(?=\(\))")
 _VERSION = re.compile(r"\bv\d+(?:\.\d+)*\b", re.IGNORECASE)
 _KEEP_FROM = re.compile(r"\b(?:stop|keep|kept)(?:s|ped|ping|ing)?(?: \S+){0,3} from \S+ing\b")
+_FAIL_TO = re.compile(r"\b(?:fail(?:s|ed|ing)?|forg[eo]t(?:s|ting)?|neglect(?:s|ed)?) to \w")
+_FAIL_WORDS = frozenset({"fail", "fails", "failed", "failing", "forget", "forgets", "forgot"})
+_FAIL_WORDS |= {"forgetting", "neglect", "neglects", "neglected"}
 _CAMEL = re.compile(r"[a-z][A-Z]")
 _DIGIT = re.compile(r"\d")
 _QUOTE_CHARS = frozenset("`\"“«‘'")
@@ -287,6 +290,8 @@ def extract(text: str) -> Features:
     negations += sum(word in NEGATIONS for word in words)
     if "from" in words and _KEEP_FROM.search(" ".join(words)):
         negations += 1  # "stop/keep X from doing" says "prevent"
+    if "to" in words and not _FAIL_WORDS.isdisjoint(words):
+        negations += len(_FAIL_TO.findall(" ".join(words)))  # "fails to start": does not
     word_set = frozenset(words)
     poles = poles_of(words, word_set)
     lowered = text.casefold()

@@ -376,3 +376,18 @@ def test_numbers_written_other_ways_are_the_same_quantity(a: str, b: str, same: 
 def test_clock_times_and_dates_are_compared_as_such(a: str, b: str, same: bool) -> None:
     """A time of day is the same in 12- and 24-hour writing; a day of a month in either order."""
     assert verify(a, b).ok is same
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("The app fails to start", "The app doesn't start", True),
+        ("I forgot to pay the invoice", "I did not pay the invoice", True),
+        ("The app starts", "The app fails to start", False),
+        ("The backup ran", "The backup failed to run", False),
+        ("I paid the invoice", "I forgot to pay the invoice", False),
+    ],
+)
+def test_failing_or_forgetting_to_do_is_not_doing(a: str, b: str, same: bool) -> None:
+    """ "fails to X" and "forgot to X" negate X, like "does not X"."""
+    assert (verify(a, b).reason != "negation") is same
