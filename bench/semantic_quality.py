@@ -12,8 +12,10 @@ on the train halves only ("dev" of the short set, "train" of the templated set):
   train half (110 different-answer pairs: one false hit would already be 0.9%), kept higher as
   a margin (see its docstring).
 
-The test halves ("holdout", "test") are reported per family at those defaults, and so is a
-third, independent templated set that was never tuned on (`load_holdout`).
+The test halves ("holdout", "test") are reported per family at those defaults, and so are
+independent templated sets never tuned on (`load_holdout`, `load_fresh`) and near-identical
+short pairs one of which adds a few words (`load_additions`, written after tuning by someone
+who had not seen the verifier; its dev half was looked at, its holdout half was not).
 
     python -m bench.semantic_quality [--max-false-hit 0.01]
 """
@@ -34,7 +36,14 @@ from bench.semantic_scoring import (
     rates,
     score,
 )
-from bench.semantic_sets import Pair, load_fresh, load_holdout, load_pairs, load_templated
+from bench.semantic_sets import (
+    Pair,
+    load_additions,
+    load_fresh,
+    load_holdout,
+    load_pairs,
+    load_templated,
+)
 from cache.embedder import SentenceEmbedder
 from cache.semantic_defaults import DEFAULT_SIMILARITY_THRESHOLD
 from cache.verify_confirm import SLOT_SIMILARITY
@@ -43,6 +52,7 @@ __all__ = [
     "Pair",
     "Scored",
     "choose_threshold",
+    "load_additions",
     "load_fresh",
     "load_holdout",
     "load_pairs",
@@ -111,6 +121,7 @@ def report(
     max_false_hit: float,
     holdout: Sequence[Scored] = (),
     fresh: Sequence[Scored] = (),
+    additions: Sequence[Scored] = (),
 ) -> str:
     train = [s for s in short if s.pair.half == "train"]
     chosen = choose_threshold(train, max_false_hit=max_false_hit)
@@ -152,6 +163,18 @@ def report(
                 "other sets (tests/data/semantic_templated_fresh.jsonl): new domains, heavier "
                 "rewording. Never tuned on.",
             ),
+            *(
+                [
+                    f"## Near-identical short pairs ({len(additions)}), by kind",
+                    "One prompt is the other with a few words added, dropped or changed "
+                    "(tests/data/semantic_additions.jsonl, written by someone who had not seen "
+                    "the verifier): train is its dev half, looked at once; test its holdout "
+                    "half, not looked at.",
+                    family_table(additions, by_kind=True),
+                ]
+                if additions
+                else []
+            ),
         ]
     )
 
@@ -164,6 +187,7 @@ class Evaluation:
     templated: list[Scored]
     holdout: list[Scored]
     fresh: list[Scored]
+    additions: list[Scored]
 
 
 def _section(title: str, scored: Sequence[Scored], label: str, about: str) -> list[str]:
@@ -175,7 +199,7 @@ def _section(title: str, scored: Sequence[Scored], label: str, about: str) -> li
 
 
 async def evaluate() -> Evaluation:
-    """Loads the model (in a thread), scores the four sets, closes the model."""
+    """Loads the model (in a thread), scores the five sets, closes the model."""
     embedder = await asyncio.to_thread(SentenceEmbedder.load)
     try:
         return Evaluation(
@@ -183,6 +207,7 @@ async def evaluate() -> Evaluation:
             await score(load_templated(), embedder),
             await score(load_holdout(), embedder),
             await score(load_fresh(), embedder),
+            await score(load_additions(), embedder),
         )
     finally:
         await embedder.aclose()
@@ -193,7 +218,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-false-hit", type=float, default=0.01)
     args = parser.parse_args(argv)
     sets = asyncio.run(evaluate())
-    print(report(sets.short, sets.templated, args.max_false_hit, sets.holdout, sets.fresh))
+    print(
+        report(
+            sets.short, sets.templated, args.max_false_hit, sets.holdout, sets.fresh, sets.additions
+        )
+    )
     return 0
 
 

@@ -132,6 +132,7 @@ def held_out(
     templated: Sequence[Scored],
     holdout: Sequence[Scored],
     fresh: Sequence[Scored] = (),
+    additions: Sequence[Scored] = (),
 ) -> dict[str, list[Scored]]:
     """The streams reported: each set's held-out part, and all of them mixed."""
     short_test = [s for s in short if s.pair.half == "test"]
@@ -143,6 +144,8 @@ def held_out(
     }
     if fresh:
         streams["templated (fresh)"] = list(fresh)
+    if additions:
+        streams["near-identical (holdout)"] = [s for s in additions if s.pair.half == "test"]
     streams["all mixed"] = [s for stream in streams.values() for s in stream]
     return streams
 
@@ -152,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=5)
     args = parser.parse_args(argv)
     sets = asyncio.run(evaluate())
-    streams = held_out(sets.short, sets.templated, sets.holdout, sets.fresh)
+    streams = held_out(sets.short, sets.templated, sets.holdout, sets.fresh, sets.additions)
     print(
         f"{DEFAULT_EVENTS} lookups per stream and seed, {args.seeds} seeds, audit "
         f"{DEFAULT_AUDIT_RATE:.0%}, threshold {DEFAULT_SIMILARITY_THRESHOLD}:\n"

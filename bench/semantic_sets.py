@@ -32,6 +32,7 @@ TEMPLATES_PATH = DATA / "semantic_templates.json"
 HOLDOUT_PATH = DATA / "semantic_templated_holdout.jsonl"
 HOLDOUT_TEMPLATES_PATH = DATA / "semantic_holdout_templates.json"
 FRESH_PATH = DATA / "semantic_templated_fresh.jsonl"
+ADDITIONS_PATH = DATA / "semantic_additions.jsonl"
 FRESH_TEMPLATES_PATH = DATA / "semantic_fresh_templates.json"
 TRAIN_SPLITS = frozenset({"dev", "train"})
 
@@ -51,6 +52,11 @@ class Pair:
     def half(self) -> str:
         """The half this pair belongs to: train (tuned on) or test (reported)."""
         return "train" if self.split in TRAIN_SPLITS else "test"
+
+
+def load_additions(split: str = "all") -> list[Pair]:
+    """Near-identical short pairs, one a few words longer (dev: looked at; holdout: not)."""
+    return load_pairs(ADDITIONS_PATH, split)
 
 
 def load_pairs(path: Path = PAIRS_PATH, split: str = "all") -> list[Pair]:

@@ -29,9 +29,17 @@ from cache.verify_lexicon import FILLER
 from cache.verify_numbers import NUMBER_VALUES, NUMBER_WORDS, counts, is_quantity
 from cache.verify_roles import same_roles
 from cache.verify_slot import SWAP_SIMILARITY, judge
-from cache.verify_words import interchangeable
+from cache.verify_words import interchangeable, is_content
 
 _MAX_DIFF_WORDS = 400
+_RESTRICTORS = frozenset(
+    "for from at in on with without by during after before under over per via since until "
+    "within if when unless while whether".split()
+)  # a phrase added after one of these restricts the question
+_RELATIONS = frozenset(
+    "after before above below than onto within between across along around behind beyond "
+    "near per since".split()
+)  # not nouns a qualifier narrows: "an [item] after 30 days"
 
 REASONS = (
     "language",
@@ -155,29 +163,49 @@ def _filler(seq: Sequence[str], i: int) -> bool:
 
 
 def _no_swapped_slot(a: Features, b: Features) -> bool:
-    """Not the same template with one slot filled differently ("implement a stack / a queue").
+    """Not the same template with one slot filled differently ("implement a stack / a queue"),
+    nor the same text narrowed ("list the files / the hidden files / the files in /tmp").
 
     Fires only when the texts are identical apart from one run of at most four words on each
-    side (edits touching only filler such as "how do I"/"what's the way to" are ignored), and
-    the two runs are not synonyms, inflections or the same antonym pole.
+    side, or words on one side that narrow the other (`_narrows`; edits touching only filler
+    such as "how do I"/"what's the way to" are ignored), and the two runs are not synonyms,
+    inflections or the same antonym pole. Other changes are a rewording, left to the model.
     """
     if max(len(a.seq), len(b.seq)) > _MAX_DIFF_WORDS:
         return _no_swapped_words(a, b)  # diffing is quadratic at worst
-    swap: tuple[Sequence[str], Sequence[str]] | None = None
+    changes = []
     for tag, i1, i2, j1, j2 in SequenceMatcher(None, a.seq, b.seq, autojunk=False).get_opcodes():
         if tag == "equal":
             continue
-        left, right = a.seq[i1:i2], b.seq[j1:j2]
         has_left = not all(_filler(a.seq, i) for i in range(i1, i2))
         has_right = not all(_filler(b.seq, j) for j in range(j1, j2))
-        if not has_left and not has_right:
-            continue
-        if not (has_left and has_right) or swap is not None:
-            return True  # content added, dropped, or changed in two places: a rewording
-        swap = (left, right)
-    if swap is None or max(len(swap[0]), len(swap[1])) > 4:
+        if has_left or has_right:
+            changes.append((i1, i2, j1, j2, has_left and has_right))
+    if len(changes) != 1:
+        return True  # the same, or changed in several places: a rewording
+    i1, i2, j1, j2, both = changes[0]
+    if not both:
+        # "the [hidden] files": one text narrows what the other asks; other additions reword.
+        return not (_narrows(a.seq, i1, i2) or _narrows(b.seq, j1, j2))
+    left, right = a.seq[i1:i2], b.seq[j1:j2]
+    if max(len(left), len(right)) > 4:
         return True
-    return interchangeable(*swap)
+    return interchangeable(left, right)
+
+
+def _narrows(seq: Sequence[str], start: int, stop: int) -> bool:
+    """Words [start, stop) of `seq`, added to a text otherwise the same, narrow what it asks:
+    a phrase that restricts ("[for trucks]", "[if I lost my phone]", "[in descending
+    order]"), or one or two words right before the content word they qualify ("[nonstop]
+    flights", "my [recurring] order")."""
+    for i in range(start, stop):
+        if seq[i] in _RESTRICTORS and any(is_content(w) for w in seq[i + 1 : stop]):
+            return True
+    first = next((i for i in range(start, stop) if is_content(seq[i])), stop)
+    if not 0 < stop - first <= 2 or stop >= len(seq):
+        return False
+    narrowed = seq[stop]
+    return is_content(narrowed) and narrowed not in _RELATIONS
 
 
 def _no_swapped_words(a: Features, b: Features) -> bool:

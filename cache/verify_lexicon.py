@@ -142,6 +142,8 @@ ANTONYM_AXES: tuple[tuple[str, ...], ...] = (
     ("major", "minor"),
     ("login", "logout", "signup"),
     ("online", "offline"),
+    ("checkin", "checkout"),
+    ("instock", "outofstock"),
 )
 
 # Particle verbs and multi-word comparatives, matched on the space-joined lowercase words only
@@ -158,6 +160,11 @@ PHRASES: tuple[tuple[str, str, str, int], ...] = (
     ("opt opts opted opting", r"\bopt(?:s|ed|ing)? out\b", "subscribe", 1),
     ("scale scales scaled scaling", r"\bscal(?:e|es|ed|ing) up\b", "increase", 0),
     ("scale scales scaled scaling", r"\bscal(?:e|es|ed|ing) down\b", "increase", 1),
+    ("check checks checked checking", r"\bcheck(?:s|ed|ing)? in\b", "checkin", 0),
+    ("check checks checked checking", r"\bcheck(?:s|ed|ing)? out\b", "checkin", 1),
+    ("stock", r"\bin stock\b", "instock", 0),
+    ("stock", r"\bout of stock\b", "instock", 1),
+    ("sold", r"\bsold out\b", "instock", 1),
     ("than", r"\bmore than\b", "over", 0),
     ("than", r"\b(?:less|fewer) than\b", "over", 1),
     ("least", r"\bat least\b", "over", 0),

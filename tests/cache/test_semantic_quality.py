@@ -11,6 +11,7 @@ import pytest
 from bench.semantic_quality import (
     Scored,
     choose_threshold,
+    load_additions,
     load_fresh,
     load_holdout,
     load_pairs,
@@ -47,6 +48,12 @@ def templated(minilm: SentenceEmbedder) -> list[Scored]:
 def holdout(minilm: SentenceEmbedder) -> list[Scored]:
     """The independent templated holdout set (never tuned on)."""
     return asyncio.run(score(load_holdout(), minilm, skip_rejected=True))
+
+
+@pytest.fixture(scope="module")
+def additions(minilm: SentenceEmbedder) -> list[Scored]:
+    """The near-identical short pairs, one a few words longer than the other."""
+    return asyncio.run(score(load_additions(), minilm))
 
 
 @pytest.fixture(scope="module")
@@ -156,8 +163,9 @@ def test_templated_test_half_does_not_regress(templated: list[Scored]) -> None:
 
 
 def test_templated_holdout_does_not_regress(holdout: list[Scored]) -> None:
-    """The independent holdout stays at least as good as measured: 54.8% hits, no false hit
-    (0 of 111); 43.8% before whole rewritten sentences were judged as short prompts. Before
+    """The independent holdout stays at least as good as measured: 52.1% hits, no false hit
+    (0 of 111); 43.8% before whole rewritten sentences were judged as short prompts, 54.8%
+    before words added to narrow a question were rejected. Before
     the verifier was tuned: 35.6% and 1.8%; after tuning, before anyone looked at its pairs:
     38.4% and 1.8% (2 of 111: two words trading places). The order, quoted-slot, entity and
     "twice" rules came after that look, and the direction and particle-verb fixes after a
@@ -165,7 +173,7 @@ def test_templated_holdout_does_not_regress(holdout: list[Scored]) -> None:
     measured = rates(holdout, DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\ntemplated holdout: {measured}")
     assert measured.false_hit_verified <= MAX_FALSE_HIT
-    assert measured.hit_verified >= 0.54
+    assert measured.hit_verified >= 0.52
 
 
 def test_templated_fresh_set_does_not_regress(fresh: list[Scored]) -> None:
@@ -178,10 +186,28 @@ def test_templated_fresh_set_does_not_regress(fresh: list[Scored]) -> None:
     assert measured.hit_verified >= 0.27
 
 
+def test_additions_set_is_balanced_in_each_half() -> None:
+    """160 near-identical pairs, 40 same and 40 different answers in each half."""
+    counts = Counter((p.split, p.same) for p in load_additions())
+    assert counts == {(h, same): 40 for h in ("dev", "holdout") for same in (True, False)}
+
+
+def test_near_identical_pairs_do_not_regress(additions: list[Scored]) -> None:
+    """Words added to narrow a question are not served as the broader one. Measured: dev half
+    (looked at) 27/40 hits, 0/40 false; holdout half (not looked at) 27/40 hits, 7/40 false
+    (17.5%). Before the rule for narrowing words: 31/40 and 11/40, 31/40 and 16/40; the
+    threshold alone would serve 35 and 31 of the 40 different questions."""
+    dev = rates([s for s in additions if s.pair.split == "dev"], DEFAULT_SIMILARITY_THRESHOLD)
+    test = rates([s for s in additions if s.pair.split != "dev"], DEFAULT_SIMILARITY_THRESHOLD)
+    print(f"\nadditions dev: {dev}\nadditions holdout: {test}")
+    assert dev.false_hit_verified == 0 and dev.hit_verified >= 0.67
+    assert test.false_hit_verified <= 0.175 and test.hit_verified >= 0.67
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="issue #12 targets not met on templated prompts: test half 59% hits / 1.9% false "
-    "hits, independent holdout 55% / 0%, fresh set 27% / 0% (targets >= 60% and <= 1%)",
+    "hits, independent holdout 52% / 0%, fresh set 27% / 0% (targets >= 60% and <= 1%)",
 )
 def test_templated_test_half_and_holdout_meet_the_targets(
     templated: list[Scored], holdout: list[Scored], fresh: list[Scored]
@@ -212,3 +238,12 @@ def test_error_bound_keeps_replayed_streams_under_the_bound(
         print(f"\n{name}: {result}")
         assert result.wrong_rate <= max_error_rate, name
         assert result.late_paraphrases_served > 0, name
+
+
+def test_error_bound_holds_on_near_identical_pairs(additions: list[Scored]) -> None:
+    """Where the verifier alone serves a sixth of the different near-identical questions, the
+    bound at 1% serves none of them wrong (it certifies no score there, so it serves none)."""
+    stream = held_out((), (), (), (), additions)["near-identical (holdout)"]
+    result = replay(stream, 0.01, events=20_000, seed=7)
+    print(f"\nnear-identical (holdout): {result}")
+    assert result.wrong_rate <= 0.01

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cache.verify import ACCEPT, DEFAULT_CHECKS, REASONS, Check, Verdict, Verifier, verify
+from cache.verify_features import extract
 
 
 def _reason(a: str, b: str) -> str | None:
@@ -254,7 +255,9 @@ def test_long_additions_reject() -> None:
     """A candidate that adds many requirements to a short query is not the same question."""
     long = "Write a poem about the sea in the voice of an old sailor who misses his home, "
     long += "his family and the smell of salt, with a rhyme scheme and a sad ending"
-    assert _reason("Write a poem about the sea", long) == "length"
+    assert _reason("Write a poem about the sea", long) == "slot"  # narrowed, first
+    length = next(check for check in DEFAULT_CHECKS if check.name == "length")
+    assert not length.agrees(extract("Write a poem about the sea"), extract(long))
 
 
 def test_custom_checks_run_in_order() -> None:
@@ -391,3 +394,43 @@ def test_clock_times_and_dates_are_compared_as_such(a: str, b: str, same: bool) 
 def test_failing_or_forgetting_to_do_is_not_doing(a: str, b: str, same: bool) -> None:
     """ "fails to X" and "forgot to X" negate X, like "does not X"."""
     assert (verify(a, b).reason != "negation") is same
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("List the files", "List the hidden files", False),
+        ("How do I cancel my order?", "How do I cancel my recurring order?", False),
+        ("Find the max of an array", "Find the max of a sorted array", False),
+        ("Can I bring my dog?", "Can I bring my big dog?", False),
+        ("Show me trains to Lyon", "Show me direct trains to Lyon", False),
+        ("How long do I steam rice?", "How long do I steam rice in a pressure cooker?", False),
+        ("Can I get a refund?", "Can I get a refund if I opened the box?", False),
+        ("What is the toll on bridges?", "What is the toll on bridges for motorbikes?", False),
+        ("Is there a free trial?", "Do you offer a free trial period?", True),
+        (
+            "Can I return an item after 30 days?",
+            "Is it possible to return something after 30 days?",
+            True,
+        ),
+        ("How do I reverse a list in Python?", "What's the way to reverse a Python list?", True),
+    ],
+)
+def test_words_added_to_narrow_the_question_reject(a: str, b: str, same: bool) -> None:
+    """A qualifier before a noun ("my [recurring] order") or a restricting phrase ("[if I
+    opened the box]") added to a text otherwise the same asks about less; other additions,
+    or additions among other changes, reword."""
+    assert (verify(a, b).reason != "slot") is same
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("How do I check in online?", "How do I check out online?"),
+        ("Is the product in stock?", "Is the product out of stock?"),
+        ("Is it in stock?", "Is it sold out?"),
+    ],
+)
+def test_check_in_out_and_stock_are_opposite_poles(a: str, b: str) -> None:
+    """Checking in is not checking out; in stock is not out of stock (or sold out)."""
+    assert verify(a, b).reason == "antonym"
