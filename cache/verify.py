@@ -152,6 +152,30 @@ def _same_direction(a: Features, b: Features) -> bool:
     )
 
 
+def _same_roles(a: Features, b: Features) -> bool:
+    """No words moved to other clauses (`same_roles`), and no two trading places in a frame
+    that stays: "Divide 10 by 2" / "Divide 2 by 10", "substitute butter for oil" / "oil for
+    butter"."""
+    return same_roles(a, b) and not _traded(a.seq, b.seq)
+
+
+def _traded(a: Sequence[str], b: Sequence[str]) -> bool:
+    """Two content words or numbers, apart in the text, trade places and every other word
+    stays ("Divide 10 by 2" / "Divide 2 by 10"); when the words around them move too, a
+    phrase moved ("from the airport to the hotel" / "to the hotel from the airport"), and
+    neighbours trading places reorder a name ("Traditional Chinese" / "Chinese Traditional")."""
+    if len(a) != len(b):
+        return False
+    moved = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+    if len(moved) != 2:
+        return False
+    i, j = moved
+    x, y = a[i], a[j]
+    return (
+        (b[i], b[j]) == (y, x) and j - i > 1 and all(w.isdigit() or is_content(w) for w in (x, y))
+    )
+
+
 def _filler(seq: Sequence[str], i: int) -> bool:
     # Quantities and their units were compared by the number check already.
     word = seq[i]
@@ -233,7 +257,7 @@ DEFAULT_CHECKS: tuple[Check, ...] = (
     Check("antonym", _no_opposite_poles),
     Check("entity", same_entities),
     Check("order", _same_direction),
-    Check("roles", same_roles),
+    Check("roles", _same_roles),
     Check("slot", _no_swapped_slot),
     Check("length", _similar_length),
 )

@@ -434,3 +434,27 @@ def test_words_added_to_narrow_the_question_reject(a: str, b: str, same: bool) -
 def test_check_in_out_and_stock_are_opposite_poles(a: str, b: str) -> None:
     """Checking in is not checking out; in stock is not out of stock (or sold out)."""
     assert verify(a, b).reason == "antonym"
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("Can I substitute butter for oil?", "Can I substitute oil for butter?", False),
+        ("Divide 10 by 2", "Divide 2 by 10", False),
+        (
+            "Does coffee have more caffeine than tea?",
+            "Does tea have more caffeine than coffee?",
+            False,
+        ),
+        ("Translate to Traditional Chinese", "Translate to Chinese Traditional", True),
+        (
+            "How do I get from the airport to the hotel?",
+            "How do I get to the hotel from the airport?",
+            True,
+        ),
+    ],
+)
+def test_two_words_trading_places_in_a_frame_swap_roles(a: str, b: str, same: bool) -> None:
+    """Two words apart trading places while every other word stays swap their roles; a moved
+    phrase or a reordered name does not."""
+    assert (verify(a, b).reason != "roles") is same
