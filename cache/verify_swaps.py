@@ -1,0 +1,115 @@
+"""Checks of how one text's words stand against the other's, for the candidate verifier: a
+slot filled differently, a question narrowed by added words, two words trading places."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from difflib import SequenceMatcher
+
+from cache.verify_features import Features
+from cache.verify_lexicon import FILLER
+from cache.verify_numbers import NUMBER_WORDS, counts, is_quantity
+from cache.verify_roles import same_roles
+from cache.verify_words import interchangeable, is_content
+
+_MAX_DIFF_WORDS = 400
+_RESTRICTORS = frozenset(
+    "for from at in on with without by during after before under over per via since until "
+    "within if when unless while whether".split()
+)  # a phrase added after one of these restricts the question
+_RELATIONS = frozenset(
+    "after before above below than onto within between across along around behind beyond "
+    "near per since".split()
+)  # not nouns a qualifier narrows: "an [item] after 30 days"
+
+
+def same_roles_in_place(a: Features, b: Features) -> bool:
+    """No words moved to other clauses (`same_roles`), and no two trading places in a frame
+    that stays: "Divide 10 by 2" / "Divide 2 by 10", "substitute butter for oil" / "oil for
+    butter"."""
+    return same_roles(a, b) and not _traded(a.seq, b.seq)
+
+
+def _traded(a: Sequence[str], b: Sequence[str]) -> bool:
+    """Two content words or numbers, apart in the text, trade places and every other word
+    stays ("Divide 10 by 2" / "Divide 2 by 10"); when the words around them move too, a
+    phrase moved ("from the airport to the hotel" / "to the hotel from the airport"), and
+    neighbours trading places reorder a name ("Traditional Chinese" / "Chinese Traditional")."""
+    if len(a) != len(b):
+        return False
+    moved = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+    if len(moved) != 2:
+        return False
+    i, j = moved
+    x, y = a[i], a[j]
+    return (
+        (b[i], b[j]) == (y, x) and j - i > 1 and all(w.isdigit() or is_content(w) for w in (x, y))
+    )
+
+
+def _filler(seq: Sequence[str], i: int) -> bool:
+    # Quantities and their units were compared by the number check already.
+    word = seq[i]
+    if word in FILLER or word.isdigit() or word in NUMBER_WORDS:
+        return True
+    if i > 0 and counts(seq[i - 1], word):
+        return True
+    return is_quantity(word)
+
+
+def no_swapped_slot(a: Features, b: Features) -> bool:
+    """Not the same template with one slot filled differently ("implement a stack / a queue"),
+    nor the same text narrowed ("list the files / the hidden files / the files in /tmp").
+
+    Fires only when the texts are identical apart from one run of at most four words on each
+    side, or words on one side that narrow the other (`_narrows`; edits touching only filler
+    such as "how do I"/"what's the way to" are ignored), and the two runs are not synonyms,
+    inflections or the same antonym pole. Other changes are a rewording, left to the model.
+    """
+    if max(len(a.seq), len(b.seq)) > _MAX_DIFF_WORDS:
+        return _no_swapped_words(a, b)  # diffing is quadratic at worst
+    changes = []
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, a.seq, b.seq, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        has_left = not all(_filler(a.seq, i) for i in range(i1, i2))
+        has_right = not all(_filler(b.seq, j) for j in range(j1, j2))
+        if has_left or has_right:
+            changes.append((i1, i2, j1, j2, has_left and has_right))
+    if len(changes) != 1:
+        return True  # the same, or changed in several places: a rewording
+    i1, i2, j1, j2, both = changes[0]
+    if not both:
+        # "the [hidden] files": one text narrows what the other asks; other additions reword.
+        return not (_narrows(a.seq, i1, i2) or _narrows(b.seq, j1, j2))
+    left, right = a.seq[i1:i2], b.seq[j1:j2]
+    if max(len(left), len(right)) > 4:
+        return True
+    return interchangeable(left, right)
+
+
+def _narrows(seq: Sequence[str], start: int, stop: int) -> bool:
+    """Words [start, stop) of `seq`, added to a text otherwise the same, narrow what it asks:
+    a phrase that restricts ("[for trucks]", "[if I lost my phone]", "[in descending
+    order]"), or one or two words right before the content word they qualify ("[nonstop]
+    flights", "my [recurring] order")."""
+    for i in range(start, stop):
+        if seq[i] in _RESTRICTORS and any(is_content(w) for w in seq[i + 1 : stop]):
+            return True
+    first = next((i for i in range(start, stop) if is_content(seq[i])), stop)
+    if not 0 < stop - first <= 2 or stop >= len(seq):
+        return False
+    narrowed = seq[stop]
+    return is_content(narrowed) and narrowed not in _RELATIONS
+
+
+def _no_swapped_words(a: Features, b: Features) -> bool:
+    """The order-free slot check for long prompts: compares word counts instead of a diff."""
+    only_a, only_b = Counter(a.seq), Counter(b.seq)
+    only_a, only_b = only_a - only_b, only_b - only_a
+    left = sorted(w for w in only_a if w not in FILLER and not is_quantity(w))
+    right = sorted(w for w in only_b if w not in FILLER and not is_quantity(w))
+    if not left or not right or max(len(left), len(right)) > 4:
+        return True
+    return interchangeable(left, right)

@@ -1,0 +1,39 @@
+"""How one text's words stand against the other's: swapped slots, narrowing words, traded places."""
+
+from __future__ import annotations
+
+import pytest
+
+from cache.verify_features import extract
+from cache.verify_swaps import no_swapped_slot, same_roles_in_place
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "agrees"),
+    [
+        ("Implement a stack", "Implement a queue", False),
+        ("How do I delete my account?", "How do I remove my account?", True),
+        ("List the files", "List the hidden files", False),
+        ("Is there parking?", "Is there parking for buses?", False),
+        ("What is Big O notation?", "Can you explain what Big O notation means?", True),
+        ("How do I reset my password?", "What are the steps to reset my password?", True),
+    ],
+)
+def test_a_slot_swapped_or_narrowed_disagrees(a: str, b: str, agrees: bool) -> None:
+    """A slot filled with another word, or words added that narrow the text, disagree; a
+    synonym, or additions that only reword, agree."""
+    assert no_swapped_slot(extract(a), extract(b)) is agrees
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "agrees"),
+    [
+        ("Convert 5 miles to km", "Convert 5 km to miles", False),
+        ("Divide 10 by 2", "Divide 2 by 10", False),
+        ("Can I swap rice for quinoa?", "Can I swap quinoa for rice?", False),
+        ("Translate to Traditional Chinese", "Translate to Chinese Traditional", True),
+    ],
+)
+def test_two_words_trading_places_disagree(a: str, b: str, agrees: bool) -> None:
+    """Two words apart trading places in a frame that stays swap roles; neighbours do not."""
+    assert same_roles_in_place(extract(a), extract(b)) is agrees
