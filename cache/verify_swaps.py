@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 
-from cache.verify_features import Features
+from cache.verify_features import Features, stem
 from cache.verify_lexicon import FILLER
 from cache.verify_numbers import NUMBER_WORDS, counts, is_quantity
 from cache.verify_roles import same_roles
@@ -32,10 +32,11 @@ def same_roles_in_place(a: Features, b: Features) -> bool:
 
 
 def _traded(a: Sequence[str], b: Sequence[str]) -> bool:
-    """Two content words or numbers, apart in the text, trade places and every other word
-    stays ("Divide 10 by 2" / "Divide 2 by 10"); when the words around them move too, a
-    phrase moved ("from the airport to the hotel" / "to the hotel from the airport"), and
-    neighbours trading places reorder a name ("Traditional Chinese" / "Chinese Traditional")."""
+    """Two numbers, or two content words apart in the text, trade places (up to inflection)
+    and every other word stays ("Divide 10 by 2" / "Divide 2 by 10", "3^4" / "4^3"); when the
+    words around them move too, a phrase moved ("from the airport to the hotel" / "to the
+    hotel from the airport"), and neighbouring words trading places reorder a name
+    ("Traditional Chinese" / "Chinese Traditional")."""
     if len(a) != len(b):
         return False
     moved = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
@@ -43,9 +44,11 @@ def _traded(a: Sequence[str], b: Sequence[str]) -> bool:
         return False
     i, j = moved
     x, y = a[i], a[j]
-    return (
-        (b[i], b[j]) == (y, x) and j - i > 1 and all(w.isdigit() or is_content(w) for w in (x, y))
-    )
+    if stem(x) == stem(y) or (stem(b[i]), stem(b[j])) != (stem(y), stem(x)):
+        return False  # (inflected, "ml in a cup" / "cups in a ml" trade places too)
+    if x.isdigit() and y.isdigit():
+        return True  # "3^4" / "4^3": numbers side by side keep their order
+    return j - i > 1 and is_content(x) and is_content(y)
 
 
 def _filler(seq: Sequence[str], i: int) -> bool:

@@ -30,6 +30,9 @@ def test_a_slot_swapped_or_narrowed_disagrees(a: str, b: str, agrees: bool) -> N
     [
         ("Convert 5 miles to km", "Convert 5 km to miles", False),
         ("Divide 10 by 2", "Divide 2 by 10", False),
+        ("What is 3^4?", "What is 4^3?", False),
+        ("How many ml in a cup?", "How many cups in a ml?", False),
+        ("Is the meeting on Sunday?", "Is the meeting on Sundays?", True),
         ("Can I swap rice for quinoa?", "Can I swap quinoa for rice?", False),
         ("Translate to Traditional Chinese", "Translate to Chinese Traditional", True),
     ],
