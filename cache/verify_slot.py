@@ -34,6 +34,7 @@ from cache.verify_abbrev import expands_to
 from cache.verify_features import stem
 from cache.verify_numbers import counts
 from cache.verify_roles import rearranged, same_clauses
+from cache.verify_swaps import traded
 from cache.verify_words import interchangeable, is_content, opposite, phrase_covered
 
 MIN_TEMPLATE_WORDS = 8
@@ -192,7 +193,7 @@ def _changes(places: list[SpanPair]) -> list[_Change] | SlotJudgement:
             return SlotJudgement(ok=False, reason="antonym")
         if _transposed(place.a_words, place.b_words) and not same_clauses(place.a, place.b):
             return SlotJudgement(ok=False, reason="order")
-        if rearranged(place.a, place.b):
+        if rearranged(place.a, place.b) or traded(words_of(place.a).words, words_of(place.b).words):
             return SlotJudgement(ok=False, reason="roles")
         left = _uncovered(place.a_words, clause_a, clause_b)
         right = _uncovered(place.b_words, clause_b, clause_a)

@@ -28,10 +28,10 @@ def same_roles_in_place(a: Features, b: Features) -> bool:
     """No words moved to other clauses (`same_roles`), and no two trading places in a frame
     that stays: "Divide 10 by 2" / "Divide 2 by 10", "substitute butter for oil" / "oil for
     butter"."""
-    return same_roles(a, b) and not _traded(a.seq, b.seq)
+    return same_roles(a, b) and not traded(a.seq, b.seq)
 
 
-def _traded(a: Sequence[str], b: Sequence[str]) -> bool:
+def traded(a: Sequence[str], b: Sequence[str]) -> bool:
     """Two numbers, or two content words apart in the text, trade places (up to inflection)
     and every other word stays ("Divide 10 by 2" / "Divide 2 by 10", "3^4" / "4^3"); when the
     words around them move too, a phrase moved ("from the airport to the hotel" / "to the

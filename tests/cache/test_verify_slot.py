@@ -461,3 +461,17 @@ def test_a_single_sentence_is_not_judged_again_as_itself() -> None:
     a = "Please write a short and friendly reminder email to the whole team about the party"
     b = "Please write a short and friendly reminder email to the whole team about the offsite"
     assert verify(a, b).reason == "slot"
+
+
+def test_two_words_trading_places_in_a_slot_swap_roles() -> None:
+    """Inside one changed clause, two words trading places while the rest stays swap roles;
+    a phrase moved with its preposition does not."""
+    swapped = verify(
+        _t("Can I swap the tent for a backpack?"), _t("Can I swap the backpack for a tent?")
+    )
+    assert swapped.reason == "roles"
+    moved = (
+        "Can I get from Boston to Denver by train?",
+        "Can I get to Denver from Boston by train?",
+    )
+    assert verify(_t(moved[0]), _t(moved[1])).ok
