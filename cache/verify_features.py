@@ -128,16 +128,20 @@ def _dominant_script(text: str) -> str:
 
 
 def poles_of(words: Sequence[str], word_set: frozenset[str]) -> frozenset[tuple[int, int]]:
-    """The (antonym axis, pole) pairs that lowercase `words` signal, phrases included."""
-    poles = {pair for word in words for pair in _POLES.get(word, ())}
-    if not _PHRASE_TRIGGERS.isdisjoint(word_set):
-        joined = " ".join(words)
-        poles |= {
-            (axis, pole)
-            for triggers, pattern, axis, pole in _PHRASES
-            if not triggers.isdisjoint(word_set) and pattern.search(joined)
-        }
-    return frozenset(poles)
+    """The (antonym axis, pole) pairs that lowercase `words` signal, phrases included; a word
+    of a phrase signals only the phrase's pole on its axis ("3 or more" is "at least 3", not
+    "more than 3")."""
+    if _PHRASE_TRIGGERS.isdisjoint(word_set):
+        return frozenset(pair for word in words for pair in _POLES.get(word, ()))
+    phrases = pole_phrases(words)
+    taken = {(axis, i) for (axis, _), places in phrases.items() for i in places}
+    poles = {
+        pair
+        for i, word in enumerate(words)
+        for pair in _POLES.get(word, ())
+        if (pair[0], i) not in taken
+    }
+    return frozenset(poles | phrases.keys())
 
 
 def pole_phrases(words: Sequence[str]) -> dict[tuple[int, int], set[int]]:

@@ -31,6 +31,8 @@ ANTONYM_AXES: tuple[tuple[str, ...], ...] = (
     (
         "over above more greater exceed exceeding higher larger bigger longer",
         "under below less fewer lower smaller shorter within",
+        "atleast",  # "at least 3" includes 3, "more than 3" does not (phrases below)
+        "atmost",
     ),
     (
         "max maximum maximize most highest largest biggest longest",
@@ -167,8 +169,10 @@ PHRASES: tuple[tuple[str, str, str, int], ...] = (
     ("sold", r"\bsold out\b", "instock", 1),
     ("than", r"\bmore than\b", "over", 0),
     ("than", r"\b(?:less|fewer) than\b", "over", 1),
-    ("least", r"\bat least\b", "over", 0),
-    ("most", r"\bat most\b", "over", 1),
+    ("least", r"\bat least\b", "over", 2),
+    ("more", r"\bor more\b", "over", 2),
+    ("most", r"\bat most\b", "over", 3),
+    ("less fewer", r"\bor (?:less|fewer)\b", "over", 3),
 )
 PHRASE_RES = tuple(
     (frozenset(triggers.split()), re.compile(pattern), base, pole)

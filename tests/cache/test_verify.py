@@ -458,3 +458,21 @@ def test_two_words_trading_places_in_a_frame_swap_roles(a: str, b: str, same: bo
     """Two words apart trading places while every other word stays swap their roles; a moved
     phrase or a reordered name does not."""
     assert (verify(a, b).reason != "roles") is same
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("Orders with more than 3 items", "Orders with at least 3 items", False),
+        ("Orders with at most 3 items", "Orders with less than 3 items", False),
+        ("Orders with more than 3 items", "Orders with 3 or more items", False),
+        ("Orders with at least 3 items", "Orders with 3 or more items", True),
+        ("Orders with at most 3 items", "Orders with 3 or fewer items", True),
+        ("Is it more than 5 km?", "Is it over 5 km?", True),
+    ],
+)
+def test_bounds_that_include_their_number_differ_from_those_that_do_not(
+    a: str, b: str, same: bool
+) -> None:
+    """ "at least 3" (3 or more) includes 3, "more than 3" does not."""
+    assert (verify(a, b).reason != "antonym") is same
