@@ -1,10 +1,9 @@
-"""Chooses a replica per request, admits the request to it, retries once before the first
-byte, and polls health."""
+"""Chooses a replica per request, admits the request to it, and retries once before the first
+byte; the replicas themselves are kept by `backends.fleet_members`."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import random
@@ -14,13 +13,13 @@ from typing import TypeVar
 
 from backends.admission_config import AdmissionConfig as AdmissionConfig
 from backends.base import EmbeddingCall, GenerationRequest
+from backends.fleet_members import Members
 from backends.open_stream import OpenStream, close_quietly
 from backends.outlook import Demand, Outlook, first_chunk_tokens
 from backends.overloaded import overloaded
 from backends.prefix.blocks import block_keys
 from backends.prefix.prompt import PromptBlocks
 from backends.prefix.source import PrefixSource
-from backends.prefix.subscriber import follow
 from backends.replica import Replica
 from backends.routes import ModelRoutes
 from backends.slow_start import ramped
@@ -35,7 +34,6 @@ from core.errors import (
     BackendError,
     BackendUnavailable,
     DeadlineExceeded,
-    ModelNotFound,
     NoHealthyBackend,
 )
 from core.stages import StageName
@@ -68,59 +66,66 @@ class Fleet:
         self.routes = routes or ModelRoutes()
         config = admission or AdmissionConfig(enabled=False, predict=False)
         self._predict = config.enabled and config.predict
-        self._admission = admission
         self._quantile = config.output_quantile
-        self._by_model: dict[str, list[Replica]] = {}
+        self.members = Members(
+            replicas,
+            health_interval_s=health_interval_s,
+            health_timeout_s=health_timeout_s,
+            admission=admission,
+            follow_prefixes=prefix_weight > 0,
+            clock=clock,
+        )
         # Output lengths of requests without a cap, per model (the replicas share a workload).
         self._lengths: dict[str, RecentQuantile] = {}
-        for replica in replicas:
-            self._enlist(replica)
         self._retry_attempts = retry_attempts
-        self._health_interval_s = health_interval_s
-        self._health_timeout_s = health_timeout_s
         self._tiebreak = itertools.count()
-        self._pollers: dict[Replica, list[asyncio.Task[None]]] = {}
-        self._draining: set[asyncio.Task[None]] = set()
-        # Retired replicas still finishing their requests (their backends not closed yet).
-        self._leaving: list[Replica] = []
 
     def declare(self, model: str) -> None:
         """Serve `model` even while it has no replica (a DNS set not resolved yet): requests
         for it are 503s, not 404s, and the gateway is not ready."""
-        self._lengths.setdefault(model, RecentQuantile(self._quantile))
-        self._by_model.setdefault(model, [])
+        self.members.declare(model)
 
-    def _enlist(self, replica: Replica) -> None:
-        self.declare(replica.model)
-        if self._admission is not None:
-            replica.admission = self._admission.queue()
-            replica.auto_limit = self._admission.max_inflight == 0
-        self._by_model[replica.model].append(replica)
+    def lengths(self, model: str) -> RecentQuantile:
+        """The recent output lengths of `model`'s requests that set no cap."""
+        lengths = self._lengths.get(model)
+        if lengths is None:
+            lengths = self._lengths[model] = RecentQuantile(self._quantile)
+        return lengths
 
     @property
     def models(self) -> list[str]:
         """The backend models (every version included)."""
-        return list(self._by_model)
+        return list(self.members.by_model)
 
     @property
     def public_models(self) -> list[str]:
         """The names clients choose from (`GET /v1/models`): routes and unrouted models."""
-        return self.routes.public(self._by_model)
+        return self.routes.public(self.members.by_model)
 
     def replicas(self, model: str) -> list[Replica]:
-        try:
-            return self._by_model[model]
-        except KeyError:
-            raise ModelNotFound(model) from None
+        return self.members.replicas(model)
 
     def retiring(self) -> list[Replica]:
-        """Replicas taken out (gone from DNS) still finishing their requests; each leaves
-        this list once its backend is closed."""
-        return list(self._leaving)
+        """Replicas taken out (gone from DNS) still finishing their requests."""
+        return self.members.retiring()
 
     def ready(self) -> bool:
         """Every model has at least one healthy replica."""
-        return all(any(r.healthy for r in rs) for rs in self._by_model.values())
+        return self.members.ready()
+
+    async def start(self) -> None:
+        await self.members.start()
+
+    async def add(self, replica: Replica) -> None:
+        """A replica joins a started fleet (discovered in DNS)."""
+        await self.members.add(replica)
+
+    def retire(self, replica: Replica) -> asyncio.Task[None]:
+        """Take a replica out (gone from DNS); the returned task ends once it has drained."""
+        return self.members.retire(replica)
+
+    async def aclose(self) -> None:
+        await self.members.aclose()
 
     def pick(
         self,
@@ -167,7 +172,7 @@ class Fleet:
         )
 
     def _outlook(self, replica: Replica, demand: Demand, budget: RequestBudget) -> Outlook:
-        return Outlook(replica.estimate, self._lengths[replica.model], demand, budget)
+        return Outlook(replica.estimate, self.lengths(replica.model), demand, budget)
 
     def _service_times(
         self, candidates: Sequence[Replica], demand: Demand | None, budget: RequestBudget | None
@@ -211,66 +216,7 @@ class Fleet:
             return
         replica.estimate.observe(demand.prompt_tokens, tokens, seconds)
         if demand.max_tokens is None:
-            self._lengths[replica.model].add(tokens)
-
-    async def start(self) -> None:
-        all_replicas = [r for rs in self._by_model.values() for r in rs]
-        await asyncio.gather(*(r.backend.start() for r in all_replicas))
-        await asyncio.gather(*(self._probe(r) for r in all_replicas))
-        for replica in all_replicas:
-            self._watch(replica)
-
-    def _watch(self, replica: Replica) -> None:
-        """Poll the replica's health, and follow its KV events when routing by prefix."""
-        tasks = [asyncio.create_task(self._poll(replica))]
-        if self._prefix_weight > 0 and isinstance(replica.backend, PrefixSource):
-            backend = replica.backend
-            following = follow(
-                replica.prefix, backend.kv_events, replica.url, block_size=backend.block_size
-            )
-            tasks.append(asyncio.create_task(following))
-        self._pollers[replica] = tasks
-
-    async def add(self, replica: Replica) -> None:
-        """A replica joins a started fleet (discovered in DNS): it takes requests once a
-        health probe finds it serving, and then ramps up over the slow start."""
-        replica.healthy = False
-        await replica.backend.start()
-        self._enlist(replica)
-        try:
-            await self._probe(replica)
-        except Exception:  # the poller tries again
-            log.exception("first health probe of %s failed", replica.url)
-        self._watch(replica)
-        log.info("replica %s of %s joined", replica.url, replica.model)
-
-    def retire(self, replica: Replica) -> asyncio.Task[None]:
-        """Take a replica out (gone from DNS): no new requests from now on, while those it
-        is serving finish; then its backend is closed. The returned task ends then."""
-        with contextlib.suppress(ValueError):
-            self._by_model[replica.model].remove(replica)
-        for task in self._pollers.pop(replica, []):
-            task.cancel()
-        log.info(
-            "replica %s of %s retired: %d in flight", replica.url, replica.model, replica.inflight
-        )
-        self._leaving.append(replica)
-        task = asyncio.create_task(self._drain(replica))
-        self._draining.add(task)
-        task.add_done_callback(self._draining.discard)
-        return task
-
-    async def _drain(self, replica: Replica) -> None:
-        try:
-            # The admission queue offers no idle event; a look twice a second is cheap.
-            while replica.inflight > 0 or replica.admission.queued() > 0:  # noqa: ASYNC110
-                await asyncio.sleep(min(self._health_interval_s, 0.5))
-        finally:
-            try:
-                await replica.backend.aclose()
-            finally:
-                with contextlib.suppress(ValueError):
-                    self._leaving.remove(replica)
+            self.lengths(replica.model).add(tokens)
 
     async def prompt_blocks(self, request: GenerationRequest) -> PromptBlocks | None:
         """The prompt's block keys at each block size the model's replicas report, or None
@@ -292,29 +238,6 @@ class Fleet:
         except BackendError:
             return None
         return PromptBlocks({size: block_keys(ids, size) for size in sizes})
-
-    async def aclose(self) -> None:
-        tasks = [t for ts in self._pollers.values() for t in ts] + list(self._draining)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        for replicas in self._by_model.values():
-            for replica in replicas:
-                await replica.backend.aclose()
-
-    async def _probe(self, replica: Replica) -> None:
-        health = await replica.backend.health(self._health_timeout_s)
-        replica.observe(health, self._clock())
-
-    async def _poll(self, replica: Replica) -> None:
-        while True:
-            await asyncio.sleep(self._health_interval_s)
-            try:
-                await self._probe(replica)
-            except Exception:  # a poller must never die
-                log.exception("health probe of %s failed", replica.url)
 
     async def complete(self, request: GenerationRequest, budget: RequestBudget) -> Completion:
         deadline, clock = budget.total, budget.timeline.clock
@@ -345,11 +268,7 @@ class Fleet:
     ) -> T:
         tried: list[Replica] = []
         while True:
-            replica = self.pick(model, tried, budget.priority, demand, budget, prefix)
-            tried.append(replica)
-            slot = await self._admit(replica, budget, demand)
-            if prefix is not None:
-                prefix.sent_to(replica.prefix, self._clock())
+            replica, slot = await self._dispatch(model, tried, budget, demand, prefix)
             started = budget.timeline.clock()
             try:
                 # The backend enforces the deadline itself (gRPC deadline, HTTP timeout).
@@ -360,6 +279,23 @@ class Fleet:
             finally:
                 slot.release()
                 budget.timeline.record(StageName.BACKEND, started)
+
+    async def _dispatch(
+        self,
+        model: str,
+        tried: list[Replica],
+        budget: RequestBudget,
+        demand: Demand | None,
+        prefix: PromptBlocks | None,
+    ) -> tuple[Replica, Slot]:
+        """The next replica to try, and a slot on it; the prompt's blocks count as sent there
+        from now on (`backends.prefix.expected`)."""
+        replica = self.pick(model, tried, budget.priority, demand, budget, prefix)
+        tried.append(replica)
+        slot = await self._admit(replica, budget, demand)
+        if prefix is not None:
+            prefix.sent_to(replica.prefix, self._clock())
+        return replica, slot
 
     async def open_stream(self, request: GenerationRequest, budget: RequestBudget) -> OpenStream:
         """A stream whose first chunk has already arrived, so failures so far were retried.
@@ -373,11 +309,7 @@ class Fleet:
         prefix = await self.prompt_blocks(request)
         tried: list[Replica] = []
         while True:
-            replica = self.pick(model, tried, budget.priority, demand, budget, prefix)
-            tried.append(replica)
-            slot = await self._admit(replica, budget, demand)
-            if prefix is not None:
-                prefix.sent_to(replica.prefix, self._clock())
+            replica, slot = await self._dispatch(model, tried, budget, demand, prefix)
             started = timeline.clock()
             chunks = replica.backend.stream(request, budget.total)
             try:

@@ -161,7 +161,7 @@ async def test_a_vanished_address_drains_then_closes() -> None:
     assert discovery.urls(SET) == ["grpc://10.0.0.1:50051"]
     assert leaving not in fleet.replicas("m")
     assert {fleet.pick("m").url for _ in range(4)} == {"grpc://10.0.0.1:50051"}
-    drain = fleet._draining.copy().pop()
+    drain = fleet.members.draining.copy().pop()
     for _ in range(5):
         await asyncio.sleep(0)
     assert not drain.done() and not built.by_url["grpc://10.0.0.2:50051"].closed
@@ -257,7 +257,7 @@ async def test_an_empty_answer_retires_the_set_once_it_repeats(
     await discovery.refresh()
     assert discovery.urls(SET) == [] and fleet.replicas("m") == [] and not fleet.ready()
     assert (stats.empty, stats.stale_for, stats.addresses) == (EMPTY_TO_RETIRE, 0, 0)
-    await asyncio.gather(*fleet._draining)
+    await asyncio.gather(*fleet.members.draining)
     assert all(b.closed for b in built.by_url.values())
     await discovery.refresh()  # still empty, nothing left to retire: quiet
     assert stats.stale_for == 0

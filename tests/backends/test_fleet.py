@@ -1,4 +1,4 @@
-"""Replica choice, ejection and re-admission, and what the fleet learns from answers."""
+"""Replica choice, admission, retries, and what the fleet learns from answers."""
 
 from __future__ import annotations
 
@@ -71,27 +71,6 @@ def test_unknown_model() -> None:
         _fleet(_replica("a")).pick("other")
 
 
-def test_health_probe_readmits_ejected_replica() -> None:
-    """A replica ejected after a failure returns once a probe finds it serving."""
-    replica = _replica("a")
-    replica.eject("connection refused")
-    assert not _fleet(replica).ready()
-    replica.observe(BackendHealth(True, "serving"))
-    assert replica.healthy
-
-
-async def test_start_probes_every_replica() -> None:
-    """start() learns each replica's health before serving."""
-    up, down = FakeBackend(url="up"), FakeBackend(url="down", healthy=False)
-    fleet = _fleet(Replica("m", up), Replica("m", down))
-    await fleet.start()
-    try:
-        assert [r.healthy for r in fleet.replicas("m")] == [True, False]
-        assert fleet.ready()
-    finally:
-        await fleet.aclose()
-
-
 class Clock:
     def __init__(self) -> None:
         self.now = 100.0
@@ -137,9 +116,9 @@ async def test_completions_teach_the_estimate_and_uncapped_lengths() -> None:
     fleet = _admitting(replica)
     await fleet.complete(_request(max_tokens=50), _budget(backend.clock))
     assert replica.estimate.expected(40, 3) == pytest.approx(0.25)  # 3 words, 3 tokens
-    assert fleet._lengths["m"].value() is None
+    assert fleet.lengths("m").value() is None
     await fleet.complete(_request(), _budget(backend.clock))
-    assert fleet._lengths["m"].value() == 3
+    assert fleet.lengths("m").value() == 3
 
 
 async def test_streams_teach_first_token_and_end() -> None:

@@ -127,11 +127,11 @@ async def test_probes_start_the_ramp_at_the_fleets_clock() -> None:
     backend = FakeBackend(url="a", healthy=False)
     replica = Replica("m", backend)
     fleet = _fleet(clock, replica)
-    await fleet._probe(replica)
+    await fleet.members.probe(replica)
     assert not replica.healthy
     clock.now += 5
     backend.healthy = True
-    await fleet._probe(replica)
+    await fleet.members.probe(replica)
     assert replica.healthy and replica.healthy_since == clock.now
 
 

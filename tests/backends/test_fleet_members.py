@@ -1,0 +1,66 @@
+"""The fleet's membership: health probes, readiness, replicas joining and retiring."""
+
+from __future__ import annotations
+
+import asyncio
+
+from backends.fleet_members import Members
+from backends.replica import Replica
+from core.answers import BackendHealth
+from tests.support.fake_backend import FakeBackend
+
+
+def _members(*replicas: Replica) -> Members:
+    return Members(list(replicas), health_interval_s=60, health_timeout_s=1)
+
+
+def test_a_probe_readmits_an_ejected_replica() -> None:
+    """A replica ejected after a failure returns once a probe finds it serving."""
+    replica = Replica("m", FakeBackend(url="a"), healthy=True)
+    replica.eject("connection refused")
+    members = _members(replica)
+    assert not members.ready()
+    replica.observe(BackendHealth(True, "serving"))
+    assert replica.healthy and members.ready()
+
+
+async def test_start_probes_every_replica() -> None:
+    """start() learns each replica's health before serving."""
+    up, down = FakeBackend(url="up"), FakeBackend(url="down", healthy=False)
+    members = _members(Replica("m", up), Replica("m", down))
+    await members.start()
+    try:
+        assert [r.healthy for r in members.replicas("m")] == [True, False]
+        assert members.ready()
+    finally:
+        await members.aclose()
+
+
+def test_a_declared_model_without_replicas_is_not_ready() -> None:
+    """A model declared before its replicas resolve keeps the fleet unready."""
+    members = _members()
+    members.declare("m")
+    assert members.replicas("m") == [] and not members.ready()
+
+
+async def test_a_joining_replica_serves_only_after_a_probe() -> None:
+    """add() probes the newcomer first: a replica that is down joins unhealthy."""
+    members = _members()
+    await members.start()
+    try:
+        await members.add(Replica("m", FakeBackend(url="down", healthy=False)))
+        await members.add(Replica("m", FakeBackend(url="up")))
+        assert [r.healthy for r in members.replicas("m")] == [False, True]
+    finally:
+        await members.aclose()
+
+
+async def test_a_retired_replica_leaves_at_once_and_closes_when_drained() -> None:
+    """retire() takes the replica out of choice now and closes its backend once idle."""
+    backend = FakeBackend(url="a")
+    replica = Replica("m", backend, healthy=True)
+    members = _members(replica)
+    drained = members.retire(replica)
+    assert members.replicas("m") == [] and members.retiring() == [replica]
+    await asyncio.wait_for(drained, 10)
+    assert members.retiring() == [] and not members.draining
