@@ -33,7 +33,7 @@ def sample(
 ) -> None:
     """One sample of every live gauge; `tasks` is the event loop's task count, when known."""
     if tasks is not None:
-        metrics.event_loop_tasks(tasks)
+        metrics.sampled.event_loop_tasks(tasks)
     sampled: list[tuple[str, str]] = []
     # Retired replicas still finishing requests first: a replica back under the same URL wins.
     for replica in fleet.retiring():
@@ -61,14 +61,16 @@ def sample(
     if limiter.shared is not None:
         breakers.append(limiter.shared.breaker)
     for breaker in breakers:
-        metrics.redis_circuit(breaker.name, breaker.state.value.replace("-", "_"))
-    metrics.rate_limits(limiter.refused, limiter.local_decisions)
+        metrics.sampled.redis_circuit(breaker.name, breaker.state.value.replace("-", "_"))
+    metrics.sampled.rate_limits(limiter.refused, limiter.local_decisions)
     writeback = cache.writeback
-    metrics.writeback(writeback.depth, writeback.dropped, writeback.failed)
+    metrics.sampled.writeback(writeback.depth, writeback.dropped, writeback.failed)
     bound = cache.semantic.error_bound if cache.semantic is not None else None
     if bound is not None:
         estimate = bound.estimate()
-        metrics.semantic_error(estimate.correct, estimate.wrong, estimate.rate, estimate.upper)
+        metrics.sampled.semantic_error(
+            estimate.correct, estimate.wrong, estimate.rate, estimate.upper
+        )
     metrics.flush()
 
 

@@ -22,13 +22,12 @@ pass `models=` (the configured names) so a client cannot grow the label set, oth
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable
 from typing import Literal
 
 from prometheus_client import (
     CollectorRegistry,
     Counter,
-    Gauge,
     Histogram,
     disable_created_metrics,
     generate_latest,
@@ -39,11 +38,11 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from obs.metric_batches import CounterBatch, HistogramBatch
 from obs.multiproc import ENV_VAR, sweep_dead_processes
 from obs.replica_metrics import DnsSample, ReplicaKey, ReplicaMetrics, TombstoneCollector
+from obs.sampled_metrics import SampledMetrics
 
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 OTHER_MODEL = "other"
 NO_MODEL = "none"  # refused before the body named a model (e.g. invalid JSON)
-CIRCUIT_STATES = ("closed", "open", "half_open")
 
 # Whole requests: from an in-process cache hit (~0.3 ms) to a long generation (the default
 # budget is 300 s).
@@ -140,68 +139,7 @@ class GatewayMetrics:
             registry=registry,
         )
         self.replicas = ReplicaMetrics(registry, multiprocess=self.multiprocess_dir is not None)
-        self._circuit = Gauge(
-            "gateway_redis_circuit_state",
-            "Redis circuit breaker state, one-hot over closed/open/half_open "
-            "(with several workers: the number of workers in that state)",
-            ("name", "state"),
-            multiprocess_mode="livesum",
-            registry=registry,
-        )
-        self._wb_depth = Gauge(
-            "gateway_writeback_queue_depth",
-            "Cache writes waiting in the write-back queue",
-            multiprocess_mode="livesum",
-            registry=registry,
-        )
-        self._wb_dropped = Counter(
-            "gateway_writeback_dropped_total",
-            "Cache writes dropped because the write-back queue was full",
-            registry=registry,
-        )
-        self._wb_failed = Counter(
-            "gateway_writeback_failed_total",
-            "Cache writes that failed",
-            registry=registry,
-        )
-        self._judged = Counter(
-            "gateway_semantic_judgements_total",
-            "Semantic matches judged against the fresh answer, by outcome (correct, wrong)",
-            ("outcome",),
-            registry=registry,
-        )
-        self._error_rate = Gauge(
-            "gateway_semantic_error_rate",
-            "Observed wrong-hit rate of judged semantic matches (with several workers: the "
-            "highest)",
-            multiprocess_mode="livemax",
-            registry=registry,
-        )
-        self._error_upper = Gauge(
-            "gateway_semantic_error_rate_upper",
-            "95% Wilson upper bound of the semantic wrong-hit rate (with several workers: the "
-            "highest)",
-            multiprocess_mode="livemax",
-            registry=registry,
-        )
-        self._tasks = Gauge(
-            "gateway_event_loop_tasks",
-            "asyncio tasks alive in the worker's event loop (with several workers: one series "
-            "per live worker, by pid)",
-            multiprocess_mode="liveall",
-            registry=registry,
-        )
-        self._rate_limited = Counter(
-            "gateway_rate_limited_total",
-            "Requests refused with 429 by an API key's request or token limit",
-            ("unit",),
-            registry=registry,
-        )
-        self._limit_local = Counter(
-            "gateway_rate_limit_local_decisions_total",
-            "Rate-limit decisions taken by one replica alone because Redis was unreachable",
-            registry=registry,
-        )
+        self.sampled = SampledMetrics(registry)
 
         self._batches: list[HistogramBatch | CounterBatch] = []
         self._request_children: dict[tuple[str, str, str, int], HistogramBatch] = {}
@@ -212,10 +150,6 @@ class GatewayMetrics:
         self._overrun_children: dict[str, CounterBatch] = {}
         self._shed_children: dict[tuple[str, str], CounterBatch] = {}
         self._token_children: dict[str, tuple[CounterBatch, CounterBatch]] = {}
-        self._circuit_last: dict[str, str] = {}
-        self._wb_last = (0, 0)
-        self._limits_last: dict[str, int] = {}
-        self._judged_last = (0, 0)
 
         if self.multiprocess_dir is not None:
             self._exposed = CollectorRegistry(auto_describe=True)
@@ -316,62 +250,6 @@ class GatewayMetrics:
     def dns(self, samples: Iterable[DnsSample]) -> None:
         """Sampled lookups of the `+dns` replica sets."""
         self.replicas.dns(samples)
-
-    def redis_circuit(self, name: str, state: str) -> None:
-        """Sampled breaker state: one of closed, open, half_open (one-hot gauge)."""
-        if state not in CIRCUIT_STATES:
-            raise ValueError(f"circuit state must be one of {CIRCUIT_STATES}, got {state!r}")
-        if self._circuit_last.get(name) == state:
-            return
-        self._circuit_last[name] = state
-        for candidate in CIRCUIT_STATES:
-            self._circuit.labels(name, candidate).set(1 if candidate == state else 0)
-
-    def writeback(self, depth: int, dropped_total: int, failed_total: int) -> None:
-        """Sampled write-back queue: its depth and its cumulative drop and failure counts."""
-        self._wb_depth.set(depth)
-        last_dropped, last_failed = self._wb_last
-        # A total below the last one means a new queue object: count it from zero.
-        dropped = dropped_total - last_dropped if dropped_total >= last_dropped else dropped_total
-        failed = failed_total - last_failed if failed_total >= last_failed else failed_total
-        if dropped:
-            self._wb_dropped.inc(dropped)
-        if failed:
-            self._wb_failed.inc(failed)
-        self._wb_last = (dropped_total, failed_total)
-
-    def semantic_error(
-        self, correct_total: int, wrong_total: int, rate: float, upper: float
-    ) -> None:
-        """Sampled error bound: cumulative judgements, the wrong-hit rate and its upper bound."""
-        self._error_rate.set(rate)
-        self._error_upper.set(upper)
-        last_correct, last_wrong = self._judged_last
-        # A total below the last one means a new bound object: count it from zero.
-        correct = correct_total - last_correct if correct_total >= last_correct else correct_total
-        wrong = wrong_total - last_wrong if wrong_total >= last_wrong else wrong_total
-        if correct:
-            self._judged.labels("correct").inc(correct)
-        if wrong:
-            self._judged.labels("wrong").inc(wrong)
-        self._judged_last = (correct_total, wrong_total)
-
-    def event_loop_tasks(self, count: int) -> None:
-        """Sampled number of asyncio tasks alive in this worker (a leak shows as a climb)."""
-        self._tasks.set(count)
-
-    def rate_limits(self, refused_totals: Mapping[str, int], local_total: int) -> None:
-        """Sampled rate limiter: cumulative refusals per unit and local decisions."""
-        for unit, total in (*refused_totals.items(), ("local", local_total)):
-            last = self._limits_last.get(unit, 0)
-            added = total - last if total >= last else total
-            self._limits_last[unit] = total
-            if not added:
-                continue
-            if unit == "local":
-                self._limit_local.inc(added)
-            else:
-                self._rate_limited.labels(unit).inc(added)
 
     def flush(self) -> None:
         """Hand the observations added up since the last flush to prometheus-client (call

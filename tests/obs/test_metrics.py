@@ -97,10 +97,10 @@ def test_state_gauges() -> None:
     metrics.replica_state("sim", "grpc://a:1", inflight=4, queued=2, healthy=True)
     metrics.replica_state("sim", "grpc://b:1", inflight=0, queued=0, healthy=False)
     metrics.replica_state("sim", "grpc://a:1", inflight=3, queued=1, healthy=True)
-    metrics.redis_circuit("exact", "closed")
-    metrics.redis_circuit("exact", "open")
-    metrics.writeback(depth=5, dropped_total=0, failed_total=0)
-    metrics.event_loop_tasks(17)
+    metrics.sampled.redis_circuit("exact", "closed")
+    metrics.sampled.redis_circuit("exact", "open")
+    metrics.sampled.writeback(depth=5, dropped_total=0, failed_total=0)
+    metrics.sampled.event_loop_tasks(17)
     s = parse(metrics.render()[0])
     a = {"model": "sim", "replica": "grpc://a:1"}
     b = {"model": "sim", "replica": "grpc://b:1"}
@@ -114,16 +114,16 @@ def test_state_gauges() -> None:
     assert value(s, "gateway_writeback_queue_depth") == 5
     assert value(s, "gateway_event_loop_tasks") == 17
     with pytest.raises(ValueError, match="circuit state"):
-        metrics.redis_circuit("exact", "ajar")
+        metrics.sampled.redis_circuit("exact", "ajar")
 
 
 def test_writeback_cumulative_totals_become_counter_increments() -> None:
     """Sampled cumulative drop/failure totals add their deltas; a lower total is a new queue."""
     metrics = GatewayMetrics()
-    metrics.writeback(depth=5, dropped_total=2, failed_total=0)
-    metrics.writeback(depth=1, dropped_total=7, failed_total=1)
-    metrics.writeback(depth=1, dropped_total=7, failed_total=1)
-    metrics.writeback(depth=0, dropped_total=3, failed_total=1)
+    metrics.sampled.writeback(depth=5, dropped_total=2, failed_total=0)
+    metrics.sampled.writeback(depth=1, dropped_total=7, failed_total=1)
+    metrics.sampled.writeback(depth=1, dropped_total=7, failed_total=1)
+    metrics.sampled.writeback(depth=0, dropped_total=3, failed_total=1)
     s = parse(metrics.render()[0])
     assert value(s, "gateway_writeback_dropped_total") == 10
     assert value(s, "gateway_writeback_failed_total") == 1
@@ -133,8 +133,8 @@ def test_writeback_cumulative_totals_become_counter_increments() -> None:
 def test_rate_limit_totals_become_counter_increments() -> None:
     """Sampled refusal and local-decision totals add their deltas per unit."""
     metrics = GatewayMetrics()
-    metrics.rate_limits({"requests": 2, "tokens": 0}, local_total=1)
-    metrics.rate_limits({"requests": 5, "tokens": 1}, local_total=1)
+    metrics.sampled.rate_limits({"requests": 2, "tokens": 0}, local_total=1)
+    metrics.sampled.rate_limits({"requests": 5, "tokens": 1}, local_total=1)
     s = parse(metrics.render()[0])
     assert value(s, "gateway_rate_limited_total", unit="requests") == 5
     assert value(s, "gateway_rate_limited_total", unit="tokens") == 1
@@ -185,9 +185,9 @@ for _ in range(5):
 metrics.cache_lookup("exact", "hit")
 metrics.tokens("sim", 10, 20)
 metrics.replica_state("sim", "grpc://a:1", inflight=inflight, queued=1, healthy=inflight < 3)
-metrics.redis_circuit("exact", circuit)
-metrics.writeback(depth=2, dropped_total=3, failed_total=1)
-metrics.event_loop_tasks(inflight * 10)
+metrics.sampled.redis_circuit("exact", circuit)
+metrics.sampled.writeback(depth=2, dropped_total=3, failed_total=1)
+metrics.sampled.event_loop_tasks(inflight * 10)
 metrics.flush()  # a worker's sampler does this once a second
 print("ready", flush=True)
 sys.stdin.readline()
@@ -289,8 +289,8 @@ def test_observations_reach_prometheus_on_flush() -> None:
 def test_semantic_error_bound_metrics() -> None:
     """Sampled judgement totals add their deltas by outcome; rate and upper bound are gauges."""
     metrics = GatewayMetrics()
-    metrics.semantic_error(correct_total=9, wrong_total=1, rate=0.1, upper=0.4)
-    metrics.semantic_error(correct_total=19, wrong_total=1, rate=0.05, upper=0.24)
+    metrics.sampled.semantic_error(correct_total=9, wrong_total=1, rate=0.1, upper=0.4)
+    metrics.sampled.semantic_error(correct_total=19, wrong_total=1, rate=0.05, upper=0.24)
     s = parse(metrics.render()[0])
     assert value(s, "gateway_semantic_judgements_total", outcome="correct") == 19
     assert value(s, "gateway_semantic_judgements_total", outcome="wrong") == 1

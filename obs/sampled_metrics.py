@@ -1,0 +1,136 @@
+"""The gauges and counters the periodic sampler sets from other objects' state: the Redis
+circuit breakers, the write-back queue, the semantic error bound, the rate limiter and the
+event loop. Each sample carries cumulative totals; a counter advances by the difference."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+CIRCUIT_STATES = ("closed", "open", "half_open")
+
+
+def added(total: int, last: int) -> int:
+    """How far a cumulative total moved since the last sample; a total below the last one
+    means a new source object (a restarted queue or bound), counted from zero."""
+    return total - last if total >= last else total
+
+
+class SampledMetrics:
+    """Sampled dependency and worker state, registered on the gateway's registry."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._circuit = Gauge(
+            "gateway_redis_circuit_state",
+            "Redis circuit breaker state, one-hot over closed/open/half_open "
+            "(with several workers: the number of workers in that state)",
+            ("name", "state"),
+            multiprocess_mode="livesum",
+            registry=registry,
+        )
+        self._wb_depth = Gauge(
+            "gateway_writeback_queue_depth",
+            "Cache writes waiting in the write-back queue",
+            multiprocess_mode="livesum",
+            registry=registry,
+        )
+        self._wb_dropped = Counter(
+            "gateway_writeback_dropped_total",
+            "Cache writes dropped because the write-back queue was full",
+            registry=registry,
+        )
+        self._wb_failed = Counter(
+            "gateway_writeback_failed_total", "Cache writes that failed", registry=registry
+        )
+        self._judged = Counter(
+            "gateway_semantic_judgements_total",
+            "Semantic matches judged against the fresh answer, by outcome (correct, wrong)",
+            ("outcome",),
+            registry=registry,
+        )
+        self._error_rate = Gauge(
+            "gateway_semantic_error_rate",
+            "Observed wrong-hit rate of judged semantic matches (with several workers: the "
+            "highest)",
+            multiprocess_mode="livemax",
+            registry=registry,
+        )
+        self._error_upper = Gauge(
+            "gateway_semantic_error_rate_upper",
+            "95% Wilson upper bound of the semantic wrong-hit rate (with several workers: the "
+            "highest)",
+            multiprocess_mode="livemax",
+            registry=registry,
+        )
+        self._tasks = Gauge(
+            "gateway_event_loop_tasks",
+            "asyncio tasks alive in the worker's event loop (with several workers: one series "
+            "per live worker, by pid)",
+            multiprocess_mode="liveall",
+            registry=registry,
+        )
+        self._rate_limited = Counter(
+            "gateway_rate_limited_total",
+            "Requests refused with 429 by an API key's request or token limit",
+            ("unit",),
+            registry=registry,
+        )
+        self._limit_local = Counter(
+            "gateway_rate_limit_local_decisions_total",
+            "Rate-limit decisions taken by one replica alone because Redis was unreachable",
+            registry=registry,
+        )
+        self._circuit_last: dict[str, str] = {}
+        self._wb_last = (0, 0)
+        self._judged_last = (0, 0)
+        self._limits_last: dict[str, int] = {}
+
+    def redis_circuit(self, name: str, state: str) -> None:
+        """Sampled breaker state: one of closed, open, half_open (one-hot gauge)."""
+        if state not in CIRCUIT_STATES:
+            raise ValueError(f"circuit state must be one of {CIRCUIT_STATES}, got {state!r}")
+        if self._circuit_last.get(name) == state:
+            return
+        self._circuit_last[name] = state
+        for candidate in CIRCUIT_STATES:
+            self._circuit.labels(name, candidate).set(1 if candidate == state else 0)
+
+    def writeback(self, depth: int, dropped_total: int, failed_total: int) -> None:
+        """Sampled write-back queue: its depth and its cumulative drop and failure counts."""
+        self._wb_depth.set(depth)
+        last_dropped, last_failed = self._wb_last
+        if dropped := added(dropped_total, last_dropped):
+            self._wb_dropped.inc(dropped)
+        if failed := added(failed_total, last_failed):
+            self._wb_failed.inc(failed)
+        self._wb_last = (dropped_total, failed_total)
+
+    def semantic_error(
+        self, correct_total: int, wrong_total: int, rate: float, upper: float
+    ) -> None:
+        """Sampled error bound: cumulative judgements, the wrong-hit rate and its upper bound."""
+        self._error_rate.set(rate)
+        self._error_upper.set(upper)
+        last_correct, last_wrong = self._judged_last
+        if correct := added(correct_total, last_correct):
+            self._judged.labels("correct").inc(correct)
+        if wrong := added(wrong_total, last_wrong):
+            self._judged.labels("wrong").inc(wrong)
+        self._judged_last = (correct_total, wrong_total)
+
+    def event_loop_tasks(self, count: int) -> None:
+        """Sampled number of asyncio tasks alive in this worker (a leak shows as a climb)."""
+        self._tasks.set(count)
+
+    def rate_limits(self, refused_totals: Mapping[str, int], local_total: int) -> None:
+        """Sampled rate limiter: cumulative refusals per unit and local decisions."""
+        for unit, total in (*refused_totals.items(), ("local", local_total)):
+            more = added(total, self._limits_last.get(unit, 0))
+            self._limits_last[unit] = total
+            if not more:
+                continue
+            if unit == "local":
+                self._limit_local.inc(more)
+            else:
+                self._rate_limited.labels(unit).inc(more)
