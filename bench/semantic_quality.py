@@ -15,7 +15,8 @@ on the train halves only ("dev" of the short set, "train" of the templated set):
 The test halves ("holdout", "test") are reported per family at those defaults, and so are
 independent templated sets never tuned on (`load_holdout`, `load_fresh`) and near-identical
 short pairs one of which adds a few words (`load_additions`, written after tuning by someone
-who had not seen the verifier; its dev half was looked at, its holdout half was not).
+who had not seen the verifier; its dev half was looked at, its holdout half was not), and
+near-identical pairs over twelve kinds of small edit (`load_edits`, written the same way).
 
     python -m bench.semantic_quality [--max-false-hit 0.01]
 """
@@ -25,7 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bench.semantic_scoring import (
     GRID,
@@ -39,6 +40,7 @@ from bench.semantic_scoring import (
 from bench.semantic_sets import (
     Pair,
     load_additions,
+    load_edits,
     load_fresh,
     load_holdout,
     load_pairs,
@@ -53,6 +55,7 @@ __all__ = [
     "Scored",
     "choose_threshold",
     "load_additions",
+    "load_edits",
     "load_fresh",
     "load_holdout",
     "load_pairs",
@@ -115,14 +118,8 @@ def family_table(
     return "\n".join(lines)
 
 
-def report(
-    short: Sequence[Scored],
-    templated: Sequence[Scored],
-    max_false_hit: float,
-    holdout: Sequence[Scored] = (),
-    fresh: Sequence[Scored] = (),
-    additions: Sequence[Scored] = (),
-) -> str:
+def report(sets: Evaluation, max_false_hit: float) -> str:
+    short, templated, additions, edits = sets.short, sets.templated, sets.additions, sets.edits
     train = [s for s in short if s.pair.half == "train"]
     chosen = choose_threshold(train, max_false_hit=max_false_hit)
     shown = sorted({*GRID[::5], DEFAULT_SIMILARITY_THRESHOLD, *([chosen] if chosen else [])})
@@ -149,7 +146,7 @@ def report(
             "`cache.verify_confirm.SLOT_SIMILARITY`)",
             *_section(
                 "Templated holdout",
-                holdout,
+                sets.holdout,
                 "holdout",
                 "An independent set over other templates, written before tuning and not tuned "
                 "on (tests/data/semantic_templated_holdout.jsonl); its misses were looked at "
@@ -157,7 +154,7 @@ def report(
             ),
             *_section(
                 "Templated fresh set",
-                fresh,
+                sets.fresh,
                 "fresh",
                 "Written after tuning by someone who had seen neither the verifier nor the "
                 "other sets (tests/data/semantic_templated_fresh.jsonl): new domains, heavier "
@@ -175,6 +172,19 @@ def report(
                 if additions
                 else []
             ),
+            *(
+                [
+                    f"## Near-identical pairs by edit ({len(edits)})",
+                    "Twelve kinds of small edit, five keeping the answer (synonym, "
+                    "abbreviation, filler, question frame, spelling) and seven changing it "
+                    "(tests/data/semantic_edits.jsonl, written by someone who had not seen the "
+                    "verifier or the other sets): train is its dev half, looked at once; test "
+                    "its holdout half, not looked at.",
+                    family_table(edits),
+                ]
+                if edits
+                else []
+            ),
         ]
     )
 
@@ -187,7 +197,8 @@ class Evaluation:
     templated: list[Scored]
     holdout: list[Scored]
     fresh: list[Scored]
-    additions: list[Scored]
+    additions: list[Scored] = field(default_factory=list)
+    edits: list[Scored] = field(default_factory=list)
 
 
 def _section(title: str, scored: Sequence[Scored], label: str, about: str) -> list[str]:
@@ -199,7 +210,7 @@ def _section(title: str, scored: Sequence[Scored], label: str, about: str) -> li
 
 
 async def evaluate() -> Evaluation:
-    """Loads the model (in a thread), scores the five sets, closes the model."""
+    """Loads the model (in a thread), scores the six sets, closes the model."""
     embedder = await asyncio.to_thread(SentenceEmbedder.load)
     try:
         return Evaluation(
@@ -208,6 +219,7 @@ async def evaluate() -> Evaluation:
             await score(load_holdout(), embedder),
             await score(load_fresh(), embedder),
             await score(load_additions(), embedder),
+            await score(load_edits(), embedder),
         )
     finally:
         await embedder.aclose()
@@ -218,11 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-false-hit", type=float, default=0.01)
     args = parser.parse_args(argv)
     sets = asyncio.run(evaluate())
-    print(
-        report(
-            sets.short, sets.templated, args.max_false_hit, sets.holdout, sets.fresh, sets.additions
-        )
-    )
+    print(report(sets, args.max_false_hit))
     return 0
 
 

@@ -19,7 +19,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from bench.semantic_quality import Scored, evaluate
+from bench.semantic_quality import Evaluation, Scored, evaluate
 from cache.error_bound import ErrorBound, match_score, wilson_upper
 from cache.semantic_defaults import DEFAULT_SIMILARITY_THRESHOLD
 
@@ -127,27 +127,23 @@ def table(streams: Mapping[str, Sequence[Scored]], rates: Sequence[float], seeds
     return "\n".join(lines)
 
 
-def held_out(
-    short: Sequence[Scored],
-    templated: Sequence[Scored],
-    holdout: Sequence[Scored],
-    fresh: Sequence[Scored] = (),
-    additions: Sequence[Scored] = (),
-) -> dict[str, list[Scored]]:
+def held_out(sets: Evaluation) -> dict[str, list[Scored]]:
     """The streams reported: each set's held-out part, and all of them mixed."""
-    short_test = [s for s in short if s.pair.half == "test"]
-    templated_test = [s for s in templated if s.pair.half == "test"]
     streams = {
-        "short (holdout)": short_test,
-        "templated (test half)": templated_test,
-        "templated (independent holdout)": list(holdout),
+        "short (holdout)": _test_half(sets.short),
+        "templated (test half)": _test_half(sets.templated),
+        "templated (independent holdout)": list(sets.holdout),
+        "templated (fresh)": list(sets.fresh),
+        "near-identical (holdout)": _test_half(sets.additions),
+        "small edits (holdout)": _test_half(sets.edits),
     }
-    if fresh:
-        streams["templated (fresh)"] = list(fresh)
-    if additions:
-        streams["near-identical (holdout)"] = [s for s in additions if s.pair.half == "test"]
+    streams = {name: stream for name, stream in streams.items() if stream}
     streams["all mixed"] = [s for stream in streams.values() for s in stream]
     return streams
+
+
+def _test_half(scored: Sequence[Scored]) -> list[Scored]:
+    return [s for s in scored if s.pair.half == "test"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -155,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=5)
     args = parser.parse_args(argv)
     sets = asyncio.run(evaluate())
-    streams = held_out(sets.short, sets.templated, sets.holdout, sets.fresh, sets.additions)
+    streams = held_out(sets)
     print(
         f"{DEFAULT_EVENTS} lookups per stream and seed, {args.seeds} seeds, audit "
         f"{DEFAULT_AUDIT_RATE:.0%}, threshold {DEFAULT_SIMILARITY_THRESHOLD}:\n"

@@ -33,6 +33,7 @@ HOLDOUT_PATH = DATA / "semantic_templated_holdout.jsonl"
 HOLDOUT_TEMPLATES_PATH = DATA / "semantic_holdout_templates.json"
 FRESH_PATH = DATA / "semantic_templated_fresh.jsonl"
 ADDITIONS_PATH = DATA / "semantic_additions.jsonl"
+EDITS_PATH = DATA / "semantic_edits.jsonl"
 FRESH_TEMPLATES_PATH = DATA / "semantic_fresh_templates.json"
 TRAIN_SPLITS = frozenset({"dev", "train"})
 
@@ -59,13 +60,21 @@ def load_additions(split: str = "all") -> list[Pair]:
     return load_pairs(ADDITIONS_PATH, split)
 
 
+def load_edits(split: str = "all") -> list[Pair]:
+    """Near-identical short pairs over twelve kinds of small edit, the edit as the family (dev:
+    looked at; holdout: not)."""
+    return load_pairs(EDITS_PATH, split)
+
+
 def load_pairs(path: Path = PAIRS_PATH, split: str = "all") -> list[Pair]:
     """The short pairs of one split ("dev", "holdout") or all of them."""
     pairs = []
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.strip():
             row = json.loads(line)
-            pair = Pair(row["a"], row["b"], row["same"], row["kind"], row.get("split", "dev"))
+            split_of = row.get("split", "dev")
+            family = row.get("edit", "short")
+            pair = Pair(row["a"], row["b"], row["same"], row["kind"], split_of, family)
             if split in ("all", pair.split):
                 pairs.append(pair)
     return pairs

@@ -92,10 +92,22 @@ def _same_quoted(a: Features, b: Features) -> bool:
     return a.quoted == b.quoted
 
 
+_SAME_UNIT = frozenset({frozenset({"pound", "lb"}), frozenset({"pound", "gbp"})})
+"""Units one spelling names on either side: "5 pound roast" weighs 5 lb, "5 pounds" may be £5."""
+
+
 def _same_numbers(a: Features, b: Features) -> bool:
-    if a.numbers == b.numbers:
+    if a.numbers == b.numbers or _same_values(a.numbers, b.numbers):
         return True
     return _spelled_out(a, b) == _spelled_out(b, a)
+
+
+def _same_values(a: Sequence[tuple[str, str]], b: Sequence[tuple[str, str]]) -> bool:
+    """The same values, their units the same or possibly the same (`_SAME_UNIT`)."""
+    return len(a) == len(b) and all(
+        x == y or (x[0] == y[0] and frozenset((x[1], y[1])) in _SAME_UNIT)
+        for x, y in zip(a, b, strict=True)
+    )
 
 
 def _spelled_out(a: Features, b: Features) -> list[tuple[str, str]]:

@@ -247,8 +247,8 @@ STOPWORDS = frozenset(
     "what which who whom whose how why where when there here can could should would will "
     "shall may might must of in on at by for with about as into through during to from up "
     "down out off over under again further then once and but or so if because until while "
-    "any some such only own too very just also s t ll ve d re m please thanks thank hi hello "
-    "hey get got way best good use using want need like know tell give make".split()
+    "any some such only own too very just also s t ll ve d re m please "
+    "get got way best good use using want need like know tell give make".split()
 )
 
 # Words whose swap does not change a question's answer ("How do I" / "How can I"); the slot

@@ -32,6 +32,7 @@ from itertools import pairwise
 from cache.slot import Alignment, Region, SpanPair, Words, align, spans, words_of
 from cache.verify_abbrev import expands_to
 from cache.verify_features import stem
+from cache.verify_frames import framed
 from cache.verify_numbers import counts
 from cache.verify_roles import rearranged, same_clauses
 from cache.verify_swaps import traded
@@ -130,6 +131,29 @@ def _without_moves(a: Words, b: Words, regions: tuple[Region, ...]) -> tuple[Reg
         if len(run) >= MIN_MOVE_WORDS and run in inserted:
             moved |= {region, inserted[run]}
     return tuple(r for r in regions if r not in moved)
+
+
+def _without_frames(a: Words, b: Words, regions: tuple[Region, ...]) -> tuple[Region, ...]:
+    """The regions less the words that only frame a request at either edge ("I was
+    wondering,", "Any help appreciated.", `cache.verify_frames`); a region left empty goes."""
+    frame_a, frame_b = framed(a.words, a.breaks), framed(b.words, b.breaks)
+    if not frame_a and not frame_b:
+        return regions
+    kept = []
+    for r in regions:
+        i1, i2 = _trimmed(r.i1, r.i2, frame_a)
+        j1, j2 = _trimmed(r.j1, r.j2, frame_b)
+        if i1 < i2 or j1 < j2:
+            kept.append(Region(i1, i2, j1, j2))
+    return tuple(kept)
+
+
+def _trimmed(start: int, stop: int, frame: frozenset[int]) -> tuple[int, int]:
+    while start < stop and start in frame:
+        start += 1
+    while stop > start and stop - 1 in frame:
+        stop -= 1
+    return start, stop
 
 
 def _uncovered(changed: Sequence[str], own: Words, other: Words) -> list[str]:
@@ -246,7 +270,7 @@ def judge(query: str, candidate: str) -> SlotJudgement | None:
     alignment = align(a.words, b.words)
     if not templated(alignment):
         return None
-    places = spans(a, b, _without_moves(a, b, alignment.regions))
+    places = spans(a, b, _without_frames(a, b, _without_moves(a, b, alignment.regions)))
     if len(places) > MAX_PLACES:
         return SlotJudgement(ok=False, reason="slot")
     clauses = ("\n".join(p.a for p in places), "\n".join(p.b for p in places))

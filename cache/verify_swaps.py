@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from difflib import SequenceMatcher
 
 from cache.verify_features import Features, stem
+from cache.verify_frames import framed
 from cache.verify_lexicon import FILLER
 from cache.verify_numbers import NUMBER_WORDS, counts, is_quantity
 from cache.verify_roles import same_roles
@@ -51,10 +52,10 @@ def traded(a: Sequence[str], b: Sequence[str]) -> bool:
     return j - i > 1 and is_content(x) and is_content(y)
 
 
-def _filler(seq: Sequence[str], i: int) -> bool:
+def _filler(seq: Sequence[str], i: int, frame: frozenset[int]) -> bool:
     # Quantities and their units were compared by the number check already.
     word = seq[i]
-    if word in FILLER or word.isdigit() or word in NUMBER_WORDS:
+    if i in frame or word in FILLER or word.isdigit() or word in NUMBER_WORDS:
         return True
     if i > 0 and counts(seq[i - 1], word):
         return True
@@ -67,17 +68,19 @@ def no_swapped_slot(a: Features, b: Features) -> bool:
 
     Fires only when the texts are identical apart from one run of at most four words on each
     side, or words on one side that narrow the other (`_narrows`; edits touching only filler
-    such as "how do I"/"what's the way to" are ignored), and the two runs are not synonyms,
-    inflections or the same antonym pole. Other changes are a rewording, left to the model.
+    such as "how do I"/"what's the way to", or a framing "Hi," / "Thanks!", are ignored),
+    and the two runs are not synonyms, inflections or the same antonym pole. Other changes
+    are a rewording, left to the model.
     """
     if max(len(a.seq), len(b.seq)) > _MAX_DIFF_WORDS:
         return _no_swapped_words(a, b)  # diffing is quadratic at worst
     changes = []
+    frame_a, frame_b = framed(a.seq), framed(b.seq)
     for tag, i1, i2, j1, j2 in SequenceMatcher(None, a.seq, b.seq, autojunk=False).get_opcodes():
         if tag == "equal":
             continue
-        has_left = not all(_filler(a.seq, i) for i in range(i1, i2))
-        has_right = not all(_filler(b.seq, j) for j in range(j1, j2))
+        has_left = not all(_filler(a.seq, i, frame_a) for i in range(i1, i2))
+        has_right = not all(_filler(b.seq, j, frame_b) for j in range(j1, j2))
         if has_left or has_right:
             changes.append((i1, i2, j1, j2, has_left and has_right))
     if len(changes) != 1:

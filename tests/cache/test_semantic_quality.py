@@ -9,9 +9,11 @@ from collections import Counter
 import pytest
 
 from bench.semantic_quality import (
+    Evaluation,
     Scored,
     choose_threshold,
     load_additions,
+    load_edits,
     load_fresh,
     load_holdout,
     load_pairs,
@@ -54,6 +56,12 @@ def holdout(minilm: SentenceEmbedder) -> list[Scored]:
 def additions(minilm: SentenceEmbedder) -> list[Scored]:
     """The near-identical short pairs, one a few words longer than the other."""
     return asyncio.run(score(load_additions(), minilm))
+
+
+@pytest.fixture(scope="module")
+def edits(minilm: SentenceEmbedder) -> list[Scored]:
+    """The near-identical pairs over twelve kinds of small edit."""
+    return asyncio.run(score(load_edits(), minilm))
 
 
 @pytest.fixture(scope="module")
@@ -177,13 +185,14 @@ def test_templated_holdout_does_not_regress(holdout: list[Scored]) -> None:
 
 
 def test_templated_fresh_set_does_not_regress(fresh: list[Scored]) -> None:
-    """The fresh set (never tuned on): 27.5% hits (28 of 102), no false hit (0 of 130), since
-    whole rewritten sentences are judged as short prompts; 15.7% before, 13.7% before the
-    rules that came with the set."""
+    """The fresh set (never tuned on): 26.5% hits (27 of 102), no false hit (0 of 130). 27.5%
+    since whole rewritten sentences are judged as short prompts, until thanks and greetings
+    became content words inside a request ("write a [thank you] note" is another note); 15.7%
+    before, 13.7% before the rules that came with the set."""
     measured = rates(fresh, DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\ntemplated fresh: {measured}")
     assert measured.false_hit_verified <= MAX_FALSE_HIT
-    assert measured.hit_verified >= 0.27
+    assert measured.hit_verified >= 0.26
 
 
 def test_additions_set_is_balanced_in_each_half() -> None:
@@ -204,10 +213,31 @@ def test_near_identical_pairs_do_not_regress(additions: list[Scored]) -> None:
     assert test.false_hit_verified <= 0.15 and test.hit_verified >= 0.67
 
 
+def test_edits_set_covers_twelve_edits_in_balanced_halves() -> None:
+    """240 pairs over twelve kinds of edit, 60 same and 60 different answers in each half."""
+    pairs = load_edits()
+    assert Counter((p.split, p.same) for p in pairs) == {
+        (h, same): 60 for h in ("dev", "holdout") for same in (True, False)
+    }
+    assert len({p.family for p in pairs}) == 12
+
+
+def test_small_edits_do_not_regress(edits: list[Scored]) -> None:
+    """Small edits that keep or change the answer. Measured: dev half (looked at once) 50/60
+    hits, 0/60 false; holdout half (not looked at) 39/60 hits, 1/60 false (1.7%). Before the
+    framing words ("I was wondering,", "Any help appreciated."): 44/60 and 37/60 hits; the
+    threshold alone would serve 52 and 50 of the 60 different questions."""
+    dev = rates([s for s in edits if s.pair.split == "dev"], DEFAULT_SIMILARITY_THRESHOLD)
+    test = rates([s for s in edits if s.pair.split != "dev"], DEFAULT_SIMILARITY_THRESHOLD)
+    print(f"\nedits dev: {dev}\nedits holdout: {test}")
+    assert dev.false_hit_verified == 0 and dev.hit_verified >= 0.83
+    assert test.false_hit_verified <= 0.02 and test.hit_verified >= 0.65
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="issue #12 targets not met on templated prompts: test half 59% hits / 1.9% false "
-    "hits, independent holdout 52% / 0%, fresh set 27% / 0% (targets >= 60% and <= 1%)",
+    "hits, independent holdout 52% / 0%, fresh set 26% / 0% (targets >= 60% and <= 1%)",
 )
 def test_templated_test_half_and_holdout_meet_the_targets(
     templated: list[Scored], holdout: list[Scored], fresh: list[Scored]
@@ -233,17 +263,20 @@ def test_error_bound_keeps_replayed_streams_under_the_bound(
     """On replayed streams of the held-out sets (each alone and mixed), the hits the error
     bound lets through are wrong at most `max_error_rate` of the time, where the verifier
     alone serves more wrong ones on templated prompts; paraphrases are still served."""
-    for name, stream in held_out(scored, templated, holdout, fresh).items():
+    for name, stream in held_out(Evaluation(scored, templated, holdout, fresh)).items():
         result = replay(stream, max_error_rate, events=20_000, seed=7)
         print(f"\n{name}: {result}")
         assert result.wrong_rate <= max_error_rate, name
         assert result.late_paraphrases_served > 0, name
 
 
-def test_error_bound_holds_on_near_identical_pairs(additions: list[Scored]) -> None:
+def test_error_bound_holds_on_near_identical_pairs(
+    additions: list[Scored], edits: list[Scored]
+) -> None:
     """Where the verifier alone serves a sixth of the different near-identical questions, the
     bound at 1% serves none of them wrong (it certifies no score there, so it serves none)."""
-    stream = held_out((), (), (), (), additions)["near-identical (holdout)"]
-    result = replay(stream, 0.01, events=20_000, seed=7)
-    print(f"\nnear-identical (holdout): {result}")
-    assert result.wrong_rate <= 0.01
+    streams = held_out(Evaluation([], [], [], [], additions, edits))
+    for name in ("near-identical (holdout)", "small edits (holdout)"):
+        result = replay(streams[name], 0.01, events=20_000, seed=7)
+        print(f"\n{name}: {result}")
+        assert result.wrong_rate <= 0.01, name

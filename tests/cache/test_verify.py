@@ -476,3 +476,13 @@ def test_bounds_that_include_their_number_differ_from_those_that_do_not(
 ) -> None:
     """ "at least 3" (3 or more) includes 3, "more than 3" does not."""
     assert (verify(a, b).reason != "antonym") is same
+
+
+def test_a_pound_of_weight_is_a_pound() -> None:
+    """ "5 lb" and "5 pound" weigh the same; "5 lb" and "5 kg" do not."""
+    assert verify(
+        "How long should I cook a 5 lb roast?", "How long should I cook a 5 pound roast?"
+    ).ok
+    assert not verify(
+        "How long should I cook a 5 lb roast?", "How long should I cook a 5 kg roast?"
+    ).ok
