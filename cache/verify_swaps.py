@@ -17,8 +17,18 @@ from cache.verify_words import interchangeable, is_content
 _MAX_DIFF_WORDS = 400
 _RESTRICTORS = frozenset(
     "for from at in on with without by during after before under over per via since until "
-    "within if when unless while whether".split()
+    "within if when unless while whether to like as".split()
 )  # a phrase added after one of these restricts the question
+_CIRCUMSTANCES = frozenset(
+    "today tomorrow tonight yesterday online offline inside outside indoors outdoors abroad "
+    "overseas alone together again anymore anywhere everywhere home remote free cheap "
+    "fast slow".split()
+)
+_NOT_ADVERBS = frozenset(
+    "family reply supply apply italy july assembly butterfly jelly belly anomaly monopoly rally "
+    "ally lily bully tally multiply imply comply rely holy exactly precisely usually generally "
+    "typically normally probably possibly honestly seriously really truly simply".split()
+)  # end in -ly but say no how: other words, and hedges
 _RELATIONS = frozenset(
     "after before above below than onto within between across along around behind beyond "
     "near per since".split()
@@ -103,11 +113,21 @@ def _narrows(seq: Sequence[str], start: int, stop: int) -> bool:
     for i in range(start, stop):
         if seq[i] in _RESTRICTORS and any(is_content(w) for w in seq[i + 1 : stop]):
             return True
+        if _modifies(seq[i]) and is_content(seq[i]):
+            return True
     first = next((i for i in range(start, stop) if is_content(seq[i])), stop)
     if not 0 < stop - first <= 2 or stop >= len(seq):
         return False
     narrowed = seq[stop]
     return is_content(narrowed) and narrowed not in _RELATIONS
+
+
+def _modifies(word: str) -> bool:
+    """A word that says how, when or where ("[quickly]", "[today]", "[offline]"): added to a
+    request, it asks for another answer wherever it stands."""
+    if word in _CIRCUMSTANCES:
+        return True
+    return len(word) > 4 and word.endswith("ly") and word not in _NOT_ADVERBS
 
 
 def _no_swapped_words(a: Features, b: Features) -> bool:

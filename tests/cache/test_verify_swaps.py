@@ -28,6 +28,24 @@ def test_a_slot_swapped_or_narrowed_disagrees(a: str, b: str, agrees: bool) -> N
 @pytest.mark.parametrize(
     ("a", "b", "agrees"),
     [
+        ("Is the museum open?", "Is the museum open today?", False),
+        ("How do I cook rice?", "How do I cook rice quickly?", False),
+        ("How do I install Python?", "How do I install Python offline?", False),
+        ("Summarize the French revolution", "Summarize the French revolution briefly", False),
+        ("Explain photosynthesis", "Explain photosynthesis to a child", False),
+        ("How do I reset my router?", "How do I reset my router? Thanks!", True),
+        ("What is the family plan?", "What is the family plan exactly?", True),
+    ],
+)
+def test_how_when_where_added_is_another_request(a: str, b: str, agrees: bool) -> None:
+    """An added word of manner, time or place ("quickly", "today", "offline"), or an audience
+    ("to a child"), asks for another answer wherever it stands; closing thanks do not."""
+    assert no_swapped_slot(extract(a), extract(b)) is agrees
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "agrees"),
+    [
         ("Convert 5 miles to km", "Convert 5 km to miles", False),
         ("Divide 10 by 2", "Divide 2 by 10", False),
         ("What is 3^4?", "What is 4^3?", False),
