@@ -4,7 +4,7 @@ URLs, versions) must be in the other, as written, stemmed, or spelled out ("2FA"
 
 from __future__ import annotations
 
-from cache.verify_abbrev import expands_to
+from cache.verify_abbrev import clipped_of, expands_to
 from cache.verify_features import Features, stem
 
 
@@ -13,6 +13,8 @@ def _present(entity: str, other: Features) -> bool:
         return True
     if expands_to(entity, other.seq) is not None:
         return True  # 2FA / two-factor authentication
+    if clipped_of(entity) in other.words:
+        return True  # TV / television
     return not entity.isalnum() and entity in other.lowered
 
 
