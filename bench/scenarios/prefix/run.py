@@ -2,7 +2,7 @@
 the uncached prompt tokens: TTFT p50/p99, prefix hit ratio, gateway CPU per request.
 
     .venv/bin/python -m bench.scenarios.prefix.run [--out DIR] [--users 32] [--turns 4]
-        [--events-delay-ms 0]
+        [--events-delay-ms 0] [--turn-words 0]
 """
 
 from __future__ import annotations
@@ -109,8 +109,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=0.0,
         help="how late each replica's KV events reach the gateway",
     )
+    parser.add_argument(
+        "--turn-words",
+        type=int,
+        default=0,
+        help="words of its own in every user turn (an agent's tool output)",
+    )
     args = parser.parse_args(argv)
-    workload = Workload(users=args.users, turns=args.turns, prompts=args.prompts)
+    workload = Workload(
+        users=args.users, turns=args.turns, prompts=args.prompts, turn_words=args.turn_words
+    )
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for mode, weight in MODES.items():

@@ -14,13 +14,16 @@ import orjson
 @dataclass(frozen=True, slots=True)
 class Workload:
     """`users` concurrent conversations of `turns` turns over `prompts` shared system prompts
-    of about `prompt_words` words each."""
+    of about `prompt_words` words each; every user turn carries `turn_words` words of its own
+    (a pasted document, a tool's output: what an agent loop sends), so a conversation's own
+    history, not the shared prompt, makes most of its later prompts."""
 
     users: int = 32
     turns: int = 4
     prompts: int = 8
     prompt_words: int = 500
     max_tokens: int = 16
+    turn_words: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +37,18 @@ class Turn:
 
 def system_prompt(index: int, words: int) -> str:
     return " ".join(f"policy{index} clause {i} says answer plainly" for i in range(words // 5))
+
+
+_VOCABULARY = (
+    "the report shows that our team found a new way to ship faster while keeping costs low and "
+    "customers happy across every region we serve this quarter with fewer errors than before"
+).split()
+
+
+def pasted_text(user: int, turn: int, words: int) -> str:
+    """`words` ordinary words (about a token each), a different sequence per user and turn."""
+    n, seed = len(_VOCABULARY), user * 7919 + turn * 104729
+    return " ".join(_VOCABULARY[(seed + i * i * 31 + i) % n] for i in range(words))
 
 
 async def _turn(session: aiohttp.ClientSession, url: str, body: dict[str, object]) -> Turn:
@@ -64,7 +79,8 @@ async def _user(
         {"role": "system", "content": system_prompt(user % workload.prompts, workload.prompt_words)}
     ]
     for turn in range(workload.turns):
-        history.append({"role": "user", "content": f"user {user} asks question {turn}"})
+        pasted = pasted_text(user, turn, workload.turn_words)
+        history.append({"role": "user", "content": f"user {user} asks question {turn} {pasted}"})
         body = {
             "model": "sim",
             "messages": history,
