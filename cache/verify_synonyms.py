@@ -3,6 +3,8 @@ groups, phrase groups ("every time" / "whenever") and irregular verb forms."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from cache.verify_lexicon import inflections
 
 # Groups of interchangeable phrases, for the slot check: the changed words of one phrase are
@@ -83,8 +85,17 @@ SYNONYM_GROUPS: tuple[str, ...] = (
     "choose pick select",
     "stop halt",
 )
+WORD_LIST = Path(__file__).with_name("synonyms.txt")
+"""More groups of everyday words (British and American spellings among them), one a line."""
+
+
+def _listed(path: Path) -> tuple[str, ...]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return tuple(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+
+
 SYNONYMS: dict[str, frozenset[int]] = {}
-for _group, _words in enumerate(SYNONYM_GROUPS):
+for _group, _words in enumerate((*SYNONYM_GROUPS, *_listed(WORD_LIST))):
     for _word in _words.split():
         for _form in inflections(_word):
             SYNONYMS[_form] = SYNONYMS.get(_form, frozenset()) | {_group}

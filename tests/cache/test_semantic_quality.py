@@ -225,14 +225,15 @@ def test_edits_set_covers_twelve_edits_in_balanced_halves() -> None:
 
 def test_small_edits_do_not_regress(edits: list[Scored]) -> None:
     """Small edits that keep or change the answer. Measured: dev half (looked at once) 50/60
-    hits, 0/60 false; holdout half (not looked at) 39/60 hits, 1/60 false (1.7%). Before the
-    framing words ("I was wondering,", "Any help appreciated."): 44/60 and 37/60 hits; the
-    threshold alone would serve 52 and 50 of the 60 different questions."""
+    hits, 0/60 false; holdout half (not looked at) 42/60 hits, 1/60 false (1.7%). Before the
+    everyday synonym list (cache/synonyms.txt): 50/60 and 39/60; before the framing words ("I
+    was wondering,", "Any help appreciated."): 44/60 and 37/60 hits; the threshold alone would
+    serve 52 and 50 of the 60 different questions."""
     dev = rates([s for s in edits if s.pair.split == "dev"], DEFAULT_SIMILARITY_THRESHOLD)
     test = rates([s for s in edits if s.pair.split != "dev"], DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\nedits dev: {dev}\nedits holdout: {test}")
     assert dev.false_hit_verified == 0 and dev.hit_verified >= 0.83
-    assert test.false_hit_verified <= 0.02 and test.hit_verified >= 0.65
+    assert test.false_hit_verified <= 0.02 and test.hit_verified >= 0.7
 
 
 @pytest.mark.xfail(

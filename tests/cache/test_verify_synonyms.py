@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from cache.verify import verify
 from cache.verify_synonyms import IRREGULAR, PHRASES_OF, SYNONYMS
 
 
@@ -20,3 +21,16 @@ def test_phrases_are_indexed_by_their_first_word() -> None:
 def test_irregular_forms_map_to_their_base() -> None:
     """Past forms and participles lead back to the verb."""
     assert IRREGULAR["worn"] == IRREGULAR["wore"] == "wear"
+
+
+def test_the_word_list_adds_everyday_synonyms_and_spellings() -> None:
+    """Groups read from synonyms.txt count as the built-in ones: "colour" / "color"."""
+    assert SYNONYMS["colour"] & SYNONYMS["color"]
+    assert SYNONYMS["purchasing"] & SYNONYMS["buy"]
+    assert not SYNONYMS["colour"] & SYNONYMS["buy"]
+
+
+def test_a_listed_synonym_swapped_in_a_question_is_the_same_question() -> None:
+    """A one-word swap the list explains passes the slot check; one it does not, fails."""
+    assert verify("Where can I buy a cheap couch?", "Where can I buy a cheap sofa?").ok
+    assert not verify("Where can I buy a cheap couch?", "Where can I buy a cheap table?").ok
