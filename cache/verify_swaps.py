@@ -17,7 +17,7 @@ from cache.verify_words import interchangeable, is_content
 _MAX_DIFF_WORDS = 400
 _RESTRICTORS = frozenset(
     "for from at in on with without by during after before under over per via since until "
-    "within if when unless while whether to like as".split()
+    "within if when unless while whether to like as of and or plus also then".split()
 )  # a phrase added after one of these restricts the question
 _CIRCUMSTANCES = frozenset(
     "today tomorrow tonight yesterday online offline inside outside indoors outdoors abroad "
@@ -115,6 +115,9 @@ def _narrows(seq: Sequence[str], start: int, stop: int) -> bool:
             return True
         if _modifies(seq[i]) and is_content(seq[i]):
             return True
+    stranded = start < stop == len(seq) and seq[stop - 1] in _RESTRICTORS
+    if stranded and any(is_content(w) for w in seq[start : stop - 1]):
+        return True  # "What is machine learning [used for]?" (not "... is New York [in]?")
     first = next((i for i in range(start, stop) if is_content(seq[i])), stop)
     if not 0 < stop - first <= 2 or stop >= len(seq):
         return False

@@ -203,15 +203,16 @@ def test_additions_set_is_balanced_in_each_half() -> None:
 
 def test_near_identical_pairs_do_not_regress(additions: list[Scored]) -> None:
     """Words added to narrow a question are not served as the broader one. Measured: dev half
-    (looked at) 27/40 hits, 0/40 false; holdout half (not looked at) 28/40 hits, 5/40 false
-    (12.5%; 6/40 before added words of manner, time or place narrowed, 27/40 hits before the
-    framing words). Before the rules for narrowing words and traded places: 31/40 and 11/40,
-    31/40 and 16/40; the threshold alone would serve 35 and 31 of the 40 different questions."""
+    (looked at) 27/40 hits, 0/40 false; holdout half (not looked at) 28/40 hits, 4/40 false
+    (10%; 5/40 before a second request or an "of" phrase added narrowed, 6/40 before added
+    words of manner, time or place did, 27/40 hits before the framing words). Before the
+    rules for narrowing words and traded places: 31/40 and 11/40, 31/40 and 16/40; the
+    threshold alone would serve 35 and 31 of the 40 different questions."""
     dev = rates([s for s in additions if s.pair.split == "dev"], DEFAULT_SIMILARITY_THRESHOLD)
     test = rates([s for s in additions if s.pair.split != "dev"], DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\nadditions dev: {dev}\nadditions holdout: {test}")
     assert dev.false_hit_verified == 0 and dev.hit_verified >= 0.67
-    assert test.false_hit_verified <= 0.125 and test.hit_verified >= 0.7
+    assert test.false_hit_verified <= 0.1 and test.hit_verified >= 0.7
 
 
 def test_edits_set_covers_twelve_edits_in_balanced_halves() -> None:

@@ -34,12 +34,18 @@ def test_a_slot_swapped_or_narrowed_disagrees(a: str, b: str, agrees: bool) -> N
         ("Summarize the French revolution", "Summarize the French revolution briefly", False),
         ("Explain photosynthesis", "Explain photosynthesis to a child", False),
         ("How do I reset my router?", "How do I reset my router? Thanks!", True),
+        ("How do I make pancakes?", "How do I make pancakes and waffles?", False),
+        ("What is a Roth IRA?", "What is a Roth IRA and how does it work?", False),
+        ("How do I take a screenshot?", "How do I take a screenshot of a whole page?", False),
+        ("What is machine learning?", "What is machine learning used for?", False),
+        ("What time zone is New York in?", "Which time zone does New York use?", True),
         ("What is the family plan?", "What is the family plan exactly?", True),
     ],
 )
 def test_how_when_where_added_is_another_request(a: str, b: str, agrees: bool) -> None:
-    """An added word of manner, time or place ("quickly", "today", "offline"), or an audience
-    ("to a child"), asks for another answer wherever it stands; closing thanks do not."""
+    """An added word of manner, time or place ("quickly", "today", "offline"), an audience
+    ("to a child"), a second request ("and waffles"), an "of" phrase or a stranded preposition
+    ("used for") asks for another answer wherever it stands; closing thanks do not."""
     assert no_swapped_slot(extract(a), extract(b)) is agrees
 
 
