@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+_WORD = re.compile(r"[A-Za-z](?:\+\+|#)(?![\w#+])|[^\W_]+(?:['’][^\W_]+)*")  # C++, C#
 _INITIALISM = re.compile(r"[A-Z0-9]{2,6}s?")
 _BREAK = re.compile(r"[.!?;:]+(?=\s|$)|\n|[()\[\]\"“”]")
 MAX_ALIGN_WORDS = 600

@@ -30,7 +30,7 @@ _POLES = build_pole_index()
 _PHRASES = tuple((trig, pattern, axis_of(base), pole) for trig, pattern, base, pole in PHRASE_RES)
 _PHRASE_TRIGGERS = frozenset().union(*(triggers for triggers, *_ in _PHRASES))
 
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+_WORD = re.compile(r"[A-Za-z](?:\+\+|#)(?![\w#+])|[^\W_]+(?:['’][^\W_]+)*")  # C++, C#
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>\"'`]+")
 _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+")  # anchored: linear time
 _QUOTED = re.compile(

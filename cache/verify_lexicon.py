@@ -28,6 +28,7 @@ ANTONYM_AXES: tuple[tuple[str, ...], ...] = (
     ("ascending ascend asc", "descending descend desc"),
     ("increase raise increment grow rise boost", "decrease reduce decrement shrink decline lower"),
     ("before prior earlier pre", "after later post"),
+    ("did was were", "will"),  # "What did the Fed announce?" / "What will the Fed announce?"
     (
         "over above more greater exceed exceeding higher larger bigger longer",
         "under below less fewer lower smaller shorter within",

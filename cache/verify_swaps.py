@@ -19,6 +19,7 @@ _RESTRICTORS = frozenset(
     "for from at in on with without by during after before under over per via since until "
     "within if when unless while whether to like as of and or plus also then".split()
 )  # a phrase added after one of these restricts the question
+_QUANTIFIERS = frozenset("all every each both".split())
 _CIRCUMSTANCES = frozenset(
     "today tomorrow tonight yesterday online offline inside outside indoors outdoors abroad "
     "overseas alone together again anymore anywhere everywhere home remote free cheap "
@@ -93,8 +94,10 @@ def no_swapped_slot(a: Features, b: Features) -> bool:
         has_right = not all(_filler(b.seq, j, frame_b) for j in range(j1, j2))
         if has_left or has_right:
             changes.append((i1, i2, j1, j2, has_left and has_right))
-    if len(changes) != 1:
-        return True  # the same, or changed in several places: a rewording
+    if len(changes) > 1:
+        return not all(_swap(a.seq[c[0] : c[1]], b.seq[c[2] : c[3]]) for c in changes)
+    if not changes:
+        return True
     i1, i2, j1, j2, both = changes[0]
     if not both:
         # "the [hidden] files": one text narrows what the other asks; other additions reword.
@@ -102,7 +105,19 @@ def no_swapped_slot(a: Features, b: Features) -> bool:
     left, right = a.seq[i1:i2], b.seq[j1:j2]
     if max(len(left), len(right)) > 4:
         return True
+    if _QUANTIFIERS.intersection(left) != _QUANTIFIERS.intersection(right):
+        return False  # "delete a file" / "delete all files"
     return interchangeable(left, right)
+
+
+def _swap(left: Sequence[str], right: Sequence[str]) -> bool:
+    """One content word put for another that does not mean the same ("teaspoons" / "cups")."""
+    return (
+        len(left) == len(right) == 1
+        and is_content(left[0])
+        and is_content(right[0])
+        and not interchangeable(left, right)
+    )
 
 
 def _narrows(seq: Sequence[str], start: int, stop: int) -> bool:

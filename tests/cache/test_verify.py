@@ -486,3 +486,16 @@ def test_a_pound_of_weight_is_a_pound() -> None:
     assert not verify(
         "How long should I cook a 5 lb roast?", "How long should I cook a 5 kg roast?"
     ).ok
+
+
+def test_past_and_future_are_other_questions() -> None:
+    """ "What did X announce" asks about the past, "what will X announce" about the future."""
+    assert not verify("What did the Fed announce?", "What will the Fed announce?").ok
+    assert verify("What did the Fed announce?", "What was announced by the Fed?").ok
+
+
+def test_languages_named_with_symbols_are_not_their_letter() -> None:
+    """ "C++" and "C#" are words of their own, not "C"."""
+    assert not verify("How do I compile C code?", "How do I compile C++ code?").ok
+    assert not verify("Is C# faster than Java?", "Is C faster than Java?").ok
+    assert verify("Write hello world in C++", "Write hello world in c++").ok

@@ -39,6 +39,9 @@ def test_a_slot_swapped_or_narrowed_disagrees(a: str, b: str, agrees: bool) -> N
         ("How do I take a screenshot?", "How do I take a screenshot of a whole page?", False),
         ("What is machine learning?", "What is machine learning used for?", False),
         ("What time zone is New York in?", "Which time zone does New York use?", True),
+        ("How do I delete a file in Linux?", "How do I delete all files in Linux?", False),
+        ("How many teaspoons in a tablespoon?", "How many tablespoons in a cup?", False),
+        ("How do I fix a slow laptop?", "How can I repair a slow notebook computer?", True),
         ("What is the family plan?", "What is the family plan exactly?", True),
     ],
 )
