@@ -52,7 +52,21 @@ _TRAILING = tuple(
     )
 )
 _GO = frozenset(("go", "going"))
+_INWARD = _GO | {"one"}
 _AUXILIARIES = frozenset("do does did can could should would might must will shall may".split())
+
+
+def _by_edge(
+    frames: tuple[tuple[str, ...], ...], at: int
+) -> dict[str, tuple[tuple[str, ...], ...]]:
+    index: dict[str, tuple[tuple[str, ...], ...]] = {}
+    for frame in frames:
+        index[frame[at]] = (*index.get(frame[at], ()), frame)
+    return index
+
+
+_LEADING_BY_FIRST = _by_edge(_LEADING, 0)
+_TRAILING_BY_LAST = _by_edge(_TRAILING, -1)
 
 
 def framed(seq: Sequence[str], breaks: Collection[int] = ()) -> frozenset[int]:
@@ -61,42 +75,53 @@ def framed(seq: Sequence[str], breaks: Collection[int] = ()) -> frozenset[int]:
     that open a clause) are known ("[USER]: Hi team, ..." in a template)."""
     covered: set[int] = set()
     edges = sorted({0, len(seq), *breaks})
+    inward = [i for i, word in enumerate(seq) if word in _INWARD]
     for start, end in pairwise(edges):
-        inner = _strip(seq, start, end, _LEADING, forward=True)
+        inner = _lead(seq, start, end)
         covered.update(range(start, inner))
-        outer = _strip(seq, end, inner, _TRAILING, forward=False)
+        outer = _trail(seq, end, inner)
         covered.update(range(outer, end))
-        for i in range(inner, outer):
-            word = seq[i]
-            if word == "one" and i > 0 and seq[i - 1] in _AUXILIARIES:
-                covered.add(i)  # "how should one clean"
-            elif word in _GO and i + 2 < outer and seq[i + 1] == "about" and _ing(seq[i + 2]):
-                covered.update((i, i + 1))  # "go about filing"
+        for i in inward:
+            if inner <= i < outer:
+                covered.update(_inside(seq, i, outer))
     return frozenset(covered)
+
+
+def _inside(seq: Sequence[str], i: int, stop: int) -> tuple[int, ...]:
+    """The framing words that start at `i`, a generic "one" or a "go about" before a verb."""
+    word = seq[i]
+    if word == "one" and i > 0 and seq[i - 1] in _AUXILIARIES:
+        return (i,)  # "how should one clean"
+    if word in _GO and i + 2 < stop and seq[i + 1] == "about" and _ing(seq[i + 2]):
+        return (i, i + 1)  # "go about filing"
+    return ()
 
 
 def _ing(word: str) -> bool:
     return len(word) > 4 and word.endswith("ing")
 
 
-def _strip(
-    seq: Sequence[str],
-    edge: int,
-    limit: int,
-    frames: tuple[tuple[str, ...], ...],
-    *,
-    forward: bool,
-) -> int:
-    """How far framing phrases reach from `edge` towards `limit`, one after another."""
-    moved = True
-    while moved:
-        moved = False
-        for frame in frames:
+def _lead(seq: Sequence[str], edge: int, limit: int) -> int:
+    """How far leading frames reach from `edge` towards `limit`, one after another."""
+    while edge < limit:
+        for frame in _LEADING_BY_FIRST.get(seq[edge], ()):
             n = len(frame)
-            if forward and edge + n <= limit and tuple(seq[edge : edge + n]) == frame:
-                edge, moved = edge + n, True
+            if edge + n <= limit and tuple(seq[edge : edge + n]) == frame:
+                edge += n
                 break
-            if not forward and edge - n >= limit and tuple(seq[edge - n : edge]) == frame:
-                edge, moved = edge - n, True
+        else:
+            return edge
+    return edge
+
+
+def _trail(seq: Sequence[str], edge: int, limit: int) -> int:
+    """How far trailing frames reach back from `edge` towards `limit`, one after another."""
+    while edge > limit:
+        for frame in _TRAILING_BY_LAST.get(seq[edge - 1], ()):
+            n = len(frame)
+            if edge - n >= limit and tuple(seq[edge - n : edge]) == frame:
+                edge -= n
                 break
+        else:
+            return edge
     return edge
