@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from cache.verify_abbrev import expands_to
+from cache.verify_asks import same_kind
 from cache.verify_entities import entities_found, same_entities
 from cache.verify_features import Features, extract
 from cache.verify_numbers import NUMBER_VALUES
@@ -30,6 +31,7 @@ from cache.verify_swaps import no_swapped_slot, same_roles_in_place
 
 REASONS = (
     "language",
+    "asks",
     "quoted",
     "number",
     "negation",
@@ -86,6 +88,12 @@ def _same_language(a: Features, b: Features) -> bool:
     if a.script != b.script:
         return False
     return not a.languages or not b.languages or not a.languages.isdisjoint(b.languages)
+
+
+def _same_kind_of_answer(a: Features, b: Features) -> bool:
+    """Both ask for the same kind of answer: not a yes or no against an amount, a time against
+    a place ("Can I carry over unused days?" / "How many unused days can I carry over?")."""
+    return same_kind(a.asks, b.asks)
 
 
 def _same_quoted(a: Features, b: Features) -> bool:
@@ -159,6 +167,7 @@ def _similar_length(a: Features, b: Features) -> bool:
 
 DEFAULT_CHECKS: tuple[Check, ...] = (
     Check("language", _same_language),
+    Check("asks", _same_kind_of_answer),
     Check("quoted", _same_quoted),
     Check("number", _same_numbers),
     Check("negation", _same_negations),

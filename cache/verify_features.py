@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from cache.verify_asks import asks
 from cache.verify_lexicon import (
     LANGUAGE_STOPWORDS,
     NEGATIONS,
@@ -85,6 +86,8 @@ class Features:
     script: str
     languages: frozenset[str]
     directed: frozenset[tuple[str, str, str]]
+    asks: frozenset[tuple[str, str]] = frozenset()
+    """Its questions that show the kind of answer they ask for (`cache.verify_asks`)."""
 
 
 def stem(word: str) -> str:
@@ -319,4 +322,5 @@ def extract(text: str) -> Features:
         script=script,
         languages=_languages(word_set) if script == "latin" else frozenset(),
         directed=frozenset(_directed(words)) if not word_set.isdisjoint(_DIRECTED) else frozenset(),
+        asks=asks(text),
     )
