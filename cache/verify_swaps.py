@@ -18,7 +18,7 @@ _MAX_DIFF_WORDS = 400
 _RESTRICTORS = frozenset(
     "for from at in on with without by during after before under over per via since until "
     "within if when unless while whether to like as of and or plus also then".split()
-)  # a phrase added after one of these restricts the question
+)  # a phrase added after one of these restricts the question, or asks one more
 _QUANTIFIERS = frozenset("all every each both".split())
 _CIRCUMSTANCES = frozenset(
     "today tomorrow tonight yesterday online offline inside outside indoors outdoors abroad "
@@ -80,8 +80,10 @@ def no_swapped_slot(a: Features, b: Features) -> bool:
     Fires only when the texts are identical apart from one run of at most four words on each
     side, or words on one side that narrow the other (`_narrows`; edits touching only filler
     such as "how do I"/"what's the way to", or a framing "Hi," / "Thanks!", are ignored),
-    and the two runs are not synonyms, inflections or the same antonym pole. Other changes
-    are a rewording, left to the model.
+    and the two runs are not synonyms, inflections or the same antonym pole, nor differ in a
+    quantifier ("a file" / "all files"); or when several places each swap one content word
+    for another the lexicon does not explain ("teaspoons in a tablespoon" / "tablespoons in
+    a cup"). Other changes are a rewording, left to the model.
     """
     if max(len(a.seq), len(b.seq)) > _MAX_DIFF_WORDS:
         return _no_swapped_words(a, b)  # diffing is quadratic at worst
@@ -122,9 +124,10 @@ def _swap(left: Sequence[str], right: Sequence[str]) -> bool:
 
 def _narrows(seq: Sequence[str], start: int, stop: int) -> bool:
     """Words [start, stop) of `seq`, added to a text otherwise the same, narrow what it asks:
-    a phrase that restricts ("[for trucks]", "[if I lost my phone]", "[in descending
-    order]"), or one or two words right before the content word they qualify ("[nonstop]
-    flights", "my [recurring] order")."""
+    a phrase that restricts or adds a request ("[for trucks]", "[if I lost my phone]", "[of
+    a whole page]", "[and waffles]"), a word of manner, time or place ("[quickly]",
+    "[today]"), a stranded preposition ("[used for]"), or one or two words right before the
+    content word they qualify ("[nonstop] flights", "my [recurring] order")."""
     for i in range(start, stop):
         if seq[i] in _RESTRICTORS and any(is_content(w) for w in seq[i + 1 : stop]):
             return True
