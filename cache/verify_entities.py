@@ -1,11 +1,13 @@
 """Names for the candidate verifier: every entity of one text (names, acronyms, identifiers,
-URLs, versions) must be in the other, as written, stemmed, or spelled out ("2FA" /
-"two-factor authentication", "New York City" / "NYC")."""
+URLs, versions) must be in the other, as written, stemmed, spelled out ("2FA" /
+"two-factor authentication", "New York City" / "NYC"), or as its clipped or synonymous word
+("temp" / "temperature", "TV" / "television")."""
 
 from __future__ import annotations
 
 from cache.verify_abbrev import clipped_of, expands_to
 from cache.verify_features import Features, stem
+from cache.verify_synonyms import SYNONYMS
 
 
 def _present(entity: str, other: Features) -> bool:
@@ -13,9 +15,16 @@ def _present(entity: str, other: Features) -> bool:
         return True
     if expands_to(entity, other.seq) is not None:
         return True  # 2FA / two-factor authentication
-    if clipped_of(entity) in other.words:
-        return True  # TV / television
+    if clipped_of(entity) in other.words or _synonym_in(entity, other):
+        return True  # temp / temperature, TV / television
     return not entity.isalnum() and entity in other.lowered
+
+
+def _synonym_in(entity: str, other: Features) -> bool:
+    groups = SYNONYMS.get(entity)
+    return groups is not None and any(
+        not groups.isdisjoint(SYNONYMS.get(w, ())) for w in other.words
+    )
 
 
 def same_entities(a: Features, b: Features) -> bool:
