@@ -47,7 +47,6 @@ _TRAILING = tuple(
         "any help is appreciated",
         "any help would be appreciated",
         "help appreciated",
-        "please",
         "kindly",
     )
 )
