@@ -44,6 +44,7 @@ from bench.semantic_sets import (
     load_fresh,
     load_holdout,
     load_pairs,
+    load_reworded,
     load_templated,
 )
 from cache.embedder import SentenceEmbedder
@@ -59,6 +60,7 @@ __all__ = [
     "load_fresh",
     "load_holdout",
     "load_pairs",
+    "load_reworded",
     "load_templated",
     "rates",
     "score",
@@ -185,8 +187,25 @@ def report(sets: Evaluation, max_false_hit: float) -> str:
                 if edits
                 else []
             ),
+            *_reworded_section(sets.reworded, sets.reworded_alone),
         ]
     )
+
+
+def _reworded_section(reworded: Sequence[Scored], alone: Sequence[Scored]) -> list[str]:
+    """The pairs across two versions of a template, with and without a sibling stored."""
+    if not reworded:
+        return []
+    return [
+        f"## Across a reworded template ({len(reworded)}), by family",
+        "The query in a reworded version of the template, the stored prompt in the first, "
+        "their slots those of a templated-set row (its label and half; `load_reworded`), and "
+        "another stored prompt of the first version beside the candidate, from which the "
+        "verifier reads where its slot is:",
+        family_table(reworded),
+        "The same pairs with nothing else stored (the slot unknown):",
+        family_table(alone),
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +218,10 @@ class Evaluation:
     fresh: list[Scored]
     additions: list[Scored] = field(default_factory=list)
     edits: list[Scored] = field(default_factory=list)
+    reworded: list[Scored] = field(default_factory=list)
+    """The reworded-template pairs, each with a sibling of its candidate stored."""
+    reworded_alone: list[Scored] = field(default_factory=list)
+    """The same pairs with nothing else stored."""
 
 
 def _section(title: str, scored: Sequence[Scored], label: str, about: str) -> list[str]:
@@ -220,6 +243,8 @@ async def evaluate() -> Evaluation:
             await score(load_fresh(), embedder),
             await score(load_additions(), embedder),
             await score(load_edits(), embedder),
+            await score(load_reworded(), embedder),
+            await score(load_reworded(siblings=False), embedder),
         )
     finally:
         await embedder.aclose()

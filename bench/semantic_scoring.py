@@ -74,7 +74,7 @@ async def score(
     `skip_rejected` leaves out the prompts of pairs the verifier rejects without the model
     (their similarity reads -1: only the "+ verifier" rates are then meaningful).
     """
-    verdicts = [verify(p.a, p.b) for p in pairs]
+    verdicts = [verify(p.a, p.b, siblings=p.siblings) for p in pairs]
     embedded = [
         p for p, v in zip(pairs, verdicts, strict=True) if not skip_rejected or v.ok or v.pending
     ]

@@ -48,6 +48,9 @@ class Pair:
     kind: str
     split: str
     family: str = "short"
+    siblings: tuple[str, ...] = ()
+    """Other stored prompts the lookup found beside `b` (the verifier may read the candidate's
+    slot from them)."""
 
     @property
     def half(self) -> str:
@@ -121,6 +124,42 @@ def load_templated(
         pair = Pair(a, b, row["same"], row["kind"], row["split"], row["family"])
         if half in ("all", pair.half):
             pairs.append(pair)
+    return pairs
+
+
+def load_reworded(
+    path: Path = TEMPLATED_PATH, templates: Path = TEMPLATES_PATH, *, siblings: bool = True
+) -> list[Pair]:
+    """Pairs across two versions of a template: the query in the reworded version, the stored
+    prompt in the first, with the slots of a row of the first version in the templated set (so
+    a pair keeps that row's label, kind and half). With `siblings`, each pair carries another stored
+    prompt of the first version, from a row of the same half, as a lookup would find beside
+    the candidate.
+
+    Built from the rows that pair a template with its reworded version ("template_b"), which
+    in the set itself only ever keep the slot: a new version of a prompt with another slot
+    value is what an app's traffic looks like right after its prompt was edited.
+    """
+    meta = json.loads(templates.read_text(encoding="utf-8"))
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    versions = {(r["template"], r["template_b"]) for r in rows if "template_b" in r}
+    pairs = []
+    for first, reworded in sorted(versions):
+        slots = [r for r in rows if r["template"] == first and "template_b" not in r]
+        for i, row in enumerate(slots):
+            others = [r for r in slots[i + 1 :] + slots[:i] if r["split"] == row["split"]]
+            sibling = (render(meta["templates"][first], others[0]["a"], meta["documents"]),)
+            pairs.append(
+                Pair(
+                    render(meta["templates"][reworded], row["b"], meta["documents"]),
+                    render(meta["templates"][first], row["a"], meta["documents"]),
+                    row["same"],
+                    row["kind"],
+                    row["split"],
+                    row["family"],
+                    sibling if siblings else (),
+                )
+            )
     return pairs
 
 

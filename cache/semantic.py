@@ -108,7 +108,8 @@ class SemanticCache:
             if hit.similarity < self.threshold:
                 break
             self.stats.candidates += 1
-            verdict = await self._verifier.verify(query.text, hit.text)
+            siblings = [other.text for other in hits if other is not hit]
+            verdict = await self._verifier.verify(query.text, hit.text, siblings)
             if not verdict.ok:
                 self.stats.rejected[verdict.reason or "unknown"] += 1
                 continue

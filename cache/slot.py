@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
@@ -21,6 +22,13 @@ _BREAK = re.compile(r"[.!?;:]+(?=\s|$)|\n|[()\[\]\"“”]")
 MAX_ALIGN_WORDS = 600
 """A middle longer than this (after cutting the common prefix and suffix) is not diffed: it
 is one big change, which no slot comparison would accept anyway."""
+MIN_TEMPLATE_WORDS = 8
+"""Two prompts share a template when at least this many words line up... (16 until a short
+frame with different word lists, "Run X asks for a short note that mentions" + 8 nouns, was
+read as a rewording by the whole-text checks and served; 8 costs 2 of 193 short train-half
+paraphrases, 6 would cost 9)"""
+MIN_TEMPLATE_SHARE = 0.5
+"""... and those are at least this share of the longer prompt's words."""
 MAX_CONTEXT_WORDS = 3
 """Words of shared text kept on each side of a change, at most (within its clause): enough to
 say what a changed word is about, too few for the template to dominate the comparison (tuned
@@ -135,6 +143,41 @@ def align(a: tuple[str, ...], b: tuple[str, ...]) -> Alignment:
     return Alignment(shared, tuple(regions), len(a), len(b))
 
 
+def templated(alignment: Alignment) -> bool:
+    """Whether two prompts share a template (then their slots decide, see
+    `cache.verify_slot.judge`)."""
+    return alignment.shared >= MIN_TEMPLATE_WORDS and alignment.shared_ratio >= MIN_TEMPLATE_SHARE
+
+
+def slot_range(text: Words, siblings: Sequence[str]) -> tuple[int, int] | None:
+    """Where `text`'s slot is, in its words [start, stop): the narrowest span over which it
+    differs from one of `siblings` (other stored prompts) that shares its template; None when
+    none does. A sibling of a reworded version of the template widens the span, never hides
+    the slot."""
+    narrowest: tuple[int, int] | None = None
+    for sibling in siblings:
+        alignment = align(text.words, words_of(sibling).words)
+        if not alignment.regions or not templated(alignment):
+            continue
+        span = alignment.regions[0].i1, alignment.regions[-1].i2
+        if narrowest is None or span[1] - span[0] < narrowest[1] - narrowest[0]:
+            narrowest = span
+    return narrowest
+
+
+def into_slot(text: Words, siblings: Sequence[str], changed: Iterable[tuple[int, int]]) -> bool:
+    """Whether a changed range [start, stop) of `text`'s words falls inside its slot, as
+    `siblings` show it (`slot_range`); words inserted at the slot's edge count."""
+    slot = slot_range(text, siblings) if siblings else None
+    if slot is None:
+        return False
+    start, stop = slot
+    return any(
+        (low < stop and start < high) or (low == high and start <= low <= stop)
+        for low, high in changed
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class SpanPair:
     """One changed place in context: the clause around it in each text, and the bare words."""
@@ -145,6 +188,8 @@ class SpanPair:
     b_words: tuple[str, ...]
     whole: bool = False
     """Both clauses are whole sentences or lines (their context reached a break each side)."""
+    b_range: tuple[int, int] = (0, 0)
+    """The changed words' range [start, stop) in the second text (its words, not its clause)."""
 
 
 def _clause(words: Words, start: int, stop: int) -> tuple[int, int]:
@@ -184,6 +229,7 @@ def spans(a: Words, b: Words, regions: tuple[Region, ...]) -> list[SpanPair]:
             a.words[i1:i2],
             b.words[j1:j2],
             _bounded(a, al, ah) and _bounded(b, bl, bh),
+            (j1, j2),
         )
         for al, ah, bl, bh, i1, i2, j1, j2 in merged
     ]

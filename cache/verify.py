@@ -196,16 +196,22 @@ def _clause_agrees(check: Check, a: Features, b: Features, ca: Features, cb: Fea
     return check.agrees(ca, cb)
 
 
-def verify(query: str, candidate: str, checks: Sequence[Check] = DEFAULT_CHECKS) -> Verdict:
+def verify(
+    query: str,
+    candidate: str,
+    checks: Sequence[Check] = DEFAULT_CHECKS,
+    siblings: Sequence[str] = (),
+) -> Verdict:
     """Whether `candidate` (a stored prompt) may answer `query`; the first failed check wins.
 
     Prompts sharing a template are judged on the places where they differ; a rewritten slot
-    comes back rejected with the clauses to compare by meaning in `pending`.
+    comes back rejected with the clauses to compare by meaning in `pending`. `siblings`,
+    other stored prompts near the query, may show where the candidate's slot is.
     """
     if " ".join(query.split()) == " ".join(candidate.split()):
         return ACCEPT
     a, b = extract(query), extract(candidate)
-    slots = judge(query, candidate)
+    slots = judge(query, candidate, siblings)
     clause_a, clause_b = (extract(t) for t in slots.clauses) if slots is not None else (a, b)
     for check in checks:
         if slots is not None and check.name in _SLOT_CHECKS:
@@ -275,7 +281,7 @@ class Verifier:
         self.checks = tuple(checks)
         self.stats = VerifierStats()
 
-    def verify(self, query: str, candidate: str) -> Verdict:
-        verdict = verify(query, candidate, self.checks)
+    def verify(self, query: str, candidate: str, siblings: Sequence[str] = ()) -> Verdict:
+        verdict = verify(query, candidate, self.checks, siblings)
         self.stats.record(verdict)
         return verdict

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 import numpy as np
 
@@ -78,7 +78,8 @@ class ModelVerifier:
         self.threshold = threshold
         self.stats = VerifierStats()
 
-    async def verify(self, query: str, candidate: str) -> Verdict:
-        verdict = await confirm(verify(query, candidate), self.clauses, self.threshold)
+    async def verify(self, query: str, candidate: str, siblings: Sequence[str] = ()) -> Verdict:
+        verdict = verify(query, candidate, siblings=siblings)
+        verdict = await confirm(verdict, self.clauses, self.threshold)
         self.stats.record(verdict)
         return verdict

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
 
-from cache.slot import Alignment, Region, SpanPair, Words, align, spans, words_of
+from cache.slot import Region, SpanPair, Words, align, into_slot, spans, templated, words_of
 from cache.verify_abbrev import expands_to
 from cache.verify_features import stem
 from cache.verify_frames import framed
@@ -38,13 +38,6 @@ from cache.verify_roles import rearranged, same_clauses
 from cache.verify_swaps import traded
 from cache.verify_words import interchangeable, is_content, opposite, phrase_covered
 
-MIN_TEMPLATE_WORDS = 8
-"""Two prompts share a template when at least this many words line up... (16 until a short
-frame with different word lists, "Run X asks for a short note that mentions" + 8 nouns, was
-read as a rewording by the whole-text checks and served; 8 costs 2 of 193 short train-half
-paraphrases, 6 would cost 9)"""
-MIN_TEMPLATE_SHARE = 0.5
-"""... and those are at least this share of the longer prompt's words."""
 MAX_PLACES = 8
 """More changed places than this is a different prompt, not a reworded one."""
 MAX_SLOT_PLACES = 1
@@ -99,11 +92,6 @@ class SlotJudgement:
     """On a "slot" rejection of a single changed place that is a whole sentence or line on
     both sides (a question in a support template): the two sentences, which may still be
     judged as two short prompts are (`cache.verify.verify`)."""
-
-
-def templated(alignment: Alignment) -> bool:
-    """Whether two prompts share a template (then their slots decide, see `judge`)."""
-    return alignment.shared >= MIN_TEMPLATE_WORDS and alignment.shared_ratio >= MIN_TEMPLATE_SHARE
 
 
 def _rewords_text(a: Words, b: Words, places: Sequence[SpanPair]) -> bool:
@@ -259,12 +247,13 @@ def _swapped(change: _Change) -> bool:
     return not change.rewritten and _few_swapped(change)
 
 
-def judge(query: str, candidate: str) -> SlotJudgement | None:
+def judge(query: str, candidate: str, siblings: Sequence[str] = ()) -> SlotJudgement | None:
     """The slot judgement of a pair sharing a template; None when they share none.
 
     A single changed place must be a rewrite (not a swap, an addition or a deletion), and is
     compared by meaning. More places means the template itself was reworded: all changed
-    clauses are then compared together, as one text.
+    clauses are then compared together, as one text, unless a change reaches into the
+    candidate's slot, which `siblings` (other stored prompts) may show (`into_slot`).
     """
     a, b = words_of(query), words_of(candidate)
     alignment = align(a.words, b.words)
@@ -292,6 +281,10 @@ def judge(query: str, candidate: str) -> SlotJudgement | None:
             min_similarity=SWAP_SIMILARITY if any(map(_few_swapped, changes)) else 0.0,
             clauses=clauses,
         )
+    if into_slot(b, siblings, [c.place.b_range for c in changes]):
+        # A new version of the template with another slot value: the joined comparison
+        # cannot tell it from a rewording that kept the slot (both embed alike), the slot can.
+        return SlotJudgement(ok=False, reason="slot", clauses=clauses)
     joined = (" … ".join(c.place.a for c in changes), " … ".join(c.place.b for c in changes))
     left = tuple(w for c in changes for w in c.left)
     right = tuple(w for c in changes for w in c.right)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from dataclasses import replace
 from typing import Any
 
@@ -204,3 +205,29 @@ async def test_on_mode_audits_a_share_of_hits() -> None:
     assert bound.estimate().wrong == 1
     # The wrong judgement holds this entry above the score it was judged at.
     assert not bound.allows(tenant, "reset my password how", outcome.withheld.score)
+
+
+_CODER = (
+    "{} a function that {}. Handle edge cases such as empty input or a single element "
+    "explicitly, add a one-line docstring, keep the function pure, and add three pytest test "
+    "cases after it. {}"
+)
+_FIRST = ("You are a senior Python engineer. Write", "Use type hints. Return only code.")
+_REWORDED = ("Act as an experienced Python developer. I need", "Reply with just the code.")
+
+
+async def test_other_stored_prompts_show_the_slot_of_a_reworded_template() -> None:
+    """A reworded template with another task is rejected as a slot change when another stored
+    prompt of the candidate's template shows where its slot is."""
+    layer = _layer("on")
+    for task in ("flattens a nested list", "reverses a linked list"):
+        stored = _body(_CODER.format(_FIRST[0], task, _FIRST[1]))
+        layer.remember(await look(layer, layer.plan(stored, {}, tenant_for({}))), _answer(task))
+    await layer.writeback.drain(5)  # the queue takes no more writes after a drain
+    assert layer.semantic is not None
+    stats = layer.semantic.stats
+    before, seen = Counter(stats.rejected), stats.candidates
+    query = _CODER.format(_REWORDED[0], "sorts a list of tuples", _REWORDED[1])
+    outcome = await look(layer, layer.plan(_body(query), {}, tenant_for({})))
+    assert outcome.answer is None and stats.candidates > seen
+    assert stats.rejected - before == Counter(slot=stats.candidates - seen)

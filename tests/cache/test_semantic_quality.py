@@ -17,6 +17,7 @@ from bench.semantic_quality import (
     load_fresh,
     load_holdout,
     load_pairs,
+    load_reworded,
     load_templated,
     rates,
     score,
@@ -235,6 +236,22 @@ def test_small_edits_do_not_regress(edits: list[Scored]) -> None:
     print(f"\nedits dev: {dev}\nedits holdout: {test}")
     assert dev.false_hit_verified == 0 and dev.hit_verified >= 0.83
     assert test.false_hit_verified <= 0.02 and test.hit_verified >= 0.7
+
+
+def test_stored_siblings_keep_reworded_templates_from_serving_other_slots(
+    minilm: SentenceEmbedder,
+) -> None:
+    """Across two versions of a template, different slot values are served when nothing else
+    is stored; a stored sibling of the candidate's template shows the slot and keeps them out."""
+    alone = asyncio.run(score(load_reworded(siblings=False), minilm, skip_rejected=True))
+    beside = asyncio.run(score(load_reworded(), minilm, skip_rejected=True))
+
+    def false_hits(scored: list[Scored], half: str) -> int:
+        wrong = [s for s in scored if not s.pair.same and s.pair.half == half]
+        return sum(s.hit(DEFAULT_SIMILARITY_THRESHOLD) for s in wrong)
+
+    assert false_hits(alone, "train") + false_hits(alone, "test") >= 8
+    assert false_hits(beside, "train") == 0 and false_hits(beside, "test") <= 1
 
 
 @pytest.mark.xfail(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cache.keys import EMBED_HEAD_WORDS, EMBED_TAIL_WORDS, embedded_text
-from cache.slot import MAX_ALIGN_WORDS, Region, align, spans, words_of
+from cache.slot import MAX_ALIGN_WORDS, Region, align, slot_range, spans, words_of
 from cache.verify import verify
 from cache.verify_slot import SWAP_SIMILARITY, judge
 from cache.verify_words import interchangeable
@@ -267,6 +267,59 @@ def test_reworded_template_compares_all_changed_clauses_together() -> None:
     verdict = verify(a, b)
     assert verdict.reason == "meaning" and len(verdict.pending) == 1
     assert " … " in verdict.pending[0][0]
+
+
+_RULES = (
+    "Handle edge cases such as empty input or a single element explicitly, add a one-line "
+    "docstring, keep the function pure, and add three pytest test cases after it."
+)
+
+
+def _coder(task: str, reworded: bool = False) -> str:
+    if reworded:
+        return (
+            f"Act as an experienced Python developer. I need a function that {task}. {_RULES} "
+            "Please use type hints throughout and don't rely on third-party packages. "
+            "Reply with just the code."
+        )
+    return (
+        f"You are a senior Python engineer. Write a function that {task}. {_RULES} "
+        "Use type hints everywhere and avoid third-party libraries. Return only code."
+    )
+
+
+def test_slot_range_is_where_a_sibling_of_the_template_differs() -> None:
+    """The slot of a stored prompt is the span another prompt of its template changes."""
+    stored = words_of(_coder("flattens a nested list"))
+    start, stop = slot_range(stored, [_coder("reverses a linked list")]) or (0, 0)
+    assert stored.words[start:stop] == ("flattens", "a", "nested")
+    assert slot_range(stored, ["How do I flatten a list?"]) is None
+    assert slot_range(stored, []) is None
+
+
+def test_slot_range_takes_the_narrowest_sibling() -> None:
+    """A sibling in a reworded version of the template widens the span; the closest one wins."""
+    stored = words_of(_coder("flattens a nested list"))
+    siblings = [_coder("sorts a list", reworded=True), _coder("sorts a list")]
+    start, stop = slot_range(stored, siblings) or (0, 0)
+    assert stored.words[start:stop] == ("flattens", "a", "nested")
+
+
+def test_reworded_template_with_another_slot_value_is_rejected_when_the_slot_is_known() -> None:
+    """A new version of the template asking another task embeds like a rewording; a stored
+    sibling shows that a change reaches into the slot, so the pair is rejected."""
+    query = _coder("computes the maximum depth of a nested list", reworded=True)
+    stored = _coder("flattens a nested list of arbitrary depth")
+    sibling = _coder("removes duplicates from a list")
+    assert verify(query, stored).reason == "meaning"  # alone: left to the model
+    assert verify(query, stored, siblings=[sibling]).reason == "slot"
+
+
+def test_reworded_template_keeping_the_slot_still_goes_to_the_model() -> None:
+    """The same task under a reworded instruction touches no slot word: one joined pair."""
+    task = "flattens a nested list of arbitrary depth"
+    verdict = verify(_coder(task, reworded=True), _coder(task), siblings=[_coder("sorts a list")])
+    assert verdict.reason == "meaning" and len(verdict.pending) == 1
 
 
 def test_long_prompts_are_embedded_as_head_and_tail() -> None:
