@@ -6,19 +6,10 @@ from __future__ import annotations
 
 import functools
 import re
-from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cache.verify_asks import asks
-from cache.verify_lexicon import (
-    LANGUAGE_STOPWORDS,
-    NEGATIONS,
-    PHRASE_RES,
-    STOPWORDS,
-    axis_of,
-    build_pole_index,
-)
+from cache.verify_lexicon import LANGUAGE_STOPWORDS, NEGATIONS, STOPWORDS
 from cache.verify_numbers import (
     NUMBER_WORDS,
     UNITS,
@@ -26,10 +17,8 @@ from cache.verify_numbers import (
     is_quantity,
     number_words,
 )
-
-_POLES = build_pole_index()
-_PHRASES = tuple((trig, pattern, axis_of(base), pole) for trig, pattern, base, pole in PHRASE_RES)
-_PHRASE_TRIGGERS = frozenset().union(*(triggers for triggers, *_ in _PHRASES))
+from cache.verify_poles import poles_of
+from cache.verify_script import dominant_script, script_of
 
 _WORD = re.compile(r"[A-Za-z](?:\+\+|#)(?![\w#+])|[^\W_]+(?:['’][^\W_]+)*")  # C++, C#
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>\"'`]+")
@@ -55,18 +44,6 @@ _NOT_ENTITIES = frozenset({"i", "ok", "okay", "hi", "id", "e.g", "i.e", "a.m", "
 _ELISIONS = frozenset({"l", "d", "qu", "n", "j", "m", "t", "s", "c", "all", "dell", "nell"})
 _DIRECTED = {"to": ("to", False), "into": ("to", False), "from": ("to", True)}
 _DIRECTED |= {"than": ("than", False), "before": ("before", False), "after": ("before", True)}
-_SCRIPTS = (
-    (0x0370, 0x03FF, "greek"),
-    (0x0400, 0x052F, "cyrillic"),
-    (0x0590, 0x05FF, "hebrew"),
-    (0x0600, 0x06FF, "arabic"),
-    (0x0900, 0x097F, "devanagari"),
-    (0x0E00, 0x0E7F, "thai"),
-    (0x1100, 0x11FF, "hangul"),
-    (0x3040, 0x30FF, "kana"),
-    (0x3400, 0x9FFF, "han"),
-    (0xAC00, 0xD7AF, "hangul"),
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,62 +83,6 @@ def stem(word: str) -> str:
                 word = word[: -len(suffix)]
                 return word[:-1] if len(word) > 3 and word[-1] == word[-2] != "l" else word
     return word
-
-
-def script_of(char: str) -> str:
-    """The writing system of one letter (coarse: enough to tell languages apart)."""
-    code = ord(char)
-    if code < 0x0370:
-        return "latin"
-    for low, high, name in _SCRIPTS:
-        if low <= code <= high:
-            return name
-    return "latin" if 0x1E00 <= code <= 0x1EFF else "other"
-
-
-def _dominant_script(text: str) -> str:
-    if text.isascii():
-        return "latin"
-    counts = Counter(script_of(ch) for ch in text if ch.isalpha())
-    if not counts:
-        return "latin"
-    if counts["kana"] and counts["han"]:
-        counts["kana"] += counts.pop("han")  # Japanese mixes kanji with kana
-    return counts.most_common(1)[0][0]
-
-
-def poles_of(words: Sequence[str], word_set: frozenset[str]) -> frozenset[tuple[int, int]]:
-    """The (antonym axis, pole) pairs that lowercase `words` signal, phrases included; a word
-    of a phrase signals only the phrase's pole on its axis ("3 or more" is "at least 3", not
-    "more than 3")."""
-    if _PHRASE_TRIGGERS.isdisjoint(word_set):
-        return frozenset(pair for word in words for pair in _POLES.get(word, ()))
-    phrases = pole_phrases(words)
-    taken = {(axis, i) for (axis, _), places in phrases.items() for i in places}
-    poles = {
-        pair
-        for i, word in enumerate(words)
-        for pair in _POLES.get(word, ())
-        if (pair[0], i) not in taken
-    }
-    return frozenset(poles | phrases.keys())
-
-
-def pole_phrases(words: Sequence[str]) -> dict[tuple[int, int], set[int]]:
-    """(antonym axis, pole) -> the indexes of the words of `words` that make a phrase
-    signalling it: "turn the alerts on" gives turn and on (not the words between)."""
-    found: dict[tuple[int, int], set[int]] = {}
-    if _PHRASE_TRIGGERS.isdisjoint(words):
-        return found
-    joined = " ".join(words)
-    for triggers, pattern, axis, pole in _PHRASES:
-        if triggers.isdisjoint(words):
-            continue
-        for match in pattern.finditer(joined):
-            first = joined.count(" ", 0, match.start())
-            last = first + match.group().count(" ")
-            found.setdefault((axis, pole), set()).update((first, last))
-    return found
 
 
 def _split_word(token: str) -> tuple[str, bool]:
@@ -307,7 +228,7 @@ def extract(text: str) -> Features:
     if _DIGIT.search(text):
         normalized = lowered.replace("a.m.", "am").replace("p.m.", "pm")
         numbers += canonical_numbers(normalized.replace("per cent", "percent"))
-    script = _dominant_script(text)
+    script = dominant_script(text)
     return Features(
         lowered=lowered,
         seq=tuple(words),

@@ -15,9 +15,10 @@ from itertools import pairwise
 
 from cache.slot import Words
 from cache.verify_abbrev import clipped_of, expands_to
-from cache.verify_features import pole_phrases, poles_of, stem
+from cache.verify_features import stem
 from cache.verify_lexicon import FILLER, NEGATIONS, STOPWORDS
 from cache.verify_numbers import NUMBER_WORDS, UNITS, is_quantity
+from cache.verify_poles import pole_phrases, poles_of
 from cache.verify_synonyms import IRREGULAR, PHRASES_OF, SYNONYMS
 
 _NONE: frozenset[int] = frozenset()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cache.verify_features import extract, script_of, stem
+from cache.verify_features import extract, stem
 
 
 @pytest.mark.parametrize(
@@ -82,16 +82,6 @@ def test_quoted_spans() -> None:
     """Quotes of every kind are collected; code keeps its case, prose is casefolded."""
     text = "Say \"Hello\" or 'Bye' or “Hi”, run `Foo()` and ```X = 1```"
     assert set(extract(text).quoted) == {"hello", "bye", "hi", "Foo()", "X = 1"}
-
-
-@pytest.mark.parametrize(
-    ("char", "script"),
-    [("a", "latin"), ("é", "latin"), ("ж", "cyrillic"), ("汉", "han"), ("か", "kana"),
-     ("한", "hangul"), ("ع", "arabic"), ("α", "greek")],
-)  # fmt: skip
-def test_script_of(char: str, script: str) -> None:
-    """Letters map to coarse writing systems."""
-    assert script_of(char) == script
 
 
 def test_japanese_is_kana_dominant() -> None:
