@@ -9,7 +9,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING
 
 from budgets.timeline import Stage
-from cache.answer_agreement import same_text
 from cache.answer_tap import AnswerTap
 from cache.control import CacheControl
 from cache.entry import CachedAnswer
@@ -20,6 +19,7 @@ from cache.keys import (
     exact_key,
     semantic_query,
 )
+from cache.match_judge import MatchJudge
 from cache.outcome import CacheOutcome, CachePlan, Lookup, LookupResult
 from cache.semantic_defaults import MAX_SEMANTIC_CHARS
 from cache.settings import CacheSettings
@@ -56,6 +56,7 @@ class CacheLayer:
         self._writeback = writeback
         self._clock = clock
         self._background: set[asyncio.Task[SemanticMatch | None]] = set()
+        self._judge = MatchJudge(semantic) if semantic is not None else None
 
     @property
     def writeback(self) -> WriteBackQueue:
@@ -237,16 +238,10 @@ class CacheLayer:
         `trace`, when given, hears when each write ran and whether it succeeded.
         """
         plan, shadow = outcome.plan, outcome.shadow
-        if outcome.withheld is not None:
-            self._judge(outcome.withheld, completion, plan.tenant)
-        if shadow is not None:
-            since, tenant = outcome.looked_up_at, plan.tenant
-            if shadow.done():
-                self._judge_shadow(shadow, completion, since, tenant)
-            else:
-                shadow.add_done_callback(
-                    lambda task: self._judge_shadow(task, completion, since, tenant)
-                )
+        if outcome.withheld is not None and self._judge is not None:
+            self._judge.judge(outcome.withheld, completion, plan.tenant)
+        if shadow is not None and self._judge is not None:
+            self._judge.shadow(shadow, completion, outcome.looked_up_at, plan.tenant)
         if not plan.write or plan.key is None:
             return
         if any(choice.finish_reason not in _KEPT for choice in completion.choices):
@@ -259,40 +254,6 @@ class CacheLayer:
             vector = outcome.vector
             write = _traced(lambda: semantic.add(query, vector, tenant, answer), trace)
             self._writeback.submit(write)
-
-    def _judge_shadow(
-        self,
-        task: asyncio.Task[SemanticMatch | None],
-        truth: Completion,
-        since: float,
-        tenant: str,
-    ) -> None:
-        """Would the shadow match have been right? Compare its text with the real answer,
-        and teach the error bound (if any) what this entry's similarity was worth.
-
-        A match written after the lookup began is this request's own write-back: ignored.
-        """
-        if task.cancelled() or task.exception() is not None or self._semantic is None:
-            return
-        match = task.result()
-        if match is None or match.answer.created_at >= since:
-            return
-        stats = self._semantic.stats
-        stats.shadow_would_hit += 1
-        if self._judge(match, truth, tenant):
-            stats.shadow_agreed += 1
-        else:
-            stats.shadow_disagreed += 1
-
-    def _judge(self, match: SemanticMatch, truth: Completion, tenant: str) -> bool:
-        """Whether `match`'s answer is the fresh one (`cache.answer_agreement`); the error
-        bound (if any) learns it."""
-        served = [c.text for c in match.answer.completion.choices]
-        agreed = same_text(served, [c.text for c in truth.choices])
-        bound = self._semantic.error_bound if self._semantic is not None else None
-        if bound is not None:
-            bound.observe(tenant, match.candidate_text, match.score, agreed)
-        return agreed
 
     async def aclose(self, drain_timeout_s: float) -> None:
         await self._writeback.drain(drain_timeout_s)
