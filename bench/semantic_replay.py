@@ -136,6 +136,7 @@ def held_out(sets: Evaluation) -> dict[str, list[Scored]]:
         "templated (fresh)": list(sets.fresh),
         "near-identical (holdout)": _test_half(sets.additions),
         "small edits (holdout)": _test_half(sets.edits),
+        "templated (blind holdout)": _test_half(sets.blind),
     }
     streams = {name: stream for name, stream in streams.items() if stream}
     streams["all mixed"] = [s for stream in streams.values() for s in stream]

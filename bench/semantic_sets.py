@@ -16,6 +16,11 @@
   templates (tests/data/semantic_fresh_templates.json), written by someone who had not seen the
   verifier or the other sets, after the verifier was tuned: 13 families, new domains, heavier
   rewording. Reported, never tuned on, its pairs not looked at one by one.
+- tests/data/semantic_templated_blind.jsonl: a fifth set (splits "dev" and "holdout", 323
+  pairs over 16 templates of its own and 7 reworded versions, tests/data/
+  semantic_blind_templates.json), written by someone who had seen neither the verifier nor the
+  other sets: 12 families, heavy paraphrases, near-identical negatives, reworded templates.
+  Its dev half was looked at once (its false hits and misses); its holdout half is reported.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ FRESH_PATH = DATA / "semantic_templated_fresh.jsonl"
 ADDITIONS_PATH = DATA / "semantic_additions.jsonl"
 EDITS_PATH = DATA / "semantic_edits.jsonl"
 FRESH_TEMPLATES_PATH = DATA / "semantic_fresh_templates.json"
+BLIND_PATH = DATA / "semantic_templated_blind.jsonl"
+BLIND_TEMPLATES_PATH = DATA / "semantic_blind_templates.json"
 TRAIN_SPLITS = frozenset({"dev", "train"})
 
 
@@ -161,6 +168,11 @@ def load_reworded(
                 )
             )
     return pairs
+
+
+def load_blind(path: Path = BLIND_PATH, templates: Path = BLIND_TEMPLATES_PATH) -> list[Pair]:
+    """The blind templated set (dev: looked at once; holdout: not), rendered."""
+    return load_templated(path, templates)
 
 
 def load_holdout(path: Path = HOLDOUT_PATH, templates: Path = HOLDOUT_TEMPLATES_PATH) -> list[Pair]:

@@ -25,7 +25,7 @@ from cache.verify_abbrev import expands_to
 from cache.verify_asks import same_kind
 from cache.verify_entities import entities_found, same_entities
 from cache.verify_features import Features, extract
-from cache.verify_numbers import NUMBER_VALUES
+from cache.verify_numbers import NUMBER_VALUES, in_base_units
 from cache.verify_slot import SWAP_SIMILARITY, judge
 from cache.verify_swaps import no_swapped_slot, same_roles_in_place
 
@@ -107,6 +107,8 @@ _SAME_UNIT = frozenset({frozenset({"pound", "lb"}), frozenset({"pound", "gbp"})}
 def _same_numbers(a: Features, b: Features) -> bool:
     if a.numbers == b.numbers or _same_values(a.numbers, b.numbers):
         return True
+    if in_base_units(a.numbers) == in_base_units(b.numbers):
+        return True  # "a 5-second timeout" / "a 5000 ms timeout"
     return _spelled_out(a, b) == _spelled_out(b, a)
 
 

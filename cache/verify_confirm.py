@@ -17,14 +17,14 @@ import numpy as np
 from cache.types import CacheUnavailable, Vector
 from cache.verify import Verdict, VerifierStats, verify
 
-SLOT_SIMILARITY = 0.79
+SLOT_SIMILARITY = 0.85
 """Minimum cosine similarity of two rewritten slot clauses (all-MiniLM-L6-v2, each clause
-embedded alone). First chosen as the lowest value with no false hit on the train half of
-tests/data/semantic_templated.jsonl (`python -m bench.semantic_quality`), when a changed
-warranty clause ("considered normal wear unless" / "covered as a defect if") passed at 0.78.
-"unless" now counts as a negation, and the train half alone would allow 0.72; the value is
-kept as a margin: held-out different-answer clauses were seen at 0.82-0.83, so a lower bar
-would buy recall with wrong answers."""
+embedded alone): the lowest value with no false hit on the templated train halves
+(`python -m bench.semantic_quality`: the templated set's train half and the blind set's dev
+half). The train half alone allowed 0.72 and 0.79 was kept as a margin; the blind set's dev
+half then showed a different request at 0.84 ("Introduce our new account manager, Leo Park,
+... Leo will take over" / "... Leo Park is leaving and that I will take over"). 0.85 costs
+3.6 points of train-half recall (66.7% -> 63.1%)."""
 
 Embed = Callable[[str], Awaitable[Vector]]
 

@@ -4,6 +4,8 @@ and units, and spelled-out numbers, each normalized to (value, canonical unit)."
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from decimal import Decimal, InvalidOperation
 
 ONES = {
     "zero": 0,
@@ -168,10 +170,44 @@ _DATE = re.compile(
 
 _NUMBER = re.compile(
     r"(?<![\w.])(?:(?P<cur>[$€£¥₹])\s?)?(?P<sign>[-−])?(?P<num>\d+(?:[.,]\d+)*)"
-    r"(?:(?P<gap>[ \-]?)(?P<unit>%|°[cf]?|[$€£¥₹]|[a-zµ]+(?:/[a-z]+)?)(?!\w))?"
+    r"(?:(?P<gap>\)?[ \-]?)(?P<unit>%|°[cf]?|[$€£¥₹]|[a-zµ]+(?:/[a-z]+)?)(?!\w))?"
 )
 _THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _GLUED = re.compile(r"\d+(?:\.\d+)?([a-z%°]+)")
+
+
+_IN_BASE = {
+    "ms": ("s", Decimal("0.001")),
+    "min": ("s", Decimal(60)),
+    "h": ("s", Decimal(3600)),
+    "d": ("s", Decimal(86400)),
+    "wk": ("s", Decimal(604800)),
+    "mm": ("m", Decimal("0.001")),
+    "cm": ("m", Decimal("0.01")),
+    "km": ("m", Decimal(1000)),
+    "mg": ("g", Decimal("0.001")),
+    "kg": ("g", Decimal(1000)),
+}
+"""Units with one exact ratio to a base unit (not months, years or bytes: their lengths vary
+or are read two ways)."""
+_BASES = frozenset(base for base, _ in _IN_BASE.values())
+
+
+def in_base_units(numbers: Sequence[tuple[str, str]]) -> list[tuple[Decimal | str, str]]:
+    """`numbers` with lengths of time, distance and mass in one unit each, sorted: "5
+    seconds" and "5000 ms" alike, "90 minutes" and "1.5 hours"."""
+    converted: list[tuple[Decimal | str, str]] = []
+    for value, unit in numbers:
+        base = _IN_BASE.get(unit, (unit, Decimal(1)) if unit in _BASES else None)
+        try:
+            amount = Decimal(value) * base[1] if base is not None else None
+        except InvalidOperation:
+            amount = None
+        if base is None or amount is None:
+            converted.append((value, unit))  # "1.10" is not "1.1" when it is a version
+        else:
+            converted.append((amount.normalize(), base[0]))
+    return sorted(converted, key=lambda pair: (str(pair[0]), pair[1]))
 
 
 def is_quantity(word: str) -> bool:
@@ -213,7 +249,9 @@ def number_words(words: list[str]) -> list[tuple[str, str]]:
         elif word in SCALES:
             total, current, active = total + max(current, 1) * SCALES[word], 0, True
         elif active:
-            found.append((str(total + current), UNITS.get(word, "")))
+            if not (word.isdigit() and int(word) == total + current):
+                found.append((str(total + current), UNITS.get(word, "")))
+            # else "twelve (12) months": the digits repeat it and are read with their unit
             total = current = 0
             active = False
     return found

@@ -13,6 +13,7 @@ from bench.semantic_quality import (
     Scored,
     choose_threshold,
     load_additions,
+    load_blind,
     load_edits,
     load_fresh,
     load_holdout,
@@ -63,6 +64,12 @@ def additions(minilm: SentenceEmbedder) -> list[Scored]:
 def edits(minilm: SentenceEmbedder) -> list[Scored]:
     """The near-identical pairs over twelve kinds of small edit."""
     return asyncio.run(score(load_edits(), minilm))
+
+
+@pytest.fixture(scope="module")
+def blind(minilm: SentenceEmbedder) -> list[Scored]:
+    """The blind templated set, both halves (its dev half was tuned on)."""
+    return asyncio.run(score(load_blind(), minilm, skip_rejected=True))
 
 
 @pytest.fixture(scope="module")
@@ -162,19 +169,20 @@ def test_threshold_alone_is_unsafe(scored: list[Scored]) -> None:
 
 
 def test_templated_test_half_does_not_regress(templated: list[Scored]) -> None:
-    """Held-out templated prompts stay at least as good as measured (59.3% hits, 1.9% false
-    hits: 2 of 108; 48.1% and 2.8% before the phrase, inflection, rewording and order rules,
-    58.0% before whole rewritten sentences were judged as short prompts)."""
+    """Held-out templated prompts stay at least as good as measured (53.1% hits, no false hit
+    of 108, since rewritten clauses must be 0.85 alike, up from 0.79; 59.3% and 1.9% before;
+    48.1% and 2.8% before the phrase, inflection, rewording and order rules)."""
     measured = rates(templated, DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\ntemplated test: {measured}")
-    assert measured.false_hit_verified <= 0.02
-    assert measured.hit_verified >= 0.59
+    assert measured.false_hit_verified <= MAX_FALSE_HIT
+    assert measured.hit_verified >= 0.53
 
 
 def test_templated_holdout_does_not_regress(holdout: list[Scored]) -> None:
-    """The independent holdout stays at least as good as measured: 52.1% hits, no false hit
-    (0 of 111); 43.8% before whole rewritten sentences were judged as short prompts, 54.8%
-    before words added to narrow a question were rejected. Before
+    """The independent holdout stays at least as good as measured: 47.9% hits, no false hit
+    (0 of 111); 52.1% while rewritten clauses had to be 0.79 alike (0.85 now); 43.8% before
+    whole rewritten sentences were judged as short prompts, 54.8% before words added to narrow
+    a question were rejected. Before
     the verifier was tuned: 35.6% and 1.8%; after tuning, before anyone looked at its pairs:
     38.4% and 1.8% (2 of 111: two words trading places). The order, quoted-slot, entity and
     "twice" rules came after that look, and the direction and particle-verb fixes after a
@@ -182,18 +190,44 @@ def test_templated_holdout_does_not_regress(holdout: list[Scored]) -> None:
     measured = rates(holdout, DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\ntemplated holdout: {measured}")
     assert measured.false_hit_verified <= MAX_FALSE_HIT
-    assert measured.hit_verified >= 0.52
+    assert measured.hit_verified >= 0.47
 
 
 def test_templated_fresh_set_does_not_regress(fresh: list[Scored]) -> None:
-    """The fresh set (never tuned on): 26.5% hits (27 of 102), no false hit (0 of 130). 27.5%
+    """The fresh set (never tuned on): 21.6% hits (22 of 102), no false hit (0 of 130); 26.5%
+    while rewritten clauses had to be 0.79 alike (0.85 now); 27.5%
     since whole rewritten sentences are judged as short prompts, until thanks and greetings
     became content words inside a request ("write a [thank you] note" is another note); 15.7%
     before, 13.7% before the rules that came with the set."""
     measured = rates(fresh, DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\ntemplated fresh: {measured}")
     assert measured.false_hit_verified <= MAX_FALSE_HIT
-    assert measured.hit_verified >= 0.26
+    assert measured.hit_verified >= 0.21
+
+
+def test_blind_set_is_independent_split_and_covers_every_family() -> None:
+    """300+ pairs over the twelve families, each with positives and hard negatives in both
+    halves, reworded templates among them, none shared with the other templated sets."""
+    pairs = load_blind()
+    assert len(pairs) >= 300
+    assert {p.family for p in pairs} == FAMILIES and {p.split for p in pairs} == {"dev", "holdout"}
+    groups = Counter((p.family, p.same, p.half) for p in pairs)
+    assert all(groups[(f, same, half)] >= 5 for f in FAMILIES for same in (True, False)
+               for half in ("train", "test"))  # fmt: skip
+    assert sum(p.kind in ("template", "reworded_template") for p in pairs) >= 20
+    others = {t for p in [*load_templated(), *load_holdout(), *load_fresh()] for t in (p.a, p.b)}
+    assert others.isdisjoint(t for p in pairs for t in (p.a, p.b))
+
+
+def test_blind_set_does_not_regress(blind: list[Scored]) -> None:
+    """The blind set as measured: dev half (tuned on) 20.3% hits, no false hit of 88 (2 before
+    the keep/return and reason/concession axes, then 1 until rewritten clauses had to be 0.85
+    alike); holdout half (not looked at) 20.0% hits, 2 false hits of 86 (4 at 0.79)."""
+    dev = rates([s for s in blind if s.pair.half == "train"], DEFAULT_SIMILARITY_THRESHOLD)
+    holdout = rates([s for s in blind if s.pair.half == "test"], DEFAULT_SIMILARITY_THRESHOLD)
+    print(f"\nblind dev: {dev}\nblind holdout: {holdout}")
+    assert dev.false_hit_verified == 0 and dev.hit_verified >= 0.2
+    assert holdout.false_hit_verified <= 0.024 and holdout.hit_verified >= 0.2
 
 
 def test_additions_set_is_balanced_in_each_half() -> None:
@@ -256,17 +290,19 @@ def test_stored_siblings_keep_reworded_templates_from_serving_other_slots(
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue #12 targets not met on templated prompts: test half 59% hits / 1.9% false "
-    "hits, independent holdout 52% / 0%, fresh set 26% / 0% (targets >= 60% and <= 1%)",
+    reason="issue #12 targets not met on templated prompts: test half 53% hits / 0% false "
+    "hits, independent holdout 48% / 0%, fresh set 22% / 0%, blind holdout 20% / 2.3% "
+    "(targets >= 60% and <= 1%)",
 )
 def test_templated_test_half_and_holdout_meet_the_targets(
-    templated: list[Scored], holdout: list[Scored], fresh: list[Scored]
+    templated: list[Scored], holdout: list[Scored], fresh: list[Scored], blind: list[Scored]
 ) -> None:
     """The issue's targets on held-out templated prompts, the test half, the independent
-    holdout and the fresh set: false hits <= 1%, hits >= 60%.
+    holdout, the fresh set and the blind set's holdout half: false hits <= 1%, hits >= 60%.
 
     When this passes, the semantic cache may default to `on`: update the README."""
-    for chosen in (templated, holdout, fresh):
+    blind_holdout = [s for s in blind if s.pair.half == "test"]
+    for chosen in (templated, holdout, fresh, blind_holdout):
         measured = rates(chosen, DEFAULT_SIMILARITY_THRESHOLD)
         assert measured.false_hit_verified <= MAX_FALSE_HIT
         assert measured.hit_verified >= MIN_HIT_RATE
@@ -278,16 +314,22 @@ def test_error_bound_keeps_replayed_streams_under_the_bound(
     templated: list[Scored],
     holdout: list[Scored],
     fresh: list[Scored],
+    blind: list[Scored],
     max_error_rate: float,
 ) -> None:
     """On replayed streams of the held-out sets (each alone and mixed), the hits the error
     bound lets through are wrong at most `max_error_rate` of the time, where the verifier
-    alone serves more wrong ones on templated prompts; paraphrases are still served."""
-    for name, stream in held_out(Evaluation(scored, templated, holdout, fresh)).items():
+    alone serves more wrong ones on templated prompts; paraphrases are still served, but on the
+    blind holdout, whose hits are one in nine wrong without the bound: there the evidence
+    certifies no score, and nothing is served."""
+    for name, stream in held_out(
+        Evaluation(scored, templated, holdout, fresh, blind=blind)
+    ).items():
         result = replay(stream, max_error_rate, events=20_000, seed=7)
         print(f"\n{name}: {result}")
         assert result.wrong_rate <= max_error_rate, name
-        assert result.late_paraphrases_served > 0, name
+        if name != "templated (blind holdout)":
+            assert result.late_paraphrases_served > 0, name
 
 
 def test_error_bound_holds_on_near_identical_pairs(

@@ -499,3 +499,28 @@ def test_languages_named_with_symbols_are_not_their_letter() -> None:
     assert not verify("How do I compile C code?", "How do I compile C++ code?").ok
     assert not verify("Is C# faster than Java?", "Is C faster than Java?").ok
     assert verify("Write hello world in C++", "Write hello world in c++").ok
+
+
+def test_lengths_of_time_distance_and_mass_compare_in_one_unit() -> None:
+    """ "a 5-second timeout" is "a 5000 ms timeout"; 500 ms is not, a month is not 30 days,
+    and a version "1.10" is not "1.1"."""
+    assert verify("Fetch JSON with a 5-second timeout", "Fetch JSON with a 5000 ms timeout").ok
+    assert verify("Book a 90 minute meeting", "Book a 1.5 hour meeting").ok
+    assert verify("Set a 5 second timeout", "Set a 500 ms timeout").reason == "number"
+    assert verify("Plan a 2 months trip", "Plan a 60 days trip").reason == "number"
+    assert verify("What changed in version 1.10?", "What changed in version 1.1?").reason == (
+        "number"
+    )
+
+
+def test_keeping_is_not_returning_and_a_reason_is_not_a_concession() -> None:
+    """Two axes of opposite requests: keep / return an item, because / although."""
+    assert (
+        verify(
+            "I'm keeping this rug, what should I do?", "I'm returning this rug, what should I do?"
+        ).reason
+        == "antonym"
+    )
+    a = "Reply to a customer who is unhappy because the rug is not the shade shown"
+    b = "Reply to a customer who is unhappy although the rug is not the shade shown"
+    assert verify(a, b).reason == "antonym"

@@ -24,6 +24,7 @@ from cache.verify_features import extract, stem
         ("IP 192.168.0.1", (("192.168.0.1", ""),)),
         ("COVID-19", (("19", ""),)),
         ("-5 degrees", (("-5", "deg"),)),
+        ("for twelve (12) months", (("12", "mo"),)),  # legal style: once, with its unit
     ],
 )
 def test_numbers(text: str, numbers: tuple[tuple[str, str], ...]) -> None:

@@ -34,3 +34,14 @@ def test_a_listed_synonym_swapped_in_a_question_is_the_same_question() -> None:
     """A one-word swap the list explains passes the slot check; one it does not, fails."""
     assert verify("Where can I buy a cheap couch?", "Where can I buy a cheap sofa?").ok
     assert not verify("Where can I buy a cheap couch?", "Where can I buy a cheap table?").ok
+
+
+def test_a_language_named_in_its_own_tongue_is_that_language() -> None:
+    """ "into French" / "into français" is one target; "into Dutch" / "into Deutsch" is not."""
+    template = (
+        "Translate the product string below into {}. Keep placeholders such as {{name}} "
+        "unchanged and keep it short enough for a mobile button.\n\nString: Save changes"
+    )
+    assert verify(template.format("French"), template.format("français")).ok
+    assert verify(template.format("Dutch"), template.format("Nederlands")).ok
+    assert not verify(template.format("Dutch"), template.format("Deutsch")).ok
