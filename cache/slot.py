@@ -150,16 +150,21 @@ def templated(alignment: Alignment) -> bool:
 
 
 def slot_range(text: Words, siblings: Sequence[str]) -> tuple[int, int] | None:
-    """Where `text`'s slot is, in its words [start, stop): the narrowest span over which it
-    differs from one of `siblings` (other stored prompts) that shares its template; None when
-    none does. A sibling of a reworded version of the template widens the span, never hides
-    the slot."""
+    """Where `text`'s slot is, in its words [start, stop): the narrowest non-empty span over
+    which it differs from one of `siblings` (other stored prompts) that shares its template;
+    None when none does. A sibling that only adds words ("..., please") shows no slot and is
+    skipped. A sibling in another version of the template widens the span (a rewording that
+    kept the slot may then be rejected: a backend call, never a wrong answer); a sibling with
+    the same slot and one template word changed shows that word instead of the slot.
+    """
     narrowest: tuple[int, int] | None = None
     for sibling in siblings:
         alignment = align(text.words, words_of(sibling).words)
         if not alignment.regions or not templated(alignment):
             continue
         span = alignment.regions[0].i1, alignment.regions[-1].i2
+        if span[0] == span[1]:
+            continue
         if narrowest is None or span[1] - span[0] < narrowest[1] - narrowest[0]:
             narrowest = span
     return narrowest

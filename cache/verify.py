@@ -107,7 +107,8 @@ _SAME_UNIT = frozenset({frozenset({"pound", "lb"}), frozenset({"pound", "gbp"})}
 def _same_numbers(a: Features, b: Features) -> bool:
     if a.numbers == b.numbers or _same_values(a.numbers, b.numbers):
         return True
-    if in_base_units(a.numbers) == in_base_units(b.numbers):
+    converted = in_base_units(a.numbers)
+    if converted is not None and converted == in_base_units(b.numbers):
         return True  # "a 5-second timeout" / "a 5000 ms timeout"
     return _spelled_out(a, b) == _spelled_out(b, a)
 

@@ -16,6 +16,7 @@ from cache.verify_numbers import (
     canonical_numbers,
     is_quantity,
     number_words,
+    without_restatements,
 )
 from cache.verify_poles import poles_of
 from cache.verify_script import dominant_script, script_of
@@ -206,6 +207,7 @@ def _languages(words: frozenset[str]) -> frozenset[str]:
 @functools.lru_cache(maxsize=2048)
 def extract(text: str) -> Features:
     """The features of `text` (cached: candidates recur across lookups)."""
+    text = without_restatements(text)
     tokens: list[tuple[int, str]] = []
     negations = 0
     for match in _WORD.finditer(text):

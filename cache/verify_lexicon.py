@@ -52,7 +52,6 @@ ANTONYM_AXES: tuple[tuple[str, ...], ...] = (
     ("encrypt encryption encrypted", "decrypt decryption decrypted"),
     ("start begin launch", "stop end halt terminate kill"),
     ("keep continue", "stop quit cease"),
-    ("keep", "return"),  # "I'm keeping this rug" / "I'm returning this rug"
     ("because", "although though despite"),  # a reason, or a concession
     ("pause", "resume unpause"),
     ("true", "false"),

@@ -170,7 +170,7 @@ _DATE = re.compile(
 
 _NUMBER = re.compile(
     r"(?<![\w.])(?:(?P<cur>[$€£¥₹])\s?)?(?P<sign>[-−])?(?P<num>\d+(?:[.,]\d+)*)"
-    r"(?:(?P<gap>\)?[ \-]?)(?P<unit>%|°[cf]?|[$€£¥₹]|[a-zµ]+(?:/[a-z]+)?)(?!\w))?"
+    r"(?:(?P<gap>[ \-]?)(?P<unit>%|°[cf]?|[$€£¥₹]|[a-zµ]+(?:/[a-z]+)?)(?!\w))?"
 )
 _THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _GLUED = re.compile(r"\d+(?:\.\d+)?([a-z%°]+)")
@@ -193,9 +193,10 @@ or are read two ways)."""
 _BASES = frozenset(base for base, _ in _IN_BASE.values())
 
 
-def in_base_units(numbers: Sequence[tuple[str, str]]) -> list[tuple[Decimal | str, str]]:
+def in_base_units(numbers: Sequence[tuple[str, str]]) -> list[tuple[Decimal | str, str]] | None:
     """`numbers` with lengths of time, distance and mass in one unit each, sorted: "5
-    seconds" and "5000 ms" alike, "90 minutes" and "1.5 hours"."""
+    seconds" and "5000 ms" alike, "90 minutes" and "1.5 hours". None when two of them would
+    share a unit: "5 min and 60 s" / "1 min and 300 s" hold the same values in other roles."""
     converted: list[tuple[Decimal | str, str]] = []
     for value, unit in numbers:
         base = _IN_BASE.get(unit, (unit, Decimal(1)) if unit in _BASES else None)
@@ -207,6 +208,9 @@ def in_base_units(numbers: Sequence[tuple[str, str]]) -> list[tuple[Decimal | st
             converted.append((value, unit))  # "1.10" is not "1.1" when it is a version
         else:
             converted.append((amount.normalize(), base[0]))
+    bases = [unit for value, unit in converted if unit in _BASES]
+    if len(bases) != len(set(bases)):
+        return None
     return sorted(converted, key=lambda pair: (str(pair[0]), pair[1]))
 
 
@@ -249,12 +253,27 @@ def number_words(words: list[str]) -> list[tuple[str, str]]:
         elif word in SCALES:
             total, current, active = total + max(current, 1) * SCALES[word], 0, True
         elif active:
-            if not (word.isdigit() and int(word) == total + current):
-                found.append((str(total + current), UNITS.get(word, "")))
-            # else "twelve (12) months": the digits repeat it and are read with their unit
+            found.append((str(total + current), UNITS.get(word, "")))
             total = current = 0
             active = False
     return found
+
+
+_RESTATED = re.compile(r" \((\d+)\)")
+
+
+def without_restatements(text: str) -> str:
+    """`text` less the digits that restate a spelled-out number in the legal style: "twelve
+    (12) months" is twelve months, once (not "five 5-dollar bills", which are five)."""
+    if "(" not in text:
+        return text
+
+    def drop(match: re.Match[str]) -> str:
+        before = [w.strip(",;:") for w in text[: match.start()].casefold().split()[-4:]]
+        spelled = number_words(before)
+        return "" if spelled and spelled[-1][0] == match[1] else match[0]
+
+    return _RESTATED.sub(drop, text)
 
 
 def times_and_dates(text: str) -> tuple[list[tuple[str, str]], str]:

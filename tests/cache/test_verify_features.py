@@ -25,6 +25,7 @@ from cache.verify_features import extract, stem
         ("COVID-19", (("19", ""),)),
         ("-5 degrees", (("-5", "deg"),)),
         ("for twelve (12) months", (("12", "mo"),)),  # legal style: once, with its unit
+        ("five 5-dollar bills", (("5", ""), ("5", "usd"))),
     ],
 )
 def test_numbers(text: str, numbers: tuple[tuple[str, str], ...]) -> None:

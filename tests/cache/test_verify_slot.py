@@ -297,10 +297,14 @@ def test_slot_range_is_where_a_sibling_of_the_template_differs() -> None:
     assert slot_range(stored, []) is None
 
 
-def test_slot_range_takes_the_narrowest_sibling() -> None:
-    """A sibling in a reworded version of the template widens the span; the closest one wins."""
+def test_slot_range_takes_the_narrowest_sibling_that_shows_a_slot() -> None:
+    """A sibling in a reworded version of the template widens the span, one that only adds
+    words shows none; the closest that changes words wins."""
     stored = words_of(_coder("flattens a nested list"))
-    siblings = [_coder("sorts a list", reworded=True), _coder("sorts a list")]
+    padded = _coder("flattens a nested list").replace(
+        "Return only code.", "Return only code, please."
+    )
+    siblings = [_coder("sorts a list", reworded=True), padded, _coder("sorts a list")]
     start, stop = slot_range(stored, siblings) or (0, 0)
     assert stored.words[start:stop] == ("flattens", "a", "nested")
 
