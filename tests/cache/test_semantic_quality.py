@@ -221,7 +221,7 @@ def test_blind_set_is_independent_split_and_covers_every_family() -> None:
 
 def test_blind_set_does_not_regress(blind: list[Scored]) -> None:
     """The blind set as measured: dev half (tuned on) 20.3% hits, no false hit of 88 (2 before
-    the keep/return and reason/concession axes, then 1 until rewritten clauses had to be 0.85
+    the reason/concession axis, then 1 until rewritten clauses had to be 0.85
     alike); holdout half (not looked at) 20.0% hits, 2 false hits of 86 (4 at 0.79)."""
     dev = rates([s for s in blind if s.pair.half == "train"], DEFAULT_SIMILARITY_THRESHOLD)
     holdout = rates([s for s in blind if s.pair.half == "test"], DEFAULT_SIMILARITY_THRESHOLD)
