@@ -36,6 +36,7 @@ from cache.verify_frames import framed
 from cache.verify_numbers import counts
 from cache.verify_roles import rearranged, same_clauses
 from cache.verify_swaps import traded
+from cache.verify_transform import rewords_text
 from cache.verify_words import interchangeable, is_content, opposite, phrase_covered
 
 MAX_PLACES = 8
@@ -53,23 +54,6 @@ boots I've worn outside" / "Is it possible to send back boots that I already wor
 worn / wore) goes to the model at this stricter clause similarity: a swapped slot value in a
 long kept clause can embed above 0.9 (train half: such paraphrases scored 0.85-0.94, the one
 such different question 0.61)."""
-TRANSFORM_WORDS = frozenset(
-    "translate translates translated translating translation translator rewrite rewrites "
-    "rewriting rewritten rephrase rephrasing paraphrase paraphrasing reword rewording "
-    "proofread proofreading".split()
-)
-"""A template asking for one of these maps its slot's wording to the answer's wording: the
-translation of a reworded text is another translation, so the slot must stay word for word."""
-LANGUAGES = frozenset(
-    "english french german spanish italian portuguese dutch polish czech swedish norwegian "
-    "danish finnish greek turkish russian ukrainian arabic hebrew hindi bengali urdu chinese "
-    "mandarin cantonese japanese korean vietnamese thai indonesian malay tagalog filipino "
-    "romanian hungarian bulgarian croatian serbian slovak slovenian catalan swahili persian "
-    "farsi brazilian castilian language languages".split()
-)
-"""A changed place naming a language or the task is the instruction, not the text: judged as
-any other slot ("into Japanese" / "into the Japanese language", "Rewrite this message
-formally" / "Make this message formal")."""
 MIN_MOVE_WORDS = 6
 MAX_LEXICAL_WORDS = 24
 
@@ -92,22 +76,6 @@ class SlotJudgement:
     """On a "slot" rejection of a single changed place that is a whole sentence or line on
     both sides (a question in a support template): the two sentences, which may still be
     judged as two short prompts are (`cache.verify.verify`)."""
-
-
-def _rewords_text(a: Words, b: Words, places: Sequence[SpanPair]) -> bool:
-    """A transforming template (translate, rewrite, ...) whose text slot changed at all."""
-    if TRANSFORM_WORDS.isdisjoint(a.words) or TRANSFORM_WORDS.isdisjoint(b.words):
-        return False
-    return any(
-        "".join(place.a_words) != "".join(place.b_words)  # "can't" is "cannot"
-        and not any(_instructs(words_of(clause).words) for clause in (place.a, place.b))
-        for place in places
-    )
-
-
-def _instructs(clause: Sequence[str]) -> bool:
-    """A clause of the instruction (naming the task or the target language), not the text."""
-    return not (TRANSFORM_WORDS.isdisjoint(clause) and LANGUAGES.isdisjoint(clause))
 
 
 def _without_moves(a: Words, b: Words, regions: tuple[Region, ...]) -> tuple[Region, ...]:
@@ -263,7 +231,7 @@ def judge(query: str, candidate: str, siblings: Sequence[str] = ()) -> SlotJudge
     if len(places) > MAX_PLACES:
         return SlotJudgement(ok=False, reason="slot")
     clauses = ("\n".join(p.a for p in places), "\n".join(p.b for p in places))
-    if len(places) <= MAX_SLOT_PLACES and _rewords_text(a, b, places):
+    if len(places) <= MAX_SLOT_PLACES and rewords_text(a, b, places):
         return SlotJudgement(ok=False, reason="quoted", clauses=clauses)
     changes = _changes(places)
     if isinstance(changes, SlotJudgement):

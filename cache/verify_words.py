@@ -101,12 +101,13 @@ def _same_root(x: str, y: str) -> bool:
         common += 1
     if common >= 6 and common >= 0.8 * shorter:
         return True
-    return shorter > 4 and _american(x) == _american(y)
+    return shorter > 4 and american(x) == american(y)
 
 
-def _american(word: str) -> str:
-    for british, american in (("ise", "ize"), ("our", "or"), ("tre", "ter"), ("ogue", "og")):
-        word = word.replace(british, american)
+def american(word: str) -> str:
+    """`word` with British spellings made American (colour -> color, organise -> organize)."""
+    for british, us in (("ise", "ize"), ("our", "or"), ("tre", "ter"), ("ogue", "og")):
+        word = word.replace(british, us)
     return word
 
 
