@@ -1,10 +1,10 @@
-"""Chooses a replica per request, admits the request to it, and retries once before the first
-byte; the replicas themselves are kept by `backends.fleet_members`."""
+"""Sends a request to a replica (chosen by `backends.replica_choice`), admits it there, and
+retries once before the first byte; the replicas themselves are kept by
+`backends.fleet_members`."""
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import random
 import time
@@ -15,14 +15,12 @@ from backends.admission_config import AdmissionConfig as AdmissionConfig
 from backends.base import EmbeddingCall, GenerationRequest
 from backends.fleet_members import Members
 from backends.open_stream import OpenStream, close_quietly
-from backends.outlook import Demand, Outlook, first_chunk_tokens
+from backends.outlook import Demand, first_chunk_tokens
 from backends.overloaded import overloaded
-from backends.prefix.blocks import block_keys
 from backends.prefix.prompt import PromptBlocks
-from backends.prefix.source import PrefixSource
 from backends.replica import Replica
+from backends.replica_choice import ReplicaChoice
 from backends.routes import ModelRoutes
-from backends.slow_start import ramped
 from budgets.deadline import Deadline
 from budgets.priority import Priority
 from budgets.recent import RecentQuantile
@@ -34,7 +32,6 @@ from core.errors import (
     BackendError,
     BackendUnavailable,
     DeadlineExceeded,
-    NoHealthyBackend,
 )
 from core.stages import StageName
 
@@ -59,14 +56,10 @@ class Fleet:
         chance: Callable[[], float] = random.random,
         prefix_weight: float = 0.0,
     ) -> None:
-        self._slow_start_s = slow_start_s
-        self._prefix_weight = prefix_weight
         self._clock = clock
-        self._chance = chance
         self.routes = routes or ModelRoutes()
         config = admission or AdmissionConfig(enabled=False, predict=False)
         self._predict = config.enabled and config.predict
-        self._quantile = config.output_quantile
         self.members = Members(
             replicas,
             health_interval_s=health_interval_s,
@@ -75,10 +68,14 @@ class Fleet:
             follow_prefixes=prefix_weight > 0,
             clock=clock,
         )
-        # Output lengths of requests without a cap, per model (the replicas share a workload).
-        self._lengths: dict[str, RecentQuantile] = {}
+        self.choice = ReplicaChoice(
+            output_quantile=config.output_quantile,
+            slow_start_s=slow_start_s,
+            prefix_weight=prefix_weight,
+            clock=clock,
+            chance=chance,
+        )
         self._retry_attempts = retry_attempts
-        self._tiebreak = itertools.count()
 
     def declare(self, model: str) -> None:
         """Serve `model` even while it has no replica (a DNS set not resolved yet): requests
@@ -87,10 +84,7 @@ class Fleet:
 
     def lengths(self, model: str) -> RecentQuantile:
         """The recent output lengths of `model`'s requests that set no cap."""
-        lengths = self._lengths.get(model)
-        if lengths is None:
-            lengths = self._lengths[model] = RecentQuantile(self._quantile)
-        return lengths
+        return self.choice.lengths(model)
 
     @property
     def models(self) -> list[str]:
@@ -136,60 +130,10 @@ class Fleet:
         budget: RequestBudget | None = None,
         prefix: PromptBlocks | None = None,
     ) -> Replica:
-        """The healthy replica predicted to reach the request's goal soonest (queue wait plus
-        service time), then the least load; ties rotate so equal replicas share work.
-
-        With the prompt's blocks (`prefix`, prefix-aware routing on) the least load net of the
-        cached share of the prompt comes first: load minus `prefix_weight` times the fraction
-        of the prompt's blocks the replica holds, then the prediction."""
-        candidates = [r for r in self.replicas(model) if r.healthy and r not in exclude]
-        if not candidates:
-            raise NoHealthyBackend(f"No healthy backend for model {model!r}.")
-        if self._slow_start_s > 0 and len(candidates) > 1:
-            candidates = ramped(candidates, self._clock(), self._slow_start_s, self._chance)
-        if len(candidates) == 1:
-            return candidates[0]
-        turn = next(self._tiebreak)
-        n = len(candidates)
-        service = self._service_times(candidates, demand, budget)
-        if prefix is not None:
-            weight, now = self._prefix_weight, self._clock()
-            return min(
-                candidates,
-                key=lambda r: (
-                    r.load_score() - weight * prefix.cached_share(r.prefix, now),
-                    r.admission.predicted_wait(priority) + service[r],
-                    (candidates.index(r) - turn) % n,
-                ),
-            )
-        return min(
-            candidates,
-            key=lambda r: (
-                r.admission.predicted_wait(priority) + service[r],
-                r.load_score(),
-                (candidates.index(r) - turn) % n,
-            ),
+        """The replica a request goes to (`backends.replica_choice.ReplicaChoice.pick`)."""
+        return self.choice.pick(
+            self.replicas(model), model, exclude, priority, demand, budget, prefix
         )
-
-    def _outlook(self, replica: Replica, demand: Demand, budget: RequestBudget) -> Outlook:
-        return Outlook(replica.estimate, self.lengths(replica.model), demand, budget)
-
-    def _service_times(
-        self, candidates: Sequence[Replica], demand: Demand | None, budget: RequestBudget | None
-    ) -> dict[Replica, float]:
-        """The predicted time to the request's binding deadline on each candidate. A replica
-        with no history yet (just started, or back from a restart) is taken to be as fast as
-        the fastest known one, not infinitely fast: else every request would go to it, at
-        any load, until its first one ended."""
-        if demand is None or budget is None:
-            return dict.fromkeys(candidates, 0.0)
-        predicted: dict[Replica, float | None] = {}
-        for replica in candidates:
-            target = self._outlook(replica, demand, budget).binding()
-            predicted[replica] = None if target is None else target.predicted_s
-        known = [s for s in predicted.values() if s is not None]
-        fill = min(known, default=0.0)
-        return {r: fill if s is None else s for r, s in predicted.items()}
 
     async def _admit(
         self, replica: Replica, budget: RequestBudget, demand: Demand | None = None
@@ -200,7 +144,7 @@ class Fleet:
         started = timeline.clock()
         goal = None
         if demand is not None and self._predict:
-            goal = self._outlook(replica, demand, budget)
+            goal = self.choice.outlook(replica, demand, budget)
         try:
             return await replica.admission.acquire(budget.priority, budget.admission(), goal)
         except Shed as exc:
@@ -219,25 +163,8 @@ class Fleet:
             self.lengths(replica.model).add(tokens)
 
     async def prompt_blocks(self, request: GenerationRequest) -> PromptBlocks | None:
-        """The prompt's block keys at each block size the model's replicas report, or None
-        when prefix-aware routing is off or no replica of the model publishes KV events."""
-        if self._prefix_weight <= 0:
-            return None
-        replicas = self.replicas(request.body.model)
-        sizes = {r.prefix.block_size for r in replicas if r.prefix.ready}
-        if not sizes:
-            return None
-        source = next(
-            (r.backend for r in replicas if r.healthy and isinstance(r.backend, PrefixSource)),
-            None,
-        )
-        if source is None:
-            return None
-        try:
-            ids = await source.prompt_ids(request)
-        except BackendError:
-            return None
-        return PromptBlocks({size: block_keys(ids, size) for size in sizes})
+        """The prompt's block keys for prefix-aware routing (`ReplicaChoice.prompt_blocks`)."""
+        return await self.choice.prompt_blocks(self.replicas(request.body.model), request)
 
     async def complete(self, request: GenerationRequest, budget: RequestBudget) -> Completion:
         deadline, clock = budget.total, budget.timeline.clock
