@@ -220,14 +220,15 @@ def test_blind_set_is_independent_split_and_covers_every_family() -> None:
 
 
 def test_blind_set_does_not_regress(blind: list[Scored]) -> None:
-    """The blind set as measured: dev half (tuned on) 20.3% hits, no false hit of 88 (2 before
-    the reason/concession axis, then 1 until rewritten clauses had to be 0.85
-    alike); holdout half (not looked at) 20.0% hits, 2 false hits of 86 (4 at 0.79)."""
+    """The blind set as measured: dev half (tuned on) 21.6% hits, no false hit of 88 (2 before
+    the reason/concession axis, then 1 until rewritten clauses had to be 0.85 alike); holdout
+    half (not looked at) 22.7% hits, 2 false hits of 86 (4 at 0.79; 20.0% hits before a
+    translated text spelled another way was the same text)."""
     dev = rates([s for s in blind if s.pair.half == "train"], DEFAULT_SIMILARITY_THRESHOLD)
     holdout = rates([s for s in blind if s.pair.half == "test"], DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\nblind dev: {dev}\nblind holdout: {holdout}")
-    assert dev.false_hit_verified == 0 and dev.hit_verified >= 0.2
-    assert holdout.false_hit_verified <= 0.024 and holdout.hit_verified >= 0.2
+    assert dev.false_hit_verified == 0 and dev.hit_verified >= 0.21
+    assert holdout.false_hit_verified <= 0.024 and holdout.hit_verified >= 0.22
 
 
 def test_additions_set_is_balanced_in_each_half() -> None:
@@ -291,7 +292,7 @@ def test_stored_siblings_keep_reworded_templates_from_serving_other_slots(
 @pytest.mark.xfail(
     strict=True,
     reason="issue #12 targets not met on templated prompts: test half 53% hits / 0% false "
-    "hits, independent holdout 48% / 0%, fresh set 22% / 0%, blind holdout 20% / 2.3% "
+    "hits, independent holdout 48% / 0%, fresh set 22% / 0%, blind holdout 23% / 2.3% "
     "(targets >= 60% and <= 1%)",
 )
 def test_templated_test_half_and_holdout_meet_the_targets(
@@ -320,8 +321,8 @@ def test_error_bound_keeps_replayed_streams_under_the_bound(
     """On replayed streams of the held-out sets (each alone and mixed), the hits the error
     bound lets through are wrong at most `max_error_rate` of the time, where the verifier
     alone serves more wrong ones on templated prompts; paraphrases are still served, but on the
-    blind holdout, whose hits are one in nine wrong without the bound: there the evidence
-    certifies no score, and nothing is served."""
+    blind holdout, whose hits are one in ten wrong without the bound: there the evidence
+    certifies next to nothing, and next to nothing is served."""
     for name, stream in held_out(
         Evaluation(scored, templated, holdout, fresh, blind=blind)
     ).items():
