@@ -7,6 +7,8 @@ import re
 from collections.abc import Sequence
 from decimal import Decimal, InvalidOperation
 
+from cache.verify_dates import times_and_dates
+
 ONES = {
     "zero": 0,
     "two": 2,
@@ -135,39 +137,6 @@ NUMBER_WORDS = (
 )
 NUMBER_VALUES = {**ONES, **TENS}
 
-MONTHS = {
-    name: number
-    for number, names in enumerate(
-        (
-            "january jan",
-            "february feb",
-            "march mar",
-            "april apr",
-            "may",
-            "june jun",
-            "july jul",
-            "august aug",
-            "september sep sept",
-            "october oct",
-            "november nov",
-            "december dec",
-        ),
-        start=1,
-    )
-    for name in names.split()
-}
-_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
-_DAY = r"(?:the\s+)?(?P<{0}>[0-3]?\d)(?:st|nd|rd|th)?"
-_CLOCK = re.compile(
-    r"(?<![\w.:/])(?P<h>1[0-2]|0?[1-9])(?:[:.](?P<m>[0-5]\d))?\s?(?P<mer>am|pm)(?!\w)"
-    r"|(?<![\w.:/])(?P<h24>[01]?\d|2[0-3]):(?P<m24>[0-5]\d)(?![\w:])"
-)
-_DATE = re.compile(
-    rf"(?<!\w)(?:(?P<m1>{_MONTH})\.?\s+{_DAY.format('d1')}|{_DAY.format('d2')}\s+(?:of\s+)?"
-    rf"(?P<m2>{_MONTH}))(?!\w)"
-    r"|(?<![\w-])(?P<y>\d{4})-(?P<mo>0[1-9]|1[0-2])-(?P<d>[0-3]\d)(?![\w-])"
-)
-
 _NUMBER = re.compile(
     r"(?<![\w.])(?:(?P<cur>[$€£¥₹])\s?)?(?P<sign>[-−])?(?P<num>\d+(?:[.,]\d+)*)"
     r"(?:(?P<gap>[ \-]?)(?P<unit>%|°[cf]?|[$€£¥₹]|[a-zµ]+(?:/[a-z]+)?)(?!\w))?"
@@ -274,38 +243,6 @@ def without_restatements(text: str) -> str:
         return "" if spelled and spelled[-1][0] == match[1] else match[0]
 
     return _RESTATED.sub(drop, text)
-
-
-def times_and_dates(text: str) -> tuple[list[tuple[str, str]], str]:
-    """Clock times ("9am", "9:00 a.m.", "21:00" as HH:MM) and dates ("March 3rd", "3 March",
-    "2024-03-03" as MM-DD, its year a number of its own), and `text` with them blanked out.
-    A bare "7:30" is read as written (07:30): it matches "7:30am", not "7:30pm"."""
-    found: list[tuple[str, str]] = []
-    spans: list[tuple[int, int]] = []
-    for match in _CLOCK.finditer(text):
-        if match["mer"]:
-            hour = int(match["h"]) % 12 + (12 if match["mer"] == "pm" else 0)
-            minute = int(match["m"] or 0)
-        else:
-            hour, minute = int(match["h24"]), int(match["m24"])
-        found.append((f"{hour:02d}:{minute:02d}", "clock"))
-        spans.append(match.span())
-    for match in _DATE.finditer(text):
-        if match["y"]:
-            month, day = int(match["mo"]), int(match["d"])
-            found.append((match["y"], ""))
-        else:
-            month = MONTHS[match["m1"] or match["m2"]]
-            day = int(match["d1"] or match["d2"])
-        if 1 <= day <= 31:
-            found.append((f"{month:02d}-{day:02d}", "date"))
-            spans.append(match.span())
-    if not spans:
-        return found, text
-    chars = list(text)
-    for start, end in spans:
-        chars[start:end] = " " * (end - start)
-    return found, "".join(chars)
 
 
 def canonical_numbers(text: str) -> list[tuple[str, str]]:
