@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
-from typing import TypeVar, cast
 
 import orjson
 from starlette.responses import Response
@@ -21,7 +20,7 @@ from cache.coalesce import SingleFlight, StreamFlight
 from cache.layer import CacheLayer
 from cache.outcome import CacheOutcome
 from core.answers import Completion, Endpoint, StreamChunk
-from core.errors import DeadlineExceeded, InvalidRequest, ModelNotFound, TooManyMessages
+from core.errors import DeadlineExceeded, TooManyMessages
 from core.protocol import (
     ChatCompletionRequest,
     CompletionRequest,
@@ -31,7 +30,9 @@ from core.protocol import (
 from core.stages import StageName
 from core.token_estimate import prompt_tokens
 from gateway.cache_stages import CacheStages
+from gateway.caller_tokens import check_max_tokens, reserved_tokens, used_tokens
 from gateway.embeddings import embeddings_response
+from gateway.model_access import Body, routed
 from gateway.presentation import CompletionsPresentation, Presentation
 from gateway.priority import client_timeout_s, request_priority
 from gateway.request_headers import trace_context
@@ -41,8 +42,6 @@ from gateway.stream_pump import ChunkSource, StreamPump
 from obs.observer import writeback_trace
 from obs.request_record import RequestRecord
 from obs.tracing import Tracing, inject
-
-Body = TypeVar("Body", bound=ChatCompletionRequest | CompletionRequest | EmbeddingRequest)
 
 
 def new_request_id() -> str:
@@ -133,8 +132,11 @@ class Pipeline:
         record.note_request(body.model, body.stream)
         if isinstance(body, ChatCompletionRequest):
             self.check_message_count(len(body.messages), "messages")
-        _check_max_tokens(body.max_output_tokens, caller)
-        admission = await self._limiter.admit(caller, lambda: self._reservation(body, caller))
+        check_max_tokens(body.max_output_tokens, caller)
+        default = self._default_output_tokens
+        admission = await self._limiter.admit(
+            caller, lambda: reserved_tokens(body, caller, default)
+        )
         try:
             return await self._answer(
                 endpoint, body, raw, headers, budget, record, caller, admission, presentation
@@ -202,7 +204,7 @@ class Pipeline:
         response_headers["server-timing"] = timeline.server_timing()
 
         def settle() -> None:
-            self._limiter.settle(admission, _used_tokens(record, admission))
+            self._limiter.settle(admission, used_tokens(record, admission))
 
         return StreamPump(
             source, presentation.renderer(), response_headers, budget, record, tap, settle
@@ -238,24 +240,9 @@ class Pipeline:
         if count > self._settings.max_messages:
             raise TooManyMessages(param, count, self._settings.max_messages)
 
-    def _reservation(self, body: ChatCompletionRequest | CompletionRequest, caller: Caller) -> int:
-        """The tokens a request may cost: its prompt, estimated, and the most it may generate."""
-        output = body.max_output_tokens or caller.limits.max_tokens or self._default_output_tokens
-        return prompt_tokens(body) + output
-
     def route(self, body: Body, caller: Caller) -> Body:
-        """The body as the version that serves this caller names it (`GATEWAY_MODEL_ROUTES`;
-        the cache key, metrics and spans follow it). 404 for a model not served here, and
-        likewise for one the caller's key may not use (a key allowed a public name may use its
-        versions): a key is never told that a model it may not use exists."""
-        model, routes = body.model, self._fleet.routes
-        version = routes.resolve(model, caller.tenant, body.user)
-        self._fleet.replicas(version)
-        if not caller.may_use(model) and not any(map(caller.may_use, routes.parents(model))):
-            raise ModelNotFound(model)
-        if version == model:
-            return body
-        return cast(Body, body.model_copy(update={"model": version}))  # mypy: Self of a union
+        """The body as the version that serves this caller names it (`model_access.routed`)."""
+        return routed(body, caller, self._fleet)
 
     async def _complete(
         self,
@@ -297,22 +284,6 @@ def _trace_headers(headers: dict[str, str], record: RequestRecord) -> dict[str, 
     if span is not None and span.is_recording():
         return inject(span)
     return trace_context(headers)
-
-
-def _used_tokens(record: RequestRecord, admission: Admission) -> int:
-    """What a finished stream used; a stream that ended without its usage (the client left,
-    the backend failed) is charged its whole reservation."""
-    if record.input_tokens is None or record.output_tokens is None:
-        return admission.reserved_tokens
-    return record.input_tokens + record.output_tokens
-
-
-def _check_max_tokens(asked: int | None, caller: Caller) -> None:
-    cap = caller.limits.max_tokens
-    if cap is not None and asked is not None and asked > cap:
-        raise InvalidRequest(
-            f"max_tokens is {asked}, above this API key's limit of {cap}.", param="max_tokens"
-        )
 
 
 def _prompt_text(body: ChatCompletionRequest | CompletionRequest) -> str:

@@ -1,0 +1,52 @@
+"""A request's tokens against its caller's limits: the cap, the reservation, the charge."""
+
+from __future__ import annotations
+
+import time
+
+import orjson
+import pytest
+
+from access.caller import Caller, KeyLimits
+from access.limiter import Admission
+from core.errors import InvalidRequest
+from core.protocol import ChatCompletionRequest, parse_request
+from core.token_estimate import prompt_tokens
+from gateway.caller_tokens import check_max_tokens, reserved_tokens, used_tokens
+from obs.request_record import RequestRecord
+
+
+def _body(max_tokens: int | None = None) -> ChatCompletionRequest:
+    payload: dict[str, object] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    if max_tokens is not None:
+        payload["max_tokens"] = max_tokens
+    return parse_request(orjson.dumps(payload), ChatCompletionRequest)
+
+
+def test_asking_for_more_than_the_key_allows_names_max_tokens() -> None:
+    """Above the key's cap is a 400 naming the parameter; at it, or without a cap, passes."""
+    capped = Caller("t", limits=KeyLimits(max_tokens=100))
+    with pytest.raises(InvalidRequest) as raised:
+        check_max_tokens(101, capped)
+    assert raised.value.param == "max_tokens"
+    check_max_tokens(100, capped)
+    check_max_tokens(10_000, Caller("t"))
+
+
+def test_the_reservation_is_the_prompt_and_the_most_it_may_generate() -> None:
+    """The request's own cap, else the key's, else the default."""
+    body = _body()
+    prompt = prompt_tokens(body)
+    assert reserved_tokens(_body(50), Caller("t"), 256) == prompt + 50
+    assert reserved_tokens(body, Caller("t", limits=KeyLimits(max_tokens=80)), 256) == prompt + 80
+    assert reserved_tokens(body, Caller("t"), 256) == prompt + 256
+
+
+def test_a_stream_without_usage_is_charged_its_reservation() -> None:
+    """A finished stream is charged what it used; one that ended without usage, all it
+    reserved."""
+    admission = Admission(limited=True, reserved_tokens=300)
+    record = RequestRecord("POST", "/v1/chat/completions", time.monotonic(), 0)
+    assert used_tokens(record, admission) == 300
+    record.input_tokens, record.output_tokens = 12, 30
+    assert used_tokens(record, admission) == 42
