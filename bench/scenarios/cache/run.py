@@ -26,7 +26,7 @@ from bench.harness.redis_stack import ping, server_command
 from bench.harness.run import ScenarioRun
 from bench.load.stats import Summary
 from bench.report.format import ms
-from bench.scenarios.cache.client import closed_loop, once, run_wrk, warm
+from bench.scenarios.cache.client import closed_loop, once, run_wrk, until_looked_up, warm
 from bench.scenarios.cache.report import render, targets
 from bench.scenarios.cache.results import CacheResults, Measured
 from bench.scenarios.cache.workloads import (
@@ -143,6 +143,10 @@ async def _semantic(
         value = await warm(config, gw, chat_body(stored, tokens))
         if value != "hit-exact":
             out.notes.append(f"stored question {stored!r} never became a hit ({value})")
+    fresh = new_prompts(f"ready-{os.getpid()}-{time.time_ns()}", 200)
+    ready = await until_looked_up(config, gw, (chat_body(text, tokens) for text in fresh))
+    if ready != "miss":
+        out.notes.append(f"the semantic stage did not run within its budget ({ready})")
     for _stored, asked in PARAPHRASES:
         out.semantic_checked[asked] = await once(config, gw, chat_body(asked, tokens))
     good = [asked for asked, value in out.semantic_checked.items() if value == "hit-semantic"]
