@@ -104,12 +104,12 @@ class SemanticCache:
         hits = await self._search(vector, tenant, query.scope)
         bound = self.error_bound if bounded else None
         withheld: SemanticMatch | None = None
+        texts = [hit.text for hit in hits]  # each candidate's siblings (itself shows no slot)
         for hit in sorted(hits, key=lambda h: h.similarity, reverse=True):
             if hit.similarity < self.threshold:
                 break
             self.stats.candidates += 1
-            siblings = [other.text for other in hits if other is not hit]
-            verdict = await self._verifier.verify(query.text, hit.text, siblings)
+            verdict = await self._verifier.verify(query.text, hit.text, texts)
             if not verdict.ok:
                 self.stats.rejected[verdict.reason or "unknown"] += 1
                 continue

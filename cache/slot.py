@@ -152,10 +152,11 @@ def templated(alignment: Alignment) -> bool:
 def slot_range(text: Words, siblings: Sequence[str]) -> tuple[int, int] | None:
     """Where `text`'s slot is, in its words [start, stop): the narrowest non-empty span over
     which it differs from one of `siblings` (other stored prompts) that shares its template;
-    None when none does. A sibling that only adds words ("..., please") shows no slot and is
-    skipped. A sibling in another version of the template widens the span (a rewording that
-    kept the slot may then be rejected: a backend call, never a wrong answer); a sibling with
-    the same slot and one template word changed shows that word instead of the slot.
+    None when none does. The text itself, or a sibling that only adds words ("...,
+    please"), shows no slot and is skipped. A sibling in another version of the template
+    widens the span (a rewording that kept the slot may then be rejected: a backend call,
+    never a wrong answer); a sibling with the same slot and one template word changed shows
+    that word instead of the slot.
     """
     narrowest: tuple[int, int] | None = None
     for sibling in siblings:

@@ -160,6 +160,7 @@ _IN_BASE = {
 """Units with one exact ratio to a base unit (not months, years or bytes: their lengths vary
 or are read two ways)."""
 _BASES = frozenset(base for base, _ in _IN_BASE.values())
+_ONE = Decimal(1)
 
 
 def in_base_units(numbers: Sequence[tuple[str, str]]) -> list[tuple[Decimal | str, str]] | None:
@@ -168,15 +169,13 @@ def in_base_units(numbers: Sequence[tuple[str, str]]) -> list[tuple[Decimal | st
     share a unit: "5 min and 60 s" / "1 min and 300 s" hold the same values in other roles."""
     converted: list[tuple[Decimal | str, str]] = []
     for value, unit in numbers:
-        base = _IN_BASE.get(unit, (unit, Decimal(1)) if unit in _BASES else None)
+        base, factor = _IN_BASE.get(unit, (unit, _ONE))
         try:
-            amount = Decimal(value) * base[1] if base is not None else None
+            amount = Decimal(value) * factor if base in _BASES else None
         except InvalidOperation:
-            amount = None
-        if base is None or amount is None:
-            converted.append((value, unit))  # "1.10" is not "1.1" when it is a version
-        else:
-            converted.append((amount.normalize(), base[0]))
+            amount = None  # "1.2.3"
+        # Values in no such unit keep their spelling: "1.10" is not "1.1" when it is a version.
+        converted.append((value, unit) if amount is None else (amount.normalize(), base))
     bases = [unit for value, unit in converted if unit in _BASES]
     if len(bases) != len(set(bases)):
         return None
