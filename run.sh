@@ -62,7 +62,7 @@ case "${1:-}" in
     ensure_test_tools
     ensure_venv dev,bench,semantic
     export PATH="$PWD/$VENV/bin:$PATH"
-    # The semantic cache's ONNX export of the embedding model, made once per model (~10 s)
+    # The semantic cache's ONNX exports (the embedding model and the clause judge), made once (~25 s)
     # here rather than inside the first test that starts a gateway.
     python -m cache.embedder_store >/dev/null
     echo "== ruff" && ruff check . && ruff format --check .

@@ -30,6 +30,8 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from bench.clause_ranking import Ranking, rank_triplets, ranking_section
+from bench.clause_training import load_triplets
 from bench.semantic_scoring import (
     GRID,
     SLOT_GRID,
@@ -52,6 +54,8 @@ from bench.semantic_sets import (
 )
 from cache.embedder import SentenceEmbedder
 from cache.semantic_defaults import DEFAULT_SIMILARITY_THRESHOLD
+from cache.semantic_factory import load_clause_embedder
+from cache.settings import CacheSettings
 from cache.verify_confirm import SLOT_SIMILARITY
 
 __all__ = [
@@ -135,8 +139,9 @@ def report(sets: Evaluation, max_false_hit: float) -> str:
     return "\n\n".join(
         [
             f"Defaults: threshold {DEFAULT_SIMILARITY_THRESHOLD:.2f}, "
-            f"slot similarity {SLOT_SIMILARITY:.2f}. Hits: paraphrases served; false hits: "
-            "different-answer pairs served.",
+            f"slot similarity {SLOT_SIMILARITY:.2f} (clauses embedded by the clause judge: "
+            "all-MiniLM-L6-v2 with the trained adapter). Hits: paraphrases served; false "
+            "hits: different-answer pairs served.",
             f"## Short pairs ({len(short)}), by kind",
             family_table(short, by_kind=True),
             "Threshold grid on the train (dev) half:",
@@ -146,7 +151,7 @@ def report(sets: Evaluation, max_false_hit: float) -> str:
             f"## Templated pairs ({len(templated)}), by family",
             family_table(templated),
             "Slot similarity grid on the train halves (this set's and the blind set's dev half):",
-            slot_table(tuned_on, SLOT_GRID[10:30:2]),
+            slot_table(tuned_on, SLOT_GRID[16:36:2]),
             "Lowest slot similarity with no false hit on them: "
             + (f"**{slot:.2f}**" if slot is not None else "none")
             + f" (the default: {SLOT_SIMILARITY:.2f}, `cache.verify_confirm.SLOT_SIMILARITY`)",
@@ -205,6 +210,7 @@ def report(sets: Evaluation, max_false_hit: float) -> str:
                 else []
             ),
             *_reworded_section(sets.reworded, sets.reworded_alone),
+            *ranking_section(sets.ranked),
         ]
     )
 
@@ -240,6 +246,8 @@ class Evaluation:
     """The reworded-template pairs, each with a sibling of its candidate stored."""
     reworded_alone: list[Scored] = field(default_factory=list)
     """The same pairs with nothing else stored."""
+    ranked: tuple[Ranking, ...] = ()
+    """How often each model ranks a held-out triplet's rewording above its hard negative."""
 
 
 def _section(title: str, scored: Sequence[Scored], label: str, about: str) -> list[str]:
@@ -251,22 +259,40 @@ def _section(title: str, scored: Sequence[Scored], label: str, about: str) -> li
 
 
 async def evaluate() -> Evaluation:
-    """Loads the model (in a thread), scores every set, closes the model."""
+    """Loads the models (in threads: the embedding model, and the clause judge's), scores every
+    set, closes the models."""
+    settings = CacheSettings()
     embedder = await asyncio.to_thread(SentenceEmbedder.load)
     try:
+        clauses = await asyncio.to_thread(load_clause_embedder, settings)
+    except BaseException:
+        await embedder.aclose()
+        raise
+
+    held_out = load_triplets(split="holdout")
+
+    async def scored(pairs: Sequence[Pair]) -> list[Scored]:
+        return await score(pairs, embedder, clauses=clauses)
+
+    try:
         return Evaluation(
-            await score(load_pairs(), embedder),
-            await score(load_templated(), embedder),
-            await score(load_holdout(), embedder),
-            await score(load_fresh(), embedder),
-            await score(load_additions(), embedder),
-            await score(load_edits(), embedder),
-            await score(load_blind(), embedder),
-            await score(load_reworded(), embedder),
-            await score(load_reworded(siblings=False), embedder),
+            await scored(load_pairs()),
+            await scored(load_templated()),
+            await scored(load_holdout()),
+            await scored(load_fresh()),
+            await scored(load_additions()),
+            await scored(load_edits()),
+            await scored(load_blind()),
+            await scored(load_reworded()),
+            await scored(load_reworded(siblings=False)),
+            ranked=(
+                await rank_triplets("plain model", embedder, held_out),
+                await rank_triplets("clause judge", clauses, held_out),
+            ),
         )
     finally:
         await embedder.aclose()
+        await clauses.aclose()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -56,7 +56,7 @@ class Rates:
     different: int
 
 
-async def _embed_all(texts: Sequence[str], embedder: SentenceEmbedder) -> dict[str, Vector]:
+async def embed_all(texts: Sequence[str], embedder: SentenceEmbedder) -> dict[str, Vector]:
     unique = sorted(set(texts))
     vectors: dict[str, Vector] = {}
     for start in range(0, len(unique), 256):
@@ -66,10 +66,15 @@ async def _embed_all(texts: Sequence[str], embedder: SentenceEmbedder) -> dict[s
 
 
 async def score(
-    pairs: Sequence[Pair], embedder: SentenceEmbedder, *, skip_rejected: bool = False
+    pairs: Sequence[Pair],
+    embedder: SentenceEmbedder,
+    *,
+    clauses: SentenceEmbedder | None = None,
+    skip_rejected: bool = False,
 ) -> list[Scored]:
     """Similarity and verdict of every pair: prompts are embedded as the gateway embeds them
-    (`embedded_text`), pending clauses alone, 256 texts at a time.
+    (`embedded_text`), pending clauses alone by `clauses` (the clause judge's model; default
+    `embedder`), 256 texts at a time.
 
     `skip_rejected` leaves out the prompts of pairs the verifier rejects without the model
     (their similarity reads -1: only the "+ verifier" rates are then meaningful).
@@ -79,15 +84,17 @@ async def score(
         p for p, v in zip(pairs, verdicts, strict=True) if not skip_rejected or v.ok or v.pending
     ]
     views = {t: embedded_text(t) for p in embedded for t in (p.a, p.b)}
-    vectors = await _embed_all(list(views.values()), embedder)
-    clauses = await _embed_all([t for v in verdicts for pair in v.pending for t in pair], embedder)
+    vectors = await embed_all(list(views.values()), embedder)
+    clause_texts = [t for v in verdicts for pair in v.pending for t in pair]
+    clause_vectors = await embed_all(clause_texts, clauses or embedder)
     scored = []
     for pair, verdict in zip(pairs, verdicts, strict=True):
         similarity = -1.0
         if pair.a in views and pair.b in views:
             similarity = float(np.dot(vectors[views[pair.a]], vectors[views[pair.b]]))
         slot = min(
-            (float(np.dot(clauses[x], clauses[y])) for x, y in verdict.pending), default=None
+            (float(np.dot(clause_vectors[x], clause_vectors[y])) for x, y in verdict.pending),
+            default=None,
         )
         scored.append(Scored(pair, similarity, verdict, slot))
     return scored

@@ -8,7 +8,9 @@ wait for one export instead of each running their own, and a finished export is 
 renaming its directory, so a crash leaves no half-written model behind. To export ahead of
 time (an image build):
 
-    python -m cache.embedder_store [--model DIR] [--cache-dir DIR]
+    python -m cache.embedder_store [--model DIR] [--cache-dir DIR] [--clause-adapter on|off]
+
+which also builds and exports the clause judge's model (`cache.clause_adapter`).
 """
 
 from __future__ import annotations
@@ -104,7 +106,7 @@ def ensure_export(model_dir: Path, cache_dir: Path) -> Path:
             f"cannot create the embedding cache {cache_dir} ({exc}); "
             "set GATEWAY_EMBEDDING_CACHE_DIR to a writable directory"
         ) from exc
-    with _locked(cache_dir / f"{final.name}.lock"):
+    with locked(cache_dir / f"{final.name}.lock"):
         if not is_complete(final):  # another worker may have exported while we waited
             _clear_leftovers(cache_dir, final.name)
             shutil.rmtree(final, ignore_errors=True)  # damaged by hand: export it again
@@ -113,7 +115,7 @@ def ensure_export(model_dir: Path, cache_dir: Path) -> Path:
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def locked(path: Path) -> Iterator[None]:
     with path.open("a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
@@ -173,9 +175,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Export an embedding model to ONNX, once.")
     parser.add_argument("--model", type=Path, default=None, help="default: all-MiniLM-L6-v2")
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_EMBEDDING_CACHE_DIR)
+    parser.add_argument(
+        "--clause-adapter",
+        choices=("on", "off"),
+        default="on",
+        help="also export the clause judge's model (GATEWAY_SEMANTIC_CLAUSE_ADAPTER)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    print(ensure_export(args.model or default_model_path(), args.cache_dir))
+    model = args.model or default_model_path()
+    print(ensure_export(model, args.cache_dir))
+    if args.clause_adapter == "on":
+        from cache.clause_adapter import adapted_model
+
+        print(ensure_export(adapted_model(model, args.cache_dir), args.cache_dir))
     return 0
 
 

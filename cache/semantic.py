@@ -59,7 +59,8 @@ class SemanticCache:
         verifier: ModelVerifier | None = None,
         error_bound: ErrorBound | None = None,
     ) -> None:
-        """`verifier` defaults to the candidate verifier with `embedder` for slot clauses;
+        """`verifier` defaults to the candidate verifier with `embedder` for slot clauses (at
+        `PLAIN_SLOT_SIMILARITY`); it is closed with the cache.
         `error_bound`, if given, holds each entry to the similarity its judgements certify."""
         self._embedder = embedder
         self._verifier = verifier if verifier is not None else ModelVerifier(embedder.embed)
@@ -166,3 +167,4 @@ class SemanticCache:
     async def aclose(self) -> None:
         await self._index.aclose()
         await self._embedder.aclose()
+        await self._verifier.aclose()

@@ -4,11 +4,13 @@ index in Redis (RedisVL) or in process."""
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import time
+from pathlib import Path
 
+from cache.clause_adapter import AdapterMismatch, adapted_model
 from cache.embedder import SentenceEmbedder
+from cache.embedder_base import default_model_path
 from cache.error_bound import ErrorBound
 from cache.factory_redis import breaker_for, semantic_redis_client
 from cache.semantic import SemanticCache
@@ -16,6 +18,8 @@ from cache.settings import CacheSettings
 from cache.types import CacheUnavailable, Vector, VectorHit, VectorIndex
 from cache.vector_index_memory import InMemoryVectorIndex
 from cache.vector_index_redis import RedisVectorIndex
+from cache.verify_confirm import PLAIN_SLOT_SIMILARITY, SLOT_SIMILARITY, ModelVerifier
+from core.env import SettingsError
 
 log = logging.getLogger("gateway.cache")
 
@@ -65,21 +69,54 @@ class EnsuredIndex:
         await self._index.aclose()
 
 
+def _load_embedder(settings: CacheSettings, model: Path | None) -> SentenceEmbedder:
+    return SentenceEmbedder.load(
+        model,
+        backend=settings.embedding_backend,
+        threads=settings.embedding_threads,
+        cache_dir=settings.embedding_cache_dir,
+    )
+
+
+def load_clause_embedder(settings: CacheSettings) -> SentenceEmbedder:
+    """The clause judge's model: the embedding model with the shipped adapter merged."""
+    model = Path(settings.embedding_model) if settings.embedding_model else default_model_path()
+    try:
+        adapted = adapted_model(model, settings.embedding_cache_dir)
+    except AdapterMismatch as exc:
+        raise SettingsError(
+            f"GATEWAY_SEMANTIC_CLAUSE_ADAPTER=on needs the all-MiniLM-L6-v2 weights it was "
+            f"trained on, and GATEWAY_EMBEDDING_MODEL={settings.embedding_model} does not fit "
+            f"({exc}); set GATEWAY_SEMANTIC_CLAUSE_ADAPTER=off to compare clauses with that "
+            "model itself"
+        ) from exc
+    return _load_embedder(settings, adapted)
+
+
+async def clause_verifier(settings: CacheSettings, embedder: SentenceEmbedder) -> ModelVerifier:
+    """The verifier's clause comparisons: by the adapted model (its own encoder, closed with
+    the verifier), or with the adapter off by the embedding model itself."""
+    if not settings.semantic_clause_adapter:
+        return ModelVerifier(embedder.embed, PLAIN_SLOT_SIMILARITY)
+    clauses = await asyncio.to_thread(load_clause_embedder, settings)
+    return ModelVerifier(clauses.embed, SLOT_SIMILARITY, owns=clauses)
+
+
 async def build_semantic_cache(settings: CacheSettings) -> SemanticCache:
     start = time.monotonic()
-    embedder = await asyncio.to_thread(
-        functools.partial(
-            SentenceEmbedder.load,
-            settings.embedding_model or None,
-            backend=settings.embedding_backend,
-            threads=settings.embedding_threads,
-            cache_dir=settings.embedding_cache_dir,
-        )
-    )
+    model = Path(settings.embedding_model) if settings.embedding_model else None
+    embedder = await asyncio.to_thread(_load_embedder, settings, model)
+    try:
+        verifier = await clause_verifier(settings, embedder)
+    except BaseException:
+        await embedder.aclose()
+        raise
     log.info(
-        "embedding model loaded on %s in %.1f s", settings.embedding_backend,
+        "embedding model%s loaded on %s in %.1f s",
+        " and clause judge" if settings.semantic_clause_adapter else "",
+        settings.embedding_backend,
         time.monotonic() - start,
-    )  # fmt: skip
+    )
     index: VectorIndex
     if settings.redis_url:
         client = semantic_redis_client(settings)  # a Redis Cluster stops the gateway
@@ -108,6 +145,7 @@ async def build_semantic_cache(settings: CacheSettings) -> SemanticCache:
         breaker=breaker,
         timeout_s=settings.semantic_timeout_s,
         ttl_s=settings.ttl_s,
+        verifier=verifier,
         error_bound=error_bound_for(settings),
     )
 

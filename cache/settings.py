@@ -41,6 +41,7 @@ class CacheSettings:
     semantic_max_error_rate: float = 0.0  # 0: no learned error bound
     semantic_audit_rate: float = 0.05  # share of would-be hits answered fresh and judged
     semantic_timeout_s: float = 0.25
+    semantic_clause_adapter: bool = True  # compare rewritten clauses with the trained adapter
     embedding_model: str = ""
     embedding_backend: EmbeddingBackend = "onnx"
     embedding_threads: int = 1
@@ -109,6 +110,9 @@ class CacheSettings:
                 env, "GATEWAY_SEMANTIC_TIMEOUT_MS", d.semantic_timeout_s * 1000, low=1
             )
             / 1000,
+            semantic_clause_adapter=env_bool(
+                env, "GATEWAY_SEMANTIC_CLAUSE_ADAPTER", d.semantic_clause_adapter
+            ),
             embedding_model=env.get("GATEWAY_EMBEDDING_MODEL", d.embedding_model),
             embedding_backend=cast(
                 EmbeddingBackend,

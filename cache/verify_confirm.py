@@ -2,8 +2,10 @@
 
 A rewritten slot inside a shared template ("Do you price match other retailers?" / "Will you
 match a lower price I found at another store?") is compared by embedding the two clauses on
-their own, so the template no longer dominates. Clause embeddings are cached: stored prompts
-recur across lookups, and a hot template's slots repeat.
+their own, so the template no longer dominates. The gateway embeds clauses with the clause
+judge's model (`cache.clause_adapter`), which tells a reworded request from a different one far
+better than the plain embedding model. Clause embeddings are cached: stored prompts recur across
+lookups, and a hot template's slots repeat.
 """
 
 from __future__ import annotations
@@ -11,20 +13,26 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
 
 import numpy as np
 
 from cache.types import CacheUnavailable, Vector
 from cache.verify import Verdict, VerifierStats, verify
 
-SLOT_SIMILARITY = 0.85
-"""Minimum cosine similarity of two rewritten slot clauses (all-MiniLM-L6-v2, each clause
-embedded alone): the lowest value with no false hit on the templated train halves
-(`python -m bench.semantic_quality`: the templated set's train half and the blind set's dev
-half). The train half alone allowed 0.72 and 0.79 was kept as a margin; the blind set's dev
-half then showed a different request at 0.84 ("Introduce our new account manager, Leo Park,
-... Leo will take over" / "... Leo Park is leaving and that I will take over"). 0.85 costs
-3.6 points of train-half recall (66.7% -> 63.1%)."""
+SLOT_SIMILARITY = 0.91
+"""Minimum cosine similarity of two rewritten slot clauses, each embedded alone by the clause
+judge's model (all-MiniLM-L6-v2 with the trained adapter, `cache.clause_adapter`): the lowest
+value with no false hit on the templated train halves (`python -m bench.semantic_quality`: the
+templated set's train half and the blind set's dev half). The different request that sets it
+scores 0.91 ("Do you sell gift cards" / "Can I pay with a gift card")."""
+
+PLAIN_SLOT_SIMILARITY = 0.85
+"""The same bar for clauses embedded by the plain embedding model
+(`GATEWAY_SEMANTIC_CLAUSE_ADAPTER=off`), chosen the same way: the train half alone allowed 0.72
+and 0.79 was kept as a margin; the blind set's dev half then showed a different request at
+0.84 ("Introduce our new account manager, Leo Park, ... Leo will take over" / "... Leo Park is
+leaving and that I will take over")."""
 
 Embed = Callable[[str], Awaitable[Vector]]
 
@@ -70,13 +78,30 @@ async def confirm(verdict: Verdict, clauses: ClauseEmbeddings, threshold: float)
     return Verdict(ok=True, clause_similarity=lowest)
 
 
-class ModelVerifier:
-    """`verify`, then `confirm` with the embedder; counters as `Verifier`'s."""
+class Closeable(Protocol):
+    async def aclose(self) -> None: ...
 
-    def __init__(self, embed: Embed, threshold: float = SLOT_SIMILARITY) -> None:
+
+class ModelVerifier:
+    """`verify`, then `confirm` with the embedder; counters as `Verifier`'s.
+
+    `owns` is closed with the verifier: the clause judge's own model, when it has one."""
+
+    def __init__(
+        self,
+        embed: Embed,
+        threshold: float = PLAIN_SLOT_SIMILARITY,
+        *,
+        owns: Closeable | None = None,
+    ) -> None:
         self.clauses = ClauseEmbeddings(embed)
         self.threshold = threshold
         self.stats = VerifierStats()
+        self._owns = owns
+
+    async def aclose(self) -> None:
+        if self._owns is not None:
+            await self._owns.aclose()
 
     async def verify(self, query: str, candidate: str, siblings: Sequence[str] = ()) -> Verdict:
         verdict = verify(query, candidate, siblings=siblings)

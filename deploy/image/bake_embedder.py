@@ -1,6 +1,8 @@
 """Bakes the semantic cache's embedding model into the image: all-MiniLM-L6-v2's tokenizer and
 configuration (without its torch weights) and the ONNX export of it, filed where the gateway
-looks for that directory's export, so the serving image needs neither torch nor a writable disk.
+looks for that directory's export, and the same for the clause judge's model (the model with
+the clause adapter merged, `cache.clause_adapter`), so the serving image needs neither torch
+nor a writable disk.
 
     python deploy/image/bake_embedder.py MODEL_OUT CACHE_OUT
 
@@ -18,7 +20,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from cache import embedder_store
+from cache import clause_adapter, embedder_store
 
 # The ONNX graph carries its own copy of the weights; these are only what torch would load.
 WEIGHT_SUFFIXES = frozenset({".safetensors", ".bin", ".pt", ".pth", ".h5", ".msgpack", ".onnx"})
@@ -44,23 +46,41 @@ def copy_without_weights(source: Path, target: Path) -> None:
         shutil.copyfile(path, destination)
 
 
-def bake(model_out: Path, cache_out: Path, source: Path | None = None) -> Path:
-    """Writes the weightless model directory and its export; returns the ONNX file's path.
-    The export is made from the full model (it needs the weights) and filed under the
-    weightless directory's name, so the gateway's `ensure_export(model_out, cache_out)` finds
-    it instead of exporting."""
-    source = (source or default_source()).resolve()
-    copy_without_weights(source, model_out)
-    cache_out.mkdir(parents=True, exist_ok=True)
+def _file_export(source: Path, weightless: Path, cache_out: Path) -> Path:
+    """Exports `source` and files the export under `weightless`'s name, where the gateway's
+    `ensure_export(weightless, cache_out)` finds it instead of exporting."""
     with tempfile.TemporaryDirectory(dir=cache_out) as scratch:
         exported = embedder_store.ensure_export(source, Path(scratch))
-        target = embedder_store.export_dir(model_out.resolve(), cache_out)
+        target = embedder_store.export_dir(weightless.resolve(), cache_out)
         shutil.rmtree(target, ignore_errors=True)
         exported.parent.rename(target)
-    found = embedder_store.ensure_export(model_out, cache_out)
+    found = embedder_store.ensure_export(weightless, cache_out)
     if found != target / exported.name:
         raise RuntimeError(f"the gateway would look for {found}, the export is in {target}")
     return found
+
+
+def bake(
+    model_out: Path,
+    cache_out: Path,
+    source: Path | None = None,
+    adapter: Path = clause_adapter.ADAPTER_FILE,
+) -> tuple[Path, Path]:
+    """Writes the weightless model directory and its export, and the clause judge's weightless
+    directory and its export; returns the two ONNX files' paths. The exports are made from
+    full models (they need the weights) and filed under the weightless directories' names."""
+    source = (source or default_source()).resolve()
+    copy_without_weights(source, model_out)
+    cache_out.mkdir(parents=True, exist_ok=True)
+    embedding = _file_export(source, model_out, cache_out)
+    with tempfile.TemporaryDirectory(dir=cache_out) as scratch:
+        merged = clause_adapter.adapted_model(source, Path(scratch), adapter)
+        clause_out = clause_adapter.clause_dir(model_out, cache_out, adapter)
+        copy_without_weights(merged, clause_out)
+        clause = _file_export(merged, clause_out, cache_out)
+    if clause_adapter.adapted_model(model_out, cache_out, adapter) != clause_out:
+        raise RuntimeError(f"the gateway would not find the clause judge in {clause_out}")
+    return embedding, clause
 
 
 def smoke_test(model_out: Path, onnx_file: Path) -> None:
@@ -78,9 +98,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("model_out", type=Path)
     parser.add_argument("cache_out", type=Path)
     args = parser.parse_args(argv)
-    onnx_file = bake(args.model_out, args.cache_out)
-    smoke_test(args.model_out, onnx_file)
-    print(f"baked {onnx_file}")
+    embedding, clause = bake(args.model_out, args.cache_out)
+    smoke_test(args.model_out, embedding)
+    smoke_test(args.model_out, clause)
+    print(f"baked {embedding} and the clause judge's {clause}")
     return 0
 
 

@@ -1,4 +1,5 @@
-"""GATEWAY_EMBEDDING_BACKEND, GATEWAY_EMBEDDING_THREADS and GATEWAY_EMBEDDING_CACHE_DIR."""
+"""GATEWAY_EMBEDDING_BACKEND, GATEWAY_EMBEDDING_THREADS, GATEWAY_EMBEDDING_CACHE_DIR and
+GATEWAY_SEMANTIC_CLAUSE_ADAPTER."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ def test_defaults_are_onnx_on_one_thread() -> None:
     assert settings.embedding_backend == "onnx"
     assert settings.embedding_threads == 1
     assert settings.embedding_cache_dir == DEFAULT_EMBEDDING_CACHE_DIR
+    assert settings.semantic_clause_adapter
 
 
 def test_variables_are_read() -> None:
@@ -25,8 +27,10 @@ def test_variables_are_read() -> None:
             "GATEWAY_EMBEDDING_BACKEND": "Torch",
             "GATEWAY_EMBEDDING_THREADS": "2",
             "GATEWAY_EMBEDDING_CACHE_DIR": "/srv/embeddings",
+            "GATEWAY_SEMANTIC_CLAUSE_ADAPTER": "off",
         }
     )
+    assert not settings.semantic_clause_adapter
     assert settings.embedding_backend == "torch"
     assert settings.embedding_threads == 2
     assert settings.embedding_cache_dir == Path("/srv/embeddings")
@@ -38,6 +42,7 @@ def test_variables_are_read() -> None:
         ("GATEWAY_EMBEDDING_BACKEND", "tensorflow"),
         ("GATEWAY_EMBEDDING_THREADS", "0"),
         ("GATEWAY_EMBEDDING_THREADS", "many"),
+        ("GATEWAY_SEMANTIC_CLAUSE_ADAPTER", "sometimes"),
     ],
 )
 def test_bad_values_name_their_variable(name: str, value: str) -> None:

@@ -37,45 +37,47 @@ HOLDOUT_FAMILIES = FAMILIES | {"support_orders", "rewrite_formal", "json_schema"
 
 
 @pytest.fixture(scope="module")
-def scored(minilm: SentenceEmbedder) -> list[Scored]:
+def scored(minilm: SentenceEmbedder, clause_judge: SentenceEmbedder) -> list[Scored]:
     """Every short pair with its similarity and verdict (embedded once per module)."""
-    return asyncio.run(score(load_pairs(), minilm))
+    return asyncio.run(score(load_pairs(), minilm, clauses=clause_judge))
 
 
 @pytest.fixture(scope="module")
-def templated(minilm: SentenceEmbedder) -> list[Scored]:
+def templated(minilm: SentenceEmbedder, clause_judge: SentenceEmbedder) -> list[Scored]:
     """The templated test half; prompts the verifier rejects outright are not embedded."""
-    return asyncio.run(score(load_templated(half="test"), minilm, skip_rejected=True))
+    return asyncio.run(
+        score(load_templated(half="test"), minilm, clauses=clause_judge, skip_rejected=True)
+    )
 
 
 @pytest.fixture(scope="module")
-def holdout(minilm: SentenceEmbedder) -> list[Scored]:
+def holdout(minilm: SentenceEmbedder, clause_judge: SentenceEmbedder) -> list[Scored]:
     """The independent templated holdout set (never tuned on)."""
-    return asyncio.run(score(load_holdout(), minilm, skip_rejected=True))
+    return asyncio.run(score(load_holdout(), minilm, clauses=clause_judge, skip_rejected=True))
 
 
 @pytest.fixture(scope="module")
-def additions(minilm: SentenceEmbedder) -> list[Scored]:
+def additions(minilm: SentenceEmbedder, clause_judge: SentenceEmbedder) -> list[Scored]:
     """The near-identical short pairs, one a few words longer than the other."""
-    return asyncio.run(score(load_additions(), minilm))
+    return asyncio.run(score(load_additions(), minilm, clauses=clause_judge))
 
 
 @pytest.fixture(scope="module")
-def edits(minilm: SentenceEmbedder) -> list[Scored]:
+def edits(minilm: SentenceEmbedder, clause_judge: SentenceEmbedder) -> list[Scored]:
     """The near-identical pairs over twelve kinds of small edit."""
-    return asyncio.run(score(load_edits(), minilm))
+    return asyncio.run(score(load_edits(), minilm, clauses=clause_judge))
 
 
 @pytest.fixture(scope="module")
-def blind(minilm: SentenceEmbedder) -> list[Scored]:
+def blind(minilm: SentenceEmbedder, clause_judge: SentenceEmbedder) -> list[Scored]:
     """The blind templated set, both halves (its dev half was tuned on)."""
-    return asyncio.run(score(load_blind(), minilm, skip_rejected=True))
+    return asyncio.run(score(load_blind(), minilm, clauses=clause_judge, skip_rejected=True))
 
 
 @pytest.fixture(scope="module")
-def fresh(minilm: SentenceEmbedder) -> list[Scored]:
+def fresh(minilm: SentenceEmbedder, clause_judge: SentenceEmbedder) -> list[Scored]:
     """The fresh templated set (written after tuning, never tuned on)."""
-    return asyncio.run(score(load_fresh(), minilm, skip_rejected=True))
+    return asyncio.run(score(load_fresh(), minilm, clauses=clause_judge, skip_rejected=True))
 
 
 def test_labelled_set_is_large_and_varied() -> None:
@@ -169,20 +171,21 @@ def test_threshold_alone_is_unsafe(scored: list[Scored]) -> None:
 
 
 def test_templated_test_half_does_not_regress(templated: list[Scored]) -> None:
-    """Held-out templated prompts stay at least as good as measured (53.1% hits, no false hit
-    of 108, since rewritten clauses must be 0.85 alike, up from 0.79; 59.3% and 1.9% before;
-    48.1% and 2.8% before the phrase, inflection, rewording and order rules)."""
+    """Held-out templated prompts stay at least as good as measured: 63.0% hits, 1 false hit
+    of 108, since rewritten clauses are compared by the clause judge; 53.1% and none with the
+    plain model at 0.85; 59.3% and 1.9% at 0.79; 48.1% and 2.8% before the phrase, inflection,
+    rewording and order rules."""
     measured = rates(templated, DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\ntemplated test: {measured}")
     assert measured.false_hit_verified <= MAX_FALSE_HIT
-    assert measured.hit_verified >= 0.53
+    assert measured.hit_verified >= 0.62
 
 
 def test_templated_holdout_does_not_regress(holdout: list[Scored]) -> None:
-    """The independent holdout stays at least as good as measured: 47.9% hits, no false hit
-    (0 of 111); 52.1% while rewritten clauses had to be 0.79 alike (0.85 now); 43.8% before
-    whole rewritten sentences were judged as short prompts, 54.8% before words added to narrow
-    a question were rejected. Before
+    """The independent holdout stays at least as good as measured: 60.3% hits, no false hit
+    (0 of 111), with the clause judge; 47.9% with the plain model at 0.85, 52.1% at 0.79;
+    43.8% before whole rewritten sentences were judged as short prompts, 54.8% before words
+    added to narrow a question were rejected. Before
     the verifier was tuned: 35.6% and 1.8%; after tuning, before anyone looked at its pairs:
     38.4% and 1.8% (2 of 111: two words trading places). The order, quoted-slot, entity and
     "twice" rules came after that look, and the direction and particle-verb fixes after a
@@ -190,19 +193,19 @@ def test_templated_holdout_does_not_regress(holdout: list[Scored]) -> None:
     measured = rates(holdout, DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\ntemplated holdout: {measured}")
     assert measured.false_hit_verified <= MAX_FALSE_HIT
-    assert measured.hit_verified >= 0.47
+    assert measured.hit_verified >= 0.6
 
 
 def test_templated_fresh_set_does_not_regress(fresh: list[Scored]) -> None:
-    """The fresh set (never tuned on): 21.6% hits (22 of 102), no false hit (0 of 130); 26.5%
-    while rewritten clauses had to be 0.79 alike (0.85 now); 27.5%
+    """The fresh set (never tuned on): 35.3% hits (36 of 102), no false hit (0 of 130), with the
+    clause judge; 21.6% with the plain model at 0.85, 26.5% at 0.79; 27.5%
     since whole rewritten sentences are judged as short prompts, until thanks and greetings
     became content words inside a request ("write a [thank you] note" is another note); 15.7%
     before, 13.7% before the rules that came with the set."""
     measured = rates(fresh, DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\ntemplated fresh: {measured}")
     assert measured.false_hit_verified <= MAX_FALSE_HIT
-    assert measured.hit_verified >= 0.21
+    assert measured.hit_verified >= 0.35
 
 
 def test_blind_set_is_independent_split_and_covers_every_family() -> None:
@@ -220,15 +223,15 @@ def test_blind_set_is_independent_split_and_covers_every_family() -> None:
 
 
 def test_blind_set_does_not_regress(blind: list[Scored]) -> None:
-    """The blind set as measured: dev half (tuned on) 21.6% hits, no false hit of 88 (2 before
-    the reason/concession axis, then 1 until rewritten clauses had to be 0.85 alike); holdout
-    half (not looked at) 22.7% hits, 2 false hits of 86 (4 at 0.79; 20.0% hits before a
-    translated text spelled another way was the same text)."""
+    """The blind set as measured with the clause judge: dev half (tuned on) 29.7% hits, no false
+    hit of 88; holdout half (not looked at) 33.3% hits, 2 false hits of 86. With the plain model
+    at 0.85: 21.6% and none, 22.7% and 2 (4 at 0.79; 20.0% hits before a translated text
+    spelled another way was the same text)."""
     dev = rates([s for s in blind if s.pair.half == "train"], DEFAULT_SIMILARITY_THRESHOLD)
     holdout = rates([s for s in blind if s.pair.half == "test"], DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\nblind dev: {dev}\nblind holdout: {holdout}")
-    assert dev.false_hit_verified == 0 and dev.hit_verified >= 0.21
-    assert holdout.false_hit_verified <= 0.024 and holdout.hit_verified >= 0.22
+    assert dev.false_hit_verified == 0 and dev.hit_verified >= 0.29
+    assert holdout.false_hit_verified <= 0.024 and holdout.hit_verified >= 0.33
 
 
 def test_additions_set_is_balanced_in_each_half() -> None:
@@ -274,12 +277,14 @@ def test_small_edits_do_not_regress(edits: list[Scored]) -> None:
 
 
 def test_stored_siblings_keep_reworded_templates_from_serving_other_slots(
-    minilm: SentenceEmbedder,
+    minilm: SentenceEmbedder, clause_judge: SentenceEmbedder
 ) -> None:
     """Across two versions of a template, different slot values are served when nothing else
     is stored; a stored sibling of the candidate's template shows the slot and keeps them out."""
-    alone = asyncio.run(score(load_reworded(siblings=False), minilm, skip_rejected=True))
-    beside = asyncio.run(score(load_reworded(), minilm, skip_rejected=True))
+    alone = asyncio.run(
+        score(load_reworded(siblings=False), minilm, clauses=clause_judge, skip_rejected=True)
+    )
+    beside = asyncio.run(score(load_reworded(), minilm, clauses=clause_judge, skip_rejected=True))
 
     def false_hits(scored: list[Scored], half: str) -> int:
         wrong = [s for s in scored if not s.pair.same and s.pair.half == half]
@@ -291,8 +296,8 @@ def test_stored_siblings_keep_reworded_templates_from_serving_other_slots(
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue #12 targets not met on templated prompts: test half 53% hits / 0% false "
-    "hits, independent holdout 48% / 0%, fresh set 22% / 0%, blind holdout 23% / 2.3% "
+    reason="issue #12 targets not met on templated prompts: test half 63% hits / 0.9% false "
+    "hits, independent holdout 60% / 0%, fresh set 35% / 0%, blind holdout 33% / 2.3% "
     "(targets >= 60% and <= 1%)",
 )
 def test_templated_test_half_and_holdout_meet_the_targets(

@@ -9,7 +9,13 @@ import pytest
 
 from cache.types import CacheUnavailable, Vector
 from cache.verify import ACCEPT, Verdict
-from cache.verify_confirm import ClauseEmbeddings, ModelVerifier, confirm
+from cache.verify_confirm import (
+    PLAIN_SLOT_SIMILARITY,
+    SLOT_SIMILARITY,
+    ClauseEmbeddings,
+    ModelVerifier,
+    confirm,
+)
 
 TEMPLATE = (
     "You are the support assistant of an online outdoor store. Answer warmly and briefly, "
@@ -93,3 +99,22 @@ def test_model_verifier_decides_templated_prompts_and_counts() -> None:
     snapshot = verifier.stats.snapshot()
     assert snapshot["checked"] == 2 and snapshot["passed"] == 1
     assert snapshot["rejected_meaning"] == 1
+
+
+class Owned:
+    """A model the verifier owns: counts its closes."""
+
+    def __init__(self) -> None:
+        self.closed = 0
+
+    async def aclose(self) -> None:
+        self.closed += 1
+
+
+def test_model_verifier_closes_the_model_it_owns() -> None:
+    """The clause judge's own model is closed with the verifier; a shared one is not."""
+    owned = Owned()
+    asyncio.run(ModelVerifier(Table([]).embed, SLOT_SIMILARITY, owns=owned).aclose())
+    asyncio.run(ModelVerifier(Table([]).embed).aclose())
+    assert owned.closed == 1
+    assert ModelVerifier(Table([]).embed).threshold == PLAIN_SLOT_SIMILARITY < SLOT_SIMILARITY

@@ -13,10 +13,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import orjson
 import pytest
+from safetensors.numpy import load_file, save_file
 
-from cache import embedder_store
+from cache import clause_adapter, embedder_store
 from tests.deploy.support import DEPLOY, ROOT, readme_variables
 
 DOCKERFILE = ROOT / "Dockerfile"
@@ -219,31 +221,53 @@ def _fake_model(directory: Path) -> Path:
     )
     (directory / "tokenizer.json").write_text("{}")
     (directory / "config.json").write_text("{}")
-    (directory / "model.safetensors").write_bytes(b"weights")
+    weights = {f"{LAYER}.weight": np.eye(4, dtype=np.float32)}
+    save_file(weights, str(directory / "model.safetensors"))
     return directory
 
 
-def test_bake_files_the_export_where_the_gateway_looks(
+LAYER = "encoder.layer.0.attention.self.query"
+
+
+def _tiny_adapter(path: Path) -> Path:
+    """A rank-1 adapter for the fake model's one 4x4 weight."""
+    parts: dict[str, Any] = {f"{LAYER}.a": np.ones((1, 4)), f"{LAYER}.b": np.ones((4, 1))}
+    with path.open("wb") as f:
+        np.savez(f, **parts)
+    return path
+
+
+def test_bake_files_the_exports_where_the_gateway_looks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The gateway's own export lookup finds the baked export in the weightless model dir."""
+    """The gateway's own lookups find both baked exports, the embedding model's and the clause
+    judge's, from weightless directories only."""
     source = _fake_model(tmp_path / "source")
+    adapter = _tiny_adapter(tmp_path / "adapter.npz")
     real_ensure = embedder_store.ensure_export
+    exported: list[dict[str, np.ndarray]] = []
 
     def fake_ensure(model_dir: Path, cache_dir: Path) -> Any:
-        if Path(model_dir).resolve() != source.resolve():
+        if not (Path(model_dir) / "model.safetensors").is_file():
             return real_ensure(model_dir, cache_dir)
-        final = embedder_store.export_dir(source.resolve(), cache_dir)
+        exported.append(load_file(str(Path(model_dir) / "model.safetensors")))
+        final = embedder_store.export_dir(Path(model_dir).resolve(), cache_dir)
         final.mkdir(parents=True)
-        (final / embedder_store.ONNX_FILE).write_bytes(b"onnx")
+        (final / embedder_store.ONNX_FILE).write_bytes(str(model_dir).encode())
         (final / embedder_store.META_FILE).write_text("{}")
         return final / embedder_store.ONNX_FILE
 
     monkeypatch.setattr(embedder_store, "ensure_export", fake_ensure)
     model_out, cache_out = tmp_path / "image" / "model", tmp_path / "image" / "embeddings"
-    onnx_file = _module("bake_embedder").bake(model_out, cache_out, source)
+    embedding, clause = _module("bake_embedder").bake(model_out, cache_out, source, adapter)
     assert not (model_out / "model.safetensors").exists()
     assert (model_out / "tokenizer.json").is_file() and (model_out / "1_Pooling").is_dir()
-    assert onnx_file.read_bytes() == b"onnx"
-    assert real_ensure(model_out, cache_out) == onnx_file
-    assert [p.name for p in cache_out.iterdir()] == [onnx_file.parent.name]
+    assert embedding.read_bytes() == str(source.resolve()).encode()
+    assert real_ensure(model_out, cache_out) == embedding
+    clause_out = clause_adapter.adapted_model(model_out, cache_out, adapter)
+    assert not (clause_out / "model.safetensors").exists()
+    assert real_ensure(clause_out, cache_out) == clause
+    assert np.allclose(exported[1][f"{LAYER}.weight"], np.eye(4) + np.ones((4, 4)))
+    assert sorted(p.name for p in cache_out.iterdir()) == sorted(
+        [embedding.parent.name, clause.parent.name, clause_out.name]
+    )

@@ -1,0 +1,96 @@
+"""Training the clause adapter: its data is clean and split, and a short run on a few triplets
+learns to rank a rewording above a hard negative it could not before."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from bench.clause_training import TRIPLETS_PATH, Recipe, Triplet, load_triplets, save, train
+from bench.semantic_sets import (
+    load_additions,
+    load_blind,
+    load_edits,
+    load_fresh,
+    load_holdout,
+    load_pairs,
+    load_templated,
+)
+from cache.clause_adapter import adapter_deltas, merge
+from cache.embedder_base import default_model_path
+
+
+def test_triplets_are_many_split_and_share_no_sentence_with_an_evaluation_set() -> None:
+    """Thousands of triplets, one in ten held out, none repeating an anchor, none of their
+    sentences in any evaluation set (so the quality figures stay held out)."""
+    train_rows, holdout = load_triplets(), load_triplets(split="holdout")
+    assert len(train_rows) >= 3000 and 0.05 <= len(holdout) / len(train_rows) <= 0.15
+    anchors = [t.anchor.lower() for t in train_rows + holdout]
+    assert len(set(anchors)) == len(anchors)
+    evaluated = {
+        text.strip().lower()
+        for pairs in (
+            load_pairs(),
+            load_templated(),
+            load_holdout(),
+            load_fresh(),
+            load_blind(),
+            load_additions(),
+            load_edits(),
+        )
+        for p in pairs
+        for text in (p.a, p.b)
+    }
+    rows = [json.loads(line) for line in TRIPLETS_PATH.read_text(encoding="utf-8").splitlines()]
+    sentences = {r[k].strip().lower() for r in rows for k in ("anchor", "positive", "negative")}
+    assert sentences.isdisjoint(evaluated)
+
+
+def _similarities(
+    weights_dir: Path, deltas: dict[str, np.ndarray], triplet: Triplet
+) -> tuple[float, float]:
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(weights_dir))
+    model = AutoModel.from_pretrained(str(weights_dir)).eval()
+    state = {k: v.numpy() for k, v in model.state_dict().items()}
+    model.load_state_dict({k: torch.from_numpy(v) for k, v in merge(state, deltas).items()})
+    texts = [triplet.anchor, triplet.positive, triplet.negative]
+    with torch.no_grad():
+        batch = tokenizer(texts, padding=True, return_tensors="pt")
+        tokens = model(**batch).last_hidden_state
+        mask = batch["attention_mask"].unsqueeze(-1).float()
+        pooled = torch.nn.functional.normalize((tokens * mask).sum(1) / mask.sum(1), dim=-1)
+    return float(pooled[0] @ pooled[1]), float(pooled[0] @ pooled[2])
+
+
+def test_a_short_run_learns_to_rank_rewordings_first(tmp_path: Path) -> None:
+    """Eight triplets the plain model ranks wrong (the hard negative closer than the rewording)
+    are ranked right after ten steps; the saved adapter reloads with one update per linear
+    layer of the encoder."""
+    model_dir = default_model_path()
+    chosen = [
+        Triplet("Do you sell gift cards?", "Can I buy a gift card from your store?",
+                "Can I pay with a gift card?"),
+        Triplet("How do I export my contacts to a CSV file?",
+                "What's the way to save my address book as a CSV?",
+                "How do I import my contacts from a CSV file?"),
+        Triplet("Who owes whom after Ann paid the dinner for Ben?",
+                "Ann covered Ben's dinner: which of them owes the other?",
+                "Who owes whom after Ben paid the dinner for Ann?"),
+        Triplet("What is the maximum weight this ladder can hold?",
+                "How much load is this ladder rated for?",
+                "What is the maximum height this ladder can reach?"),
+    ]  # fmt: skip
+    arrays = train(chosen * 2, model_dir, Recipe(epochs=10, batch=8, learning_rate=5e-3))
+    path = tmp_path / "adapter.npz"
+    save(arrays, path)
+    deltas = adapter_deltas(path)
+    assert len(deltas) == 36
+    before = [_similarities(model_dir, {}, t) for t in chosen]
+    after = [_similarities(model_dir, deltas, t) for t in chosen]
+    assert sum(pos > neg for pos, neg in before) < len(chosen)
+    assert all(pos > neg for pos, neg in after)
