@@ -78,12 +78,12 @@ def adapted_model(model_dir: Path, cache_dir: Path, adapter: Path = ADAPTER_FILE
 
     An image may ship it prebuilt without weights, beside its ONNX export
     (deploy/image/bake_embedder.py); then `model_dir` needs no weights either."""
-    from safetensors.numpy import load_file, save_file
-
     model_dir = model_dir.resolve()
     final = clause_dir(model_dir, cache_dir, adapter)
     if is_built(final):
-        return final
+        return final  # without importing safetensors, which a serving image does not have
+    from safetensors.numpy import load_file, save_file
+
     if not (model_dir / WEIGHTS_FILE).is_file():
         raise AdapterMismatch(f"{model_dir} has no {WEIGHTS_FILE} to merge the clause adapter into")
     cache_dir.mkdir(parents=True, exist_ok=True)
