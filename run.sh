@@ -64,7 +64,7 @@ case "${1:-}" in
     export PATH="$PWD/$VENV/bin:$PATH"
     # The semantic cache's ONNX exports (the embedding model and the clause judge), made once (~25 s)
     # here rather than inside the first test that starts a gateway.
-    python -m cache.embedder_store >/dev/null
+    python -m cache.embedder_prepare >/dev/null
     echo "== ruff" && ruff check . && ruff format --check .
     echo "== mypy" && mypy
     echo "== pytest" && exec pytest -q -p no:cacheprovider "${@:2}"

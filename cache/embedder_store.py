@@ -5,17 +5,12 @@ the model's files, so an export is made once per model and never outlives a chan
 model exports it in a child process (`python -m cache.embedder_export`, which imports torch);
 the serving process itself never imports torch. A file lock makes workers that start together
 wait for one export instead of each running their own, and a finished export is published by
-renaming its directory, so a crash leaves no half-written model behind. To export ahead of
-time (an image build):
-
-    python -m cache.embedder_store [--model DIR] [--cache-dir DIR] [--clause-adapter on|off]
-
-which also builds and exports the clause judge's model (`cache.clause_adapter`).
+renaming its directory, so a crash leaves no half-written model behind. `cache.embedder_prepare`
+exports ahead of time.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import fcntl
 import hashlib
@@ -26,7 +21,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -166,31 +161,3 @@ def _export_in_child(model_dir: Path, cache_dir: Path, final: Path) -> None:
         time.monotonic() - start,
         meta.get("min_cosine", float("nan")),
     )
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    from cache.embedder_base import default_model_path
-    from cache.settings import DEFAULT_EMBEDDING_CACHE_DIR
-
-    parser = argparse.ArgumentParser(description="Export an embedding model to ONNX, once.")
-    parser.add_argument("--model", type=Path, default=None, help="default: all-MiniLM-L6-v2")
-    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_EMBEDDING_CACHE_DIR)
-    parser.add_argument(
-        "--clause-adapter",
-        choices=("on", "off"),
-        default="on",
-        help="also export the clause judge's model (GATEWAY_SEMANTIC_CLAUSE_ADAPTER)",
-    )
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    model = args.model or default_model_path()
-    print(ensure_export(model, args.cache_dir))
-    if args.clause_adapter == "on":
-        from cache.clause_adapter import adapted_model
-
-        print(ensure_export(adapted_model(model, args.cache_dir), args.cache_dir))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
