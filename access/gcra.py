@@ -68,6 +68,11 @@ class Decision(NamedTuple):
     limited_by: Limit | None = None
 
 
+SLACK_S = 1e-6
+"""How far past a full period a request may land and still fit: `(now + period) - now` can
+round above `period`, which refused a rested caller's whole burst at some clock values."""
+
+
 def decide(
     limits: Sequence[Limit], costs: Sequence[int], tats: Sequence[float], now: float
 ) -> tuple[Decision, list[float]]:
@@ -79,7 +84,7 @@ def decide(
         candidate = (tat if tat > now else now) + cost * limit.interval_s
         candidates.append(candidate)
         over = candidate - now - limit.period_s
-        if over > retry_after:
+        if over > retry_after and over > SLACK_S:
             retry_after, limited_by = over, limit
     allowed = limited_by is None
     stored = candidates if allowed else [tat if tat > now else now for tat in tats]

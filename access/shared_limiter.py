@@ -39,7 +39,7 @@ for i = 1, #KEYS do
   tats[i] = tat
   candidates[i] = tat + cost * interval
   local over = candidates[i] - now - period
-  if over > retry then retry, limited = over, i end
+  if over > retry and over > 0.001 then retry, limited = over, i end  -- 1 us of rounding slack
 end
 local out = {limited, tostring(retry)}
 for i = 1, #KEYS do

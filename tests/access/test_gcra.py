@@ -99,3 +99,14 @@ def test_decide_is_pure() -> None:
     """`decide` leaves refused TATs at max(tat, now) and reports the one that refused."""
     decision, stored = decide([RPM], [120], [0.0], now=10.0)
     assert not decision.allowed and stored == [10.0]
+
+
+@given(now=st.floats(min_value=0.0, max_value=1e7), amount=st.integers(1, 10_000))
+def test_a_rested_caller_gets_its_whole_burst_at_any_clock_value(now: float, amount: int) -> None:
+    """A whole period's worth at once is admitted whatever the clock reads (`now + period -
+    now` rounds above `period` at some values: 68531.45 with 100 tokens a day was refused);
+    one unit more is not."""
+    day = Limit("tpd", "tokens", amount, 86_400.0, "key:k")
+    decision, stored = decide([day], [amount], [now], now)
+    assert decision.allowed
+    assert not decide([day], [1], stored, now)[0].allowed
