@@ -262,14 +262,13 @@ async def evaluate() -> Evaluation:
     """Loads the models (in threads: the embedding model, and the clause judge's), scores every
     set, closes the models."""
     settings = CacheSettings()
+    held_out = load_triplets(split="holdout")
     embedder = await asyncio.to_thread(SentenceEmbedder.load)
     try:
         clauses = await asyncio.to_thread(load_clause_embedder, settings)
     except BaseException:
         await embedder.aclose()
         raise
-
-    held_out = load_triplets(split="holdout")
 
     async def scored(pairs: Sequence[Pair]) -> list[Scored]:
         return await score(pairs, embedder, clauses=clauses)

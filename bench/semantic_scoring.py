@@ -69,12 +69,12 @@ async def score(
     pairs: Sequence[Pair],
     embedder: SentenceEmbedder,
     *,
-    clauses: SentenceEmbedder | None = None,
+    clauses: SentenceEmbedder,
     skip_rejected: bool = False,
 ) -> list[Scored]:
     """Similarity and verdict of every pair: prompts are embedded as the gateway embeds them
-    (`embedded_text`), pending clauses alone by `clauses` (the clause judge's model; default
-    `embedder`), 256 texts at a time.
+    (`embedded_text`), pending clauses alone by `clauses` (the clause judge's model, whose bar
+    `SLOT_SIMILARITY` the rates default to), 256 texts at a time.
 
     `skip_rejected` leaves out the prompts of pairs the verifier rejects without the model
     (their similarity reads -1: only the "+ verifier" rates are then meaningful).
@@ -86,7 +86,7 @@ async def score(
     views = {t: embedded_text(t) for p in embedded for t in (p.a, p.b)}
     vectors = await embed_all(list(views.values()), embedder)
     clause_texts = [t for v in verdicts for pair in v.pending for t in pair]
-    clause_vectors = await embed_all(clause_texts, clauses or embedder)
+    clause_vectors = await embed_all(clause_texts, clauses)
     scored = []
     for pair, verdict in zip(pairs, verdicts, strict=True):
         similarity = -1.0

@@ -8,7 +8,7 @@ import logging
 import time
 from pathlib import Path
 
-from cache.clause_adapter import AdapterMismatch, adapted_model
+from cache.clause_adapter import AdapterMismatch, adapted_model, misfit
 from cache.embedder import SentenceEmbedder
 from cache.embedder_base import default_model_path
 from cache.error_bound import ErrorBound
@@ -19,7 +19,7 @@ from cache.types import CacheUnavailable, Vector, VectorHit, VectorIndex
 from cache.vector_index_memory import InMemoryVectorIndex
 from cache.vector_index_redis import RedisVectorIndex
 from cache.verify_confirm import PLAIN_SLOT_SIMILARITY, SLOT_SIMILARITY, ModelVerifier
-from core.env import SettingsError
+from core.breaker import CircuitBreaker
 
 log = logging.getLogger("gateway.cache")
 
@@ -84,12 +84,7 @@ def load_clause_embedder(settings: CacheSettings) -> SentenceEmbedder:
     try:
         adapted = adapted_model(model, settings.embedding_cache_dir)
     except AdapterMismatch as exc:
-        raise SettingsError(
-            f"GATEWAY_SEMANTIC_CLAUSE_ADAPTER=on needs the all-MiniLM-L6-v2 weights it was "
-            f"trained on, and GATEWAY_EMBEDDING_MODEL={settings.embedding_model} does not fit "
-            f"({exc}); set GATEWAY_SEMANTIC_CLAUSE_ADAPTER=off to compare clauses with that "
-            "model itself"
-        ) from exc
+        raise misfit(model, exc) from exc
     return _load_embedder(settings, adapted)
 
 
@@ -106,32 +101,21 @@ async def build_semantic_cache(settings: CacheSettings) -> SemanticCache:
     start = time.monotonic()
     model = Path(settings.embedding_model) if settings.embedding_model else None
     embedder = await asyncio.to_thread(_load_embedder, settings, model)
+    verifier: ModelVerifier | None = None
     try:
         verifier = await clause_verifier(settings, embedder)
-    except BaseException:
+        log.info(
+            "embedding model%s loaded on %s in %.1f s",
+            " and clause judge" if settings.semantic_clause_adapter else "",
+            settings.embedding_backend,
+            time.monotonic() - start,
+        )
+        index, breaker = await _vector_index(settings, embedder.dimensions)
+    except BaseException:  # a failed start leaves no encoder thread behind
+        if verifier is not None:
+            await verifier.aclose()
         await embedder.aclose()
         raise
-    log.info(
-        "embedding model%s loaded on %s in %.1f s",
-        " and clause judge" if settings.semantic_clause_adapter else "",
-        settings.embedding_backend,
-        time.monotonic() - start,
-    )
-    index: VectorIndex
-    if settings.redis_url:
-        client = semantic_redis_client(settings)  # a Redis Cluster stops the gateway
-        ensured = EnsuredIndex(RedisVectorIndex(client, dimensions=embedder.dimensions))
-        try:
-            await ensured.ensure()
-        except CacheUnavailable as exc:
-            log.warning("semantic index not created yet (will retry on use): %s", exc)
-        index = ensured
-        breaker = breaker_for(settings, "redis-semantic")
-    else:
-        index = InMemoryVectorIndex(
-            dimensions=embedder.dimensions, max_entries=settings.semantic_max_entries
-        )
-        breaker = None
     log.info(
         "semantic cache %s: threshold %.2f cosine similarity, %d-dimensional embeddings",
         settings.semantic,
@@ -148,6 +132,27 @@ async def build_semantic_cache(settings: CacheSettings) -> SemanticCache:
         verifier=verifier,
         error_bound=error_bound_for(settings),
     )
+
+
+async def _vector_index(
+    settings: CacheSettings, dimensions: int
+) -> tuple[VectorIndex, CircuitBreaker | None]:
+    """The RedisVL index (created now if Redis answers) and its breaker, or the in-process one."""
+    if not settings.redis_url:
+        index = InMemoryVectorIndex(
+            dimensions=dimensions, max_entries=settings.semantic_max_entries
+        )
+        return index, None
+    client = semantic_redis_client(settings)  # a Redis Cluster stops the gateway
+    ensured = EnsuredIndex(RedisVectorIndex(client, dimensions=dimensions))
+    try:
+        await ensured.ensure()
+    except CacheUnavailable as exc:
+        log.warning("semantic index not created yet (will retry on use): %s", exc)
+    except BaseException:
+        await ensured.aclose()
+        raise
+    return ensured, breaker_for(settings, "redis-semantic")
 
 
 def error_bound_for(settings: CacheSettings) -> ErrorBound | None:

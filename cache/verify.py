@@ -50,7 +50,8 @@ ALONE_SIMILARITY = SWAP_SIMILARITY
 per-place rules saw words swapped or added (see `verify`): the bar of a swap. Different
 questions that pass the short-prompt checks scored 0.71-0.75 on the train half
 ("How long does expedited shipping take" / "How much does expedited shipping cost"), the
-rewordings gained 0.86-0.90."""
+rewordings gained 0.86-0.90 (all with the plain model: the clause judge's own bar,
+`SLOT_SIMILARITY`, is higher)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,8 @@ changed place, widened to its clause, is judged on its own:
   few content words swapped inside an otherwise shared clause ("track" / "return my order"):
   rejected. An embedding scores such pairs near 1 whatever the change means, and a real
   synonym would have been recognized above. A swap left over once the lexicon explained the
-  rest of a reworded clause goes to the model at the stricter `SWAP_SIMILARITY`;
+  rest of a reworded clause goes to the model at no less than `SWAP_SIMILARITY` (stricter
+  than the plain model's clause bar; the clause judge's is higher still);
 - anything larger, a rewritten clause, is left to the model: the two clauses are embedded
   and must be at least `SLOT_SIMILARITY` alike (`cache.verify_confirm`).
 
@@ -53,7 +54,7 @@ SWAP_SIMILARITY = 0.85
 boots I've worn outside" / "Is it possible to send back boots that I already wore outdoors":
 worn / wore) goes to the model at this stricter clause similarity: a swapped slot value in a
 long kept clause can embed above 0.9 (train half: such paraphrases scored 0.85-0.94, the one
-such different question 0.61)."""
+such different question 0.61, all with the plain model; the clause judge's bar is higher)."""
 MIN_MOVE_WORDS = 6
 MAX_LEXICAL_WORDS = 24
 

@@ -19,6 +19,7 @@ from collections.abc import MutableMapping
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")
 
 from backends.settings import EMBEDDED
+from cache.clause_adapter import check_clause_judge
 from gateway import keys_cli
 from gateway.drain import DrainSettings
 from gateway.settings import Settings, SettingsError
@@ -51,6 +52,7 @@ def serve(*, embedded: bool = False) -> int:
         if embedded:
             _ask_for_embedded(os.environ)
         settings = Settings.from_env()
+        check_clause_judge(settings.cache)  # a misfit stops the gateway before any worker
         tracing_config(os.environ)  # OTEL_* errors stop the gateway here, not in a worker
         record_content(os.environ)
         log_format = log_format_from_env(os.environ)

@@ -4,7 +4,7 @@ looks for that directory's export, and the same for the clause judge's model (th
 the clause adapter merged, `cache.clause_adapter`), so the serving image needs neither torch
 nor a writable disk.
 
-    python deploy/image/bake_embedder.py MODEL_OUT CACHE_OUT
+    python deploy/image/bake_embedder.py MODEL_OUT CACHE_OUT [--model DIR] [--clause-adapter off]
 
 Runs in the image's export stage, where torch, sentence-transformers and onnx are installed;
 the gateway then runs with GATEWAY_EMBEDDING_MODEL=MODEL_OUT and
@@ -64,15 +64,18 @@ def bake(
     model_out: Path,
     cache_out: Path,
     source: Path | None = None,
-    adapter: Path = clause_adapter.ADAPTER_FILE,
-) -> tuple[Path, Path]:
-    """Writes the weightless model directory and its export, and the clause judge's weightless
-    directory and its export; returns the two ONNX files' paths. The exports are made from
-    full models (they need the weights) and filed under the weightless directories' names."""
+    adapter: Path | None = clause_adapter.ADAPTER_FILE,
+) -> tuple[Path, Path | None]:
+    """Writes the weightless model directory and its export, and (unless `adapter` is None)
+    the clause judge's weightless directory and its export; returns the ONNX files' paths. The
+    exports are made from full models (they need the weights) and filed under the weightless
+    directories' names."""
     source = (source or default_source()).resolve()
     copy_without_weights(source, model_out)
     cache_out.mkdir(parents=True, exist_ok=True)
     embedding = _file_export(source, model_out, cache_out)
+    if adapter is None:
+        return embedding, None
     with tempfile.TemporaryDirectory(dir=cache_out) as scratch:
         merged = clause_adapter.adapted_model(source, Path(scratch), adapter)
         clause_out = clause_adapter.clause_dir(model_out, cache_out, adapter)
@@ -97,11 +100,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("model_out", type=Path)
     parser.add_argument("cache_out", type=Path)
+    parser.add_argument("--model", type=Path, default=None, help="default: all-MiniLM-L6-v2")
+    parser.add_argument(
+        "--clause-adapter",
+        choices=("on", "off"),
+        default="on",
+        help="off for a model the clause adapter was not trained on "
+        "(the gateway then runs with GATEWAY_SEMANTIC_CLAUSE_ADAPTER=off)",
+    )
     args = parser.parse_args(argv)
-    embedding, clause = bake(args.model_out, args.cache_out)
+    adapter = clause_adapter.ADAPTER_FILE if args.clause_adapter == "on" else None
+    embedding, clause = bake(args.model_out, args.cache_out, args.model, adapter)
     smoke_test(args.model_out, embedding)
-    smoke_test(args.model_out, clause)
-    print(f"baked {embedding} and the clause judge's {clause}")
+    if clause is not None:
+        smoke_test(args.model_out, clause)
+    print(f"baked {embedding}" + (f" and the clause judge's {clause}" if clause else ""))
     return 0
 
 

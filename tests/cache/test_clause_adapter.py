@@ -13,13 +13,16 @@ from safetensors.numpy import load_file, save_file
 
 from cache.clause_adapter import (
     ADAPTER_FILE,
+    BASE_KEY,
     MARKER_FILE,
     WEIGHTS_FILE,
     AdapterMismatch,
     adapted_model,
     adapter_deltas,
     clause_dir,
+    file_sha256,
     merge,
+    trained_on,
 )
 from cache.embedder_base import default_model_path
 from cache.semantic_factory import clause_verifier
@@ -29,8 +32,10 @@ from core.env import SettingsError
 LAYER = "encoder.layer.0.attention.self.query"
 
 
-def _adapter(path: Path, down: Any, up: Any, layer: str = LAYER) -> Path:
-    parts: dict[str, Any] = {f"{layer}.a": np.asarray(down), f"{layer}.b": np.asarray(up)}
+def _adapter(path: Path, down: Any, up: Any, base: str = "") -> Path:
+    parts: dict[str, Any] = {f"{LAYER}.a": np.asarray(down), f"{LAYER}.b": np.asarray(up)}
+    if base:
+        parts[BASE_KEY] = np.array(base)
     with path.open("wb") as f:
         np.savez(f, **parts)
     return path
@@ -103,9 +108,10 @@ def test_a_model_without_weights_needs_a_prebuilt_judge(tmp_path: Path) -> None:
 
 
 def test_the_shipped_adapter_fits_minilm() -> None:
-    """Every update of the shipped adapter lands on a weight of all-MiniLM-L6-v2 of its shape:
-    six linear layers in each of the six encoder blocks."""
+    """The shipped adapter names all-MiniLM-L6-v2's weights, and every update lands on one of
+    its weights of that shape: six linear layers in each of the six encoder blocks."""
     weights = load_file(str(default_model_path() / WEIGHTS_FILE))
+    assert trained_on(ADAPTER_FILE) == file_sha256(default_model_path() / WEIGHTS_FILE)
     deltas = adapter_deltas(ADAPTER_FILE)
     assert len(deltas) == 36
     assert all(weights[name].shape == delta.shape for name, delta in deltas.items())
@@ -118,3 +124,34 @@ def test_another_model_with_the_adapter_on_stops_the_gateway(tmp_path: Path) -> 
     settings = CacheSettings(embedding_model=str(model), embedding_cache_dir=tmp_path / "cache")
     with pytest.raises(SettingsError, match="GATEWAY_SEMANTIC_CLAUSE_ADAPTER=off"):
         asyncio.run(clause_verifier(settings, embedder=None))  # type: ignore[arg-type]
+
+
+def test_an_adapter_trained_on_other_weights_is_refused(tmp_path: Path) -> None:
+    """A model of the same shapes but other weights (another MiniLM, a fine-tune) is refused
+    by the SHA-256 of the weights the adapter names; the right weights are merged."""
+    model = _model(tmp_path / "model", np.eye(3))
+    weights = model / WEIGHTS_FILE
+    wrong = _adapter(tmp_path / "a.npz", [[1.0, 0.0, 0.0]], [[0.0], [2.0], [0.0]], "0" * 64)
+    with pytest.raises(AdapterMismatch, match="SHA-256"):
+        adapted_model(model, tmp_path / "cache", wrong)
+    right = _adapter(
+        tmp_path / "b.npz", [[1.0, 0.0, 0.0]], [[0.0], [2.0], [0.0]], file_sha256(weights)
+    )
+    assert trained_on(right) == file_sha256(weights)
+    assert (adapted_model(model, tmp_path / "cache", right) / MARKER_FILE).is_file()
+
+
+def test_a_crashed_build_is_cleared_and_an_unwritable_cache_is_named(tmp_path: Path) -> None:
+    """A build killed halfway leaves a private directory, removed by the next build; a cache
+    that cannot be written names GATEWAY_EMBEDDING_CACHE_DIR."""
+    model = _model(tmp_path / "model", np.eye(3))
+    adapter = _adapter(tmp_path / "a.npz", [[1.0, 0.0, 0.0]], [[0.0], [2.0], [0.0]])
+    cache = tmp_path / "cache"
+    leftover = cache / f".tmp-{clause_dir(model, cache, adapter).name}-999999"
+    leftover.mkdir(parents=True)
+    adapted_model(model, cache, adapter)
+    assert not leftover.exists()
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    with pytest.raises(OSError, match="GATEWAY_EMBEDDING_CACHE_DIR"):
+        adapted_model(model, blocked / "cache", adapter)

@@ -266,7 +266,7 @@ def test_bake_files_the_exports_where_the_gateway_looks(
     assert real_ensure(model_out, cache_out) == embedding
     clause_out = clause_adapter.adapted_model(model_out, cache_out, adapter)
     assert not (clause_out / "model.safetensors").exists()
-    assert real_ensure(clause_out, cache_out) == clause
+    assert clause is not None and real_ensure(clause_out, cache_out) == clause
     assert np.allclose(exported[1][f"{LAYER}.weight"], np.eye(4) + np.ones((4, 4)))
     assert sorted(p.name for p in cache_out.iterdir()) == sorted(
         [embedding.parent.name, clause.parent.name, clause_out.name]

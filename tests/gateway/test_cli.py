@@ -1,5 +1,6 @@
 """`gateway serve`: refuses to start without backends, `--embedded` asks for the demo, and
-several workers without Redis are warned about what they do not share."""
+several workers without Redis are warned about what they do not share, and a model the
+clause adapter does not fit stops it."""
 
 from __future__ import annotations
 
@@ -55,3 +56,30 @@ def test_several_workers_without_redis_are_warned_about_stored_responses() -> No
     redis = {"GATEWAY_REDIS_URL": "redis://127.0.0.1:6379/0"}
     shared = {**served, **redis, "GATEWAY_WORKERS": "2"}
     assert unshared_state_warning(Settings.from_env(shared)) is None
+
+
+def test_a_model_the_clause_adapter_does_not_fit_stops_the_gateway(tmp_path: Path) -> None:
+    """The semantic cache over a model the clause adapter was not trained on: exit status 2
+    before any worker starts, naming both variables."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.safetensors").write_bytes(b"other weights")
+    result = subprocess.run(
+        [sys.executable, "-m", "gateway.cli", "serve", "--embedded"],
+        env={
+            "PATH": "",
+            "GATEWAY_PORT": "0",
+            "GATEWAY_SEMANTIC_CACHE": "on",
+            "GATEWAY_EMBEDDING_MODEL": str(model),
+            "GATEWAY_EMBEDDING_CACHE_DIR": str(tmp_path / "cache"),
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "invalid configuration" in result.stderr
+    assert "GATEWAY_SEMANTIC_CLAUSE_ADAPTER=off" in result.stderr
+    assert "GATEWAY_EMBEDDING_MODEL" in result.stderr
