@@ -1,24 +1,17 @@
-"""Semantic-cache quality on two labelled sets (see `bench.semantic_sets`): short free-form
+"""Semantic-cache quality on the labelled sets (see `bench.semantic_sets`): short free-form
 questions, and prompts built from long shared templates whose slots differ.
 
 A pair is served (a hit) when the cosine similarity of the embedded prompts reaches the
 threshold and the verifier agrees; for templated prompts the verifier decides on the changed
-clauses, the rewritten ones by their own embeddings (`SLOT_SIMILARITY`). Defaults are chosen
-on the train halves only ("dev" of the short set, "train" of the templated set):
-
-- `DEFAULT_SIMILARITY_THRESHOLD`: the lowest threshold whose false-hit rate with the
-  verifier is at most 1% on the short train half;
-- `SLOT_SIMILARITY`: the lowest clause similarity with no false hit on the templated train
-  halves (the templated set's train half and the blind set's dev half: 198 different-answer
-  pairs).
-
-The test halves ("holdout", "test") are reported per family at those defaults, and so are
-independent templated sets never tuned on (`load_holdout`, `load_fresh`), the blind set's
-holdout half (`load_blind`, written by someone who had seen neither the verifier nor the
-other sets; its dev half was looked at once), and near-identical
-short pairs one of which adds a few words (`load_additions`, written after tuning by someone
-who had not seen the verifier; its dev half was looked at, its holdout half was not), and
-near-identical pairs over twelve kinds of small edit (`load_edits`, written the same way).
+clauses, the rewritten ones by the clause judge's embeddings (`SLOT_SIMILARITY`). Defaults are
+chosen on the train halves only: `DEFAULT_SIMILARITY_THRESHOLD`, the lowest threshold whose
+false-hit rate with the verifier is at most 1% on the short set's dev half; `SLOT_SIMILARITY`,
+the lowest clause similarity with no false hit on the templated set's train half and the
+blind set's dev half (198 different-answer pairs). Reported per family at those defaults: the
+test halves, the independent sets never tuned on (`load_holdout`, `load_fresh`), the blind
+set's holdout half, the near-identical pairs (`load_additions`, `load_edits`; dev halves
+looked at, holdout halves not), across reworded templates, and the clause judge on held-out
+triplets.
 
     python -m bench.semantic_quality [--max-false-hit 0.01]
 """
