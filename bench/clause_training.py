@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cache.clause_adapter import ADAPTER_FILE, BASE_KEY, WEIGHTS_FILE, file_sha256
+from cache.clause_adapter import ADAPTER_FILE, BASE_KEY, WEIGHTS_FILE
+from cache.embedder_store import file_sha256
 
 if TYPE_CHECKING:
     import torch

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from cache.embedder_base import default_model_path
-from cache.embedder_store import locked, model_digest
+from cache.embedder_store import file_sha256, locked, model_digest
 from cache.settings import CacheSettings
 from core.env import SettingsError
 
@@ -33,19 +33,10 @@ MARKER_FILE = "clause_adapter.txt"
 BASE_KEY = "base.sha256"
 """The adapter's entry naming the SHA-256 of the weights file it was trained on."""
 _TMP_PREFIX = ".tmp-"
-_CHUNK = 1 << 20
 
 
 class AdapterMismatch(ValueError):
     """The adapter was not trained on this model's weights."""
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def trained_on(adapter: Path) -> str:
@@ -92,11 +83,8 @@ def is_built(directory: Path) -> bool:
     return (directory / MARKER_FILE).is_file()
 
 
-def check_fits(model_dir: Path, cache_dir: Path, adapter: Path = ADAPTER_FILE) -> bool:
-    """Whether the merged model is built already (True), else that `model_dir` has the weights
-    the adapter was trained on (False: it can be built); AdapterMismatch if neither."""
-    if is_built(clause_dir(model_dir, cache_dir, adapter)):
-        return True
+def _check_weights(model_dir: Path, adapter: Path) -> None:
+    """AdapterMismatch unless `model_dir` has the weights the adapter was trained on."""
     weights_file = model_dir / WEIGHTS_FILE
     if not weights_file.is_file():
         raise AdapterMismatch(f"{model_dir} has no {WEIGHTS_FILE} to merge the clause adapter into")
@@ -106,7 +94,12 @@ def check_fits(model_dir: Path, cache_dir: Path, adapter: Path = ADAPTER_FILE) -
             f"the clause adapter was trained on weights with SHA-256 {expected[:12]}..., "
             f"{weights_file} has {found[:12]}..."
         )
-    return False
+
+
+def check_fits(model_dir: Path, cache_dir: Path, adapter: Path = ADAPTER_FILE) -> None:
+    """AdapterMismatch unless the merged model is built already or can be built."""
+    if not is_built(clause_dir(model_dir, cache_dir, adapter)):
+        _check_weights(model_dir, adapter)
 
 
 def adapted_model(model_dir: Path, cache_dir: Path, adapter: Path = ADAPTER_FILE) -> Path:
@@ -117,8 +110,9 @@ def adapted_model(model_dir: Path, cache_dir: Path, adapter: Path = ADAPTER_FILE
     (deploy/image/bake_embedder.py); then `model_dir` needs no weights either."""
     model_dir = model_dir.resolve()
     final = clause_dir(model_dir, cache_dir, adapter)
-    if check_fits(model_dir, cache_dir, adapter):
+    if is_built(final):
         return final  # without importing safetensors, which a serving image does not have
+    _check_weights(model_dir, adapter)
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
         with locked(cache_dir / f"{final.name}.lock"):
@@ -166,7 +160,7 @@ def check_clause_judge(settings: CacheSettings) -> None:
     adapter off. Hashes the model's weights once (~0.2 s)."""
     if settings.semantic == "off" or not settings.semantic_clause_adapter:
         return
-    model = Path(settings.embedding_model) if settings.embedding_model else default_model_path()
+    model = settings.embedding_model_path or default_model_path()
     try:
         check_fits(model.resolve(), settings.embedding_cache_dir)
     except AdapterMismatch as exc:

@@ -65,14 +65,24 @@ def check_pipeline(model_dir: Path) -> None:
         raise UnsupportedModel(f"{model_dir} pools with {modes}, not mean tokens{hint}")
 
 
+def _feed(digest: Any, path: Path) -> None:
+    with path.open("rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    _feed(digest, path)
+    return digest.hexdigest()
+
+
 def model_digest(model_dir: Path) -> str:
     """SHA-256 over every file of the model directory, names and contents."""
     digest = hashlib.sha256()
     for path in sorted(p for p in model_dir.rglob("*") if p.is_file()):
         digest.update(path.relative_to(model_dir).as_posix().encode() + b"\0")
-        with path.open("rb") as f:
-            while chunk := f.read(_CHUNK):
-                digest.update(chunk)
+        _feed(digest, path)
         digest.update(b"\0")
     return digest.hexdigest()
 

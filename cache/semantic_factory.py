@@ -80,7 +80,7 @@ def _load_embedder(settings: CacheSettings, model: Path | None) -> SentenceEmbed
 
 def load_clause_embedder(settings: CacheSettings) -> SentenceEmbedder:
     """The clause judge's model: the embedding model with the shipped adapter merged."""
-    model = Path(settings.embedding_model) if settings.embedding_model else default_model_path()
+    model = settings.embedding_model_path or default_model_path()
     try:
         adapted = adapted_model(model, settings.embedding_cache_dir)
     except AdapterMismatch as exc:
@@ -99,8 +99,7 @@ async def clause_verifier(settings: CacheSettings, embedder: SentenceEmbedder) -
 
 async def build_semantic_cache(settings: CacheSettings) -> SemanticCache:
     start = time.monotonic()
-    model = Path(settings.embedding_model) if settings.embedding_model else None
-    embedder = await asyncio.to_thread(_load_embedder, settings, model)
+    embedder = await asyncio.to_thread(_load_embedder, settings, settings.embedding_model_path)
     verifier: ModelVerifier | None = None
     try:
         verifier = await clause_verifier(settings, embedder)

@@ -52,6 +52,11 @@ class CacheSettings:
     responses_max_entries: int = 10_000  # in-process only (no Redis)
 
     @property
+    def embedding_model_path(self) -> Path | None:
+        """`GATEWAY_EMBEDDING_MODEL` as a path; None for the default model."""
+        return Path(self.embedding_model) if self.embedding_model else None
+
+    @property
     def redis_cluster(self) -> bool:
         """`GATEWAY_REDIS_URL` names a Redis Cluster (`redis+cluster://`)."""
         return is_cluster_url(self.redis_url)

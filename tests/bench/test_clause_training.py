@@ -19,8 +19,9 @@ from bench.semantic_sets import (
     load_pairs,
     load_templated,
 )
-from cache.clause_adapter import adapter_deltas, file_sha256, merge, trained_on
+from cache.clause_adapter import adapter_deltas, merge, trained_on
 from cache.embedder_base import default_model_path
+from cache.embedder_store import file_sha256
 
 
 def _words(text: str) -> str:

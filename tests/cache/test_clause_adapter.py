@@ -20,11 +20,11 @@ from cache.clause_adapter import (
     adapted_model,
     adapter_deltas,
     clause_dir,
-    file_sha256,
     merge,
     trained_on,
 )
 from cache.embedder_base import default_model_path
+from cache.embedder_store import file_sha256
 from cache.semantic_factory import clause_verifier
 from cache.settings import CacheSettings
 from core.env import SettingsError
