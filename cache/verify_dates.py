@@ -1,5 +1,5 @@
 """Clock times and calendar dates in text, for the verifier's number check: "9am", "9:00
-a.m." and "21:00" as HH:MM; "March 3rd", "3 March" and "2024-03-03" as MM-DD."""
+a.m." and "21:00" as HH:MM; "March 3rd", "3 March", "2024-03-03" and "7/19" as MM-DD."""
 
 from __future__ import annotations
 
@@ -37,6 +37,9 @@ _DATE = re.compile(
     rf"(?P<m2>{_MONTH}))(?!\w)"
     r"|(?<![\w-])(?P<y>\d{4})-(?P<mo>0[1-9]|1[0-2])-(?P<d>[0-3]\d)(?![\w-])"
 )
+_SLASHED = re.compile(r"(?<![\w/.,])(\d{1,2})/(\d{1,2})(?:/(\d{4}|\d{2}))?(?![\w/]|[.,]\d)")
+"""A date written with slashes: "7/19", "19/7/2024"."""
+_IDIOMS = frozenset({"24/7"})
 
 
 def times_and_dates(text: str) -> tuple[list[tuple[str, str]], str]:
@@ -64,9 +67,26 @@ def times_and_dates(text: str) -> tuple[list[tuple[str, str]], str]:
         if 1 <= day <= 31:
             found.append((f"{month:02d}-{day:02d}", "date"))
             spans.append(match.span())
+    for match in _SLASHED.finditer(text):
+        day_month = _unambiguous(int(match[1]), int(match[2]))
+        if day_month is not None and match[0] not in _IDIOMS:
+            found.append((f"{day_month[1]:02d}-{day_month[0]:02d}", "date"))
+            if match[3]:
+                found.append((match[3] if len(match[3]) == 4 else "20" + match[3], ""))
+            spans.append(match.span())
     if not spans:
         return found, text
     chars = list(text)
     for start, end in spans:
         chars[start:end] = " " * (end - start)
     return found, "".join(chars)
+
+
+def _unambiguous(first: int, second: int) -> tuple[int, int] | None:
+    """(day, month) of a slashed date that reads one way only: "7/19" (July 19, US order) and
+    "19/7" (the 19th of July). "7/6" may be either, and "3/4" a fraction: left as numbers."""
+    if 1 <= first <= 12 < second <= 31:
+        return second, first
+    if 1 <= second <= 12 < first <= 31:
+        return first, second
+    return None

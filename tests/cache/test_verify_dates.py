@@ -17,3 +17,19 @@ def test_dates_are_read_as_mm_dd_and_blanked_out() -> None:
     found, rest = times_and_dates("due march 3rd, or the 3rd of march, or 2024-03-03")
     assert sorted(found) == [("03-03", "date")] * 3 + [("2024", "")]
     assert "3" not in rest and "2024" not in rest
+
+
+def test_slashed_dates_are_read_when_they_read_one_way_only() -> None:
+    """ "7/19" and "19/7" are July 19 (a two-digit year is this century's); "7/6" may be
+    either, "1/2" a fraction, "24/7" an idiom: those stay numbers."""
+    found, rest = times_and_dates("fri 7/19, 19/7/2024 or 12/25/23")
+    assert found == [
+        ("07-19", "date"),
+        ("07-19", "date"),
+        ("2024", ""),
+        ("12-25", "date"),
+        ("2023", ""),
+    ]
+    assert not any(c.isdigit() for c in rest)
+    for text in ("7/6", "1/2 cup", "24/7 support", "v1.7/19"):
+        assert times_and_dates(text) == ([], text)
