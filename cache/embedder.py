@@ -106,6 +106,7 @@ class SentenceEmbedder:
         max_batch: int = 64,
         warmup: bool = True,
         cache_dir: str | os.PathLike[str] | None = None,
+        role: str = "embedder",
     ) -> SentenceEmbedder:
         """Loads a sentence-transformers model from local files, on CPU. Blocks (for 10-30 s
         the first time a model is exported to ONNX, for seconds with torch): call it once at
@@ -116,7 +117,8 @@ class SentenceEmbedder:
         once into `cache_dir`, see `cache.embedder_store`; torch is not imported here), "torch"
         runs sentence-transformers. `threads` is the intra-op thread count of the encodes (1
         measured best on a 2-core box: the event loop keeps the other core). `warmup` encodes
-        once on the worker before the first request is taken.
+        once on the worker before the first request is taken. `role` names the worker thread
+        ("embedder-onnx", "clause-judge-onnx").
         """
         path = Path(model) if model is not None else default_model_path()
         encoder: _Encoder
@@ -142,7 +144,7 @@ class SentenceEmbedder:
             encoder.dimensions,
             max_batch=max_batch,
             on_worker_start=on_worker_start,
-            name=f"embedder-{backend}",
+            name=f"{role}-{backend}",
         )
 
     async def embed(self, text: str) -> Vector:

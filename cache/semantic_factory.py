@@ -69,12 +69,15 @@ class EnsuredIndex:
         await self._index.aclose()
 
 
-def _load_embedder(settings: CacheSettings, model: Path | None) -> SentenceEmbedder:
+def _load_embedder(
+    settings: CacheSettings, model: Path | None, role: str = "embedder"
+) -> SentenceEmbedder:
     return SentenceEmbedder.load(
         model,
         backend=settings.embedding_backend,
         threads=settings.embedding_threads,
         cache_dir=settings.embedding_cache_dir,
+        role=role,
     )
 
 
@@ -85,7 +88,7 @@ def load_clause_embedder(settings: CacheSettings) -> SentenceEmbedder:
         adapted = adapted_model(model, settings.embedding_cache_dir)
     except AdapterMismatch as exc:
         raise misfit(model, exc) from exc
-    return _load_embedder(settings, adapted)
+    return _load_embedder(settings, adapted, role="clause-judge")
 
 
 async def clause_verifier(settings: CacheSettings, embedder: SentenceEmbedder) -> ModelVerifier:

@@ -4,6 +4,7 @@ shipped adapter fitting all-MiniLM-L6-v2."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from cache.clause_adapter import (
     merge,
     trained_on,
 )
+from cache.embedder import SentenceEmbedder
 from cache.embedder_base import default_model_path
 from cache.embedder_store import file_sha256
 from cache.semantic_factory import clause_verifier
@@ -155,3 +157,11 @@ def test_a_crashed_build_is_cleared_and_an_unwritable_cache_is_named(tmp_path: P
     blocked.write_text("not a directory")
     with pytest.raises(OSError, match="GATEWAY_EMBEDDING_CACHE_DIR"):
         adapted_model(model, blocked / "cache", adapter)
+
+
+def test_each_encoder_runs_on_a_thread_named_for_its_role(
+    minilm: SentenceEmbedder, clause_judge: SentenceEmbedder
+) -> None:
+    """A thread dump tells the prompt embedder from the clause judge."""
+    names = {t.name for t in threading.enumerate()}
+    assert {"embedder-onnx", "clause-judge-onnx"} <= names
