@@ -251,6 +251,8 @@ def without_list_markers(text: str) -> str:
     """`text` less the numbers of a numbered list ("Rules: 1. Be brief. 2. Cite the source."):
     markers 1, 2, ... in order, each opening a line or following a sentence's end. A lone
     "3." after a colon ("Total: 3. Next") is a quantity, and stays."""
+    if "1." not in text and "1)" not in text:
+        return text
     markers = [m for m in _MARKER.finditer(text) if m[1] != "0"]
     listed, expected = [], 1
     for marker in markers:
