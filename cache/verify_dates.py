@@ -42,6 +42,15 @@ _SLASHED = re.compile(r"(\d{1,2})/(\d{1,2})(?:/(\d{4}|\d{2}))?(?![\w/]|[.,]\d)")
 """A date written with slashes: "7/19", "19/7/2024", matched only where a slash is (see
 `_slashed`)."""
 _IDIOMS = frozenset({"24/7"})
+_CUES = frozenset(
+    "on by due until till before after from since dated date deadline mon monday tue tues "
+    "tuesday wed weds wednesday thu thur thurs thursday fri friday sat saturday sun sunday".split()
+)
+"""Words after which a slashed pair is a date ("due Fri 7/19"), not a fraction ("5/16 inch")."""
+_FOLLOWERS = frozenset("at and or to through thru until till is was will".split())
+"""Words that may follow a date; any other word ("5/16 of", "5/15 mg") makes it a quantity."""
+_PREVIOUS_WORD = re.compile(r"(\w+)\W*$")
+_NEXT_WORD = re.compile(r"[\s-]*([a-z]+)")
 
 
 def times_and_dates(text: str) -> tuple[list[tuple[str, str]], str]:
@@ -85,18 +94,31 @@ def times_and_dates(text: str) -> tuple[list[tuple[str, str]], str]:
 
 
 def _slashed(text: str) -> Iterator[re.Match[str]]:
-    """The slashed dates of `text`, found from its slashes: a pattern tried at every position
-    of a long prompt cost more than all the other date patterns together."""
+    """The slashed dates of `text` (see `_dated`), found from its slashes: a pattern tried at
+    every position of a long prompt cost more than all the other date patterns together."""
     slash = text.find("/", 1)
     while slash != -1:
         start = slash - 2 if slash >= 2 and text[slash - 2].isdigit() else slash - 1
         before = text[start - 1] if start > 0 else " "
         match = _SLASHED.match(text, start) if text[start].isdigit() else None
-        if match is not None and not (before.isalnum() or before in "_/.,"):
+        if match is not None and not (before.isalnum() or before in "_/.,") and _dated(text, match):
             yield match
             slash = text.find("/", match.end())
         else:
             slash = text.find("/", slash + 1)
+
+
+def _dated(text: str, match: re.Match[str]) -> bool:
+    """A slashed pair reads as a date with a year ("7/19/2024"), or after a word that names a
+    day ("due", "on", "Fri") and before no word but a joining one ("7/19 at noon"): a fraction
+    is as often written the same way ("Give 5/15 mg", "5/16 of an inch")."""
+    following = _NEXT_WORD.match(text, match.end())
+    if following is not None and following[1] not in _FOLLOWERS:
+        return False
+    if match[3]:
+        return True
+    previous = _PREVIOUS_WORD.search(text, max(0, match.start() - 24), match.start())
+    return previous is not None and previous[1] in _CUES
 
 
 def _unambiguous(first: int, second: int) -> tuple[int, int] | None:

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 
 from cache.verify_asks import asks
 from cache.verify_lexicon import LANGUAGE_STOPWORDS, NEGATIONS, STOPWORDS
+from cache.verify_lists import without_list_markers
 from cache.verify_numbers import (
     NUMBER_WORDS,
     UNITS,
     canonical_numbers,
     is_quantity,
     number_words,
-    without_list_markers,
     without_restatements,
 )
 from cache.verify_poles import poles_of
@@ -38,8 +38,6 @@ _KEEP_FROM = re.compile(r"\b(?:stop|keep|kept)(?:s|ped|ping|ing)?(?: \S+){0,3} f
 _FAIL_TO = re.compile(r"\b(?:fail(?:s|ed|ing)?|forg[eo]t(?:s|ting)?|neglect(?:s|ed)?) to \w")
 _FAIL_WORDS = frozenset({"fail", "fails", "failed", "failing", "forget", "forgets", "forgot"})
 _FAIL_WORDS |= {"forgetting", "neglect", "neglects", "neglected"}
-_BOUND = re.compile(r"\b(?:no|not) (?:less|fewer|more) than\b")
-"""A bound said with a negation: "no less than 3" is "at least 3", and negates nothing."""
 _CAMEL = re.compile(r"[a-z][A-Z]")
 _DIGIT = re.compile(r"\d")
 _QUOTE_CHARS = frozenset("`\"“«‘'")
@@ -225,8 +223,6 @@ def extract(text: str) -> Features:
         negations += 1  # "stop/keep X from doing" says "prevent"
     if "to" in words and not _FAIL_WORDS.isdisjoint(words):
         negations += len(_FAIL_TO.findall(" ".join(words)))  # "fails to start": does not
-    if "than" in words:
-        negations -= len(_BOUND.findall(" ".join(words)))
     word_set = frozenset(words)
     poles = poles_of(words, word_set)
     lowered = text.casefold()

@@ -152,12 +152,11 @@ ANTONYM_AXES: tuple[tuple[str, ...], ...] = (
 
 # Particle verbs and multi-word comparatives, matched on the space-joined lowercase words only
 # when a trigger word is present: (triggers, pattern, axis base word, pole).
-GAP = r"(?:(?!off )\S+ ){0,2}?"
-"""Up to two words inside a particle verb ("turn the alerts on")."""
+_GAP = r"(?:(?!off )\S+ ){0,2}?"
 _TURN = "turn turns turned turning switch switches switched switching toggle toggled power"
 _LOG = "log logs logged logging sign signs signed signing"
 PHRASES: tuple[tuple[str, str, str, int], ...] = (
-    (_TURN, r"\b(?:turn|switch|toggle|power)(?:s|es|ed|ing)? " + GAP + r"on\b", "enable", 0),
+    (_TURN, r"\b(?:turn|switch|toggle|power)(?:s|es|ed|ing)? " + _GAP + r"on\b", "enable", 0),
     (_LOG, r"\b(?:log|sign)(?:s|ged|ging|ed|ing)? (?:in|into|on)\b", "login", 0),
     (_LOG, r"\b(?:log|sign)(?:s|ged|ging|ed|ing)? (?:out|off)\b", "login", 1),
     (_LOG, r"\bsign(?:s|ed|ing)? up\b", "login", 2),
@@ -170,11 +169,9 @@ PHRASES: tuple[tuple[str, str, str, int], ...] = (
     ("stock", r"\bin stock\b", "instock", 0),
     ("stock", r"\bout of stock\b", "instock", 1),
     ("sold", r"\bsold out\b", "instock", 1),
-    ("than", r"\b(?<!no )(?<!not )more than\b", "over", 0),
-    ("than", r"\b(?<!no )(?<!not )(?:less|fewer) than\b", "over", 1),
+    ("than", r"\bmore than\b", "over", 0),
+    ("than", r"\b(?:less|fewer) than\b", "over", 1),
     ("least", r"\bat least\b", "over", 2),
-    ("than", r"\b(?:no|not) (?:less|fewer) than\b", "over", 2),
-    ("than", r"\b(?:no|not) more than\b", "over", 3),
     ("more", r"\bor more\b", "over", 2),
     ("most", r"\bat most\b", "over", 3),
     ("less fewer", r"\bor (?:less|fewer)\b", "over", 3),

@@ -244,30 +244,6 @@ def without_restatements(text: str) -> str:
     return _RESTATED.sub(drop, text)
 
 
-_MARKER = re.compile(r"(?:^|(?<=[\n:;.!?]))[ \t]*(\d{1,2})[.)][ \t]+(?=[^\W\d_])", re.MULTILINE)
-
-
-def without_list_markers(text: str) -> str:
-    """`text` less the numbers of a numbered list ("Rules: 1. Be brief. 2. Cite the source."):
-    markers 1, 2, ... in order, each opening a line or following a sentence's end. A lone
-    "3." after a colon ("Total: 3. Next") is a quantity, and stays."""
-    if "1." not in text and "1)" not in text:
-        return text
-    markers = [m for m in _MARKER.finditer(text) if m[1] != "0"]
-    listed, expected = [], 1
-    for marker in markers:
-        if int(marker[1]) == expected:
-            listed.append(marker)
-            expected += 1
-    if len(listed) < 2:
-        return text
-    parts, start = [], 0
-    for marker in listed:
-        parts.append(text[start : marker.start(1)])
-        start = marker.end(1) + 1
-    return "".join(parts) + text[start:]
-
-
 def canonical_numbers(text: str) -> list[tuple[str, str]]:
     found, text = times_and_dates(text)
     for match in _NUMBER.finditer(text):

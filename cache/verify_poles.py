@@ -5,13 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cache.verify_lexicon import GAP, PHRASE_RES, axis_of, build_pole_index
+from cache.verify_lexicon import PHRASE_RES, axis_of, build_pole_index
 
 _POLES = build_pole_index()
-_PHRASES = tuple(
-    (trig, pattern, axis_of(base), pole, GAP in pattern.pattern)
-    for trig, pattern, base, pole in PHRASE_RES
-)
+_PHRASES = tuple((trig, pattern, axis_of(base), pole) for trig, pattern, base, pole in PHRASE_RES)
 _PHRASE_TRIGGERS = frozenset().union(*(triggers for triggers, *_ in _PHRASES))
 
 
@@ -34,19 +31,16 @@ def poles_of(words: Sequence[str], word_set: frozenset[str]) -> frozenset[tuple[
 
 def pole_phrases(words: Sequence[str]) -> dict[tuple[int, int], set[int]]:
     """(antonym axis, pole) -> the indexes of the words of `words` that make a phrase
-    signalling it: "turn the alerts on" gives turn and on (not the words between), "no more
-    than" all three."""
+    signalling it: "turn the alerts on" gives turn and on (not the words between)."""
     found: dict[tuple[int, int], set[int]] = {}
     if _PHRASE_TRIGGERS.isdisjoint(words):
         return found
     joined = " ".join(words)
-    for triggers, pattern, axis, pole, gapped in _PHRASES:
+    for triggers, pattern, axis, pole in _PHRASES:
         if triggers.isdisjoint(words):
             continue
         for match in pattern.finditer(joined):
             first = joined.count(" ", 0, match.start())
             last = first + match.group().count(" ")
-            found.setdefault((axis, pole), set()).update(
-                (first, last) if gapped else range(first, last + 1)
-            )
+            found.setdefault((axis, pole), set()).update((first, last))
     return found

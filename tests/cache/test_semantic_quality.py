@@ -182,11 +182,10 @@ def test_templated_test_half_does_not_regress(templated: list[Scored]) -> None:
 
 
 def test_templated_holdout_does_not_regress(holdout: list[Scored]) -> None:
-    """The independent holdout stays at least as good as measured: 63.0% hits, no false hit
-    (0 of 111), with the clause judge (60.3% before slashed dates, list markers, joined
-    identifiers, demonyms and negated bounds were understood); 47.9% with the plain model at
-    0.85, 52.1% at 0.79; 43.8% before whole rewritten sentences were judged as short prompts,
-    54.8% before words added to narrow a question were rejected. Before
+    """The independent holdout stays at least as good as measured: 60.3% hits, no false hit
+    (0 of 111), with the clause judge; 47.9% with the plain model at 0.85, 52.1% at 0.79;
+    43.8% before whole rewritten sentences were judged as short prompts, 54.8% before words
+    added to narrow a question were rejected. Before
     the verifier was tuned: 35.6% and 1.8%; after tuning, before anyone looked at its pairs:
     38.4% and 1.8% (2 of 111: two words trading places). The order, quoted-slot, entity and
     "twice" rules came after that look, and the direction and particle-verb fixes after a
@@ -198,16 +197,15 @@ def test_templated_holdout_does_not_regress(holdout: list[Scored]) -> None:
 
 
 def test_templated_fresh_set_does_not_regress(fresh: list[Scored]) -> None:
-    """The fresh set (never tuned on): 33.3% hits (34 of 102), no false hit (0 of 130), with the
-    clause judge (32.4% before slashed dates, list markers, joined identifiers, demonyms
-    and negated bounds were understood); 21.6% with the plain model at 0.85, 26.5% at 0.79; 27.5%
+    """The fresh set (never tuned on): 32.4% hits (33 of 102), no false hit (0 of 130), with the
+    clause judge; 21.6% with the plain model at 0.85, 26.5% at 0.79; 27.5%
     since whole rewritten sentences are judged as short prompts, until thanks and greetings
     became content words inside a request ("write a [thank you] note" is another note); 15.7%
     before, 13.7% before the rules that came with the set."""
     measured = rates(fresh, DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\ntemplated fresh: {measured}")
     assert measured.false_hit_verified <= MAX_FALSE_HIT
-    assert measured.hit_verified >= 0.33
+    assert measured.hit_verified >= 0.32
 
 
 def test_blind_set_is_independent_split_and_covers_every_family() -> None:
@@ -225,18 +223,16 @@ def test_blind_set_is_independent_split_and_covers_every_family() -> None:
 
 
 def test_blind_set_does_not_regress(blind: list[Scored]) -> None:
-    """The blind set as measured with the clause judge: dev half (tuned on) 29.7% hits, no false
-    hit of 88; holdout half (not looked at) 34.7% hits, 2 false hits of 86 (28.4% and 33.3%
-    before slashed dates, list markers, joined identifiers, demonyms and negated bounds were
-    understood).
-    Adapters trained with the extra triplets served 3 of the 86. With the plain model
+    """The blind set as measured with the clause judge: dev half (tuned on) 28.4% hits, no false
+    hit of 88; holdout half (not looked at) 33.3% hits, 2 false hits of 86 (adapters trained with
+    the extra triplets served 3 of the 86, and were not shipped). With the plain model
     at 0.85: 21.6% and none, 22.7% and 2 (4 at 0.79; 20.0% hits before a translated text
     spelled another way was the same text)."""
     dev = rates([s for s in blind if s.pair.half == "train"], DEFAULT_SIMILARITY_THRESHOLD)
     holdout = rates([s for s in blind if s.pair.half == "test"], DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\nblind dev: {dev}\nblind holdout: {holdout}")
-    assert dev.false_hit_verified == 0 and dev.hit_verified >= 0.29
-    assert holdout.false_hit_verified <= 0.024 and holdout.hit_verified >= 0.34
+    assert dev.false_hit_verified == 0 and dev.hit_verified >= 0.28
+    assert holdout.false_hit_verified <= 0.024 and holdout.hit_verified >= 0.33
 
 
 def test_additions_set_is_balanced_in_each_half() -> None:
@@ -302,7 +298,7 @@ def test_stored_siblings_keep_reworded_templates_from_serving_other_slots(
 @pytest.mark.xfail(
     strict=True,
     reason="issue #12 targets not met on templated prompts: test half 60.5% hits / 0.9% false "
-    "hits, independent holdout 63.0% / 0%, fresh set 33% / 0%, blind holdout 35% / 2.3% "
+    "hits, independent holdout 60.3% / 0%, fresh set 32% / 0%, blind holdout 33% / 2.3% "
     "(targets >= 60% and <= 1%)",
 )
 def test_templated_test_half_and_holdout_meet_the_targets(

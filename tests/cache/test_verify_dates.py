@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from cache.verify import verify
 from cache.verify_dates import times_and_dates
 
 
@@ -20,16 +21,21 @@ def test_dates_are_read_as_mm_dd_and_blanked_out() -> None:
 
 
 def test_slashed_dates_are_read_when_they_read_one_way_only() -> None:
-    """ "7/19" and "19/7" are July 19 (a two-digit year is this century's); "7/6" may be
-    either, "1/2" a fraction, "24/7" an idiom: those stay numbers."""
-    found, rest = times_and_dates("fri 7/19, 19/7/2024 or 12/25/23")
-    assert found == [
-        ("07-19", "date"),
-        ("07-19", "date"),
-        ("2024", ""),
-        ("12-25", "date"),
-        ("2023", ""),
-    ]
+    """ "7/19" and "19/7" after a word that names a day, or with a year, are July 19 (a two-digit
+    year is this century's); "7/6" may be either, "1/2" a fraction, "24/7" an idiom: those
+    stay numbers."""
+    found, rest = times_and_dates("due fri 7/19, on 19/7/2024 or 12/25/23")
+    assert found == [("07-19", "date"), ("07-19", "date"), ("2024", ""), ("12-25", "date"),
+                     ("2023", "")]  # fmt: skip
     assert not any(c.isdigit() for c in rest)
-    for text in ("7/6", "1/2 cup", "24/7 support", "v1.7/19"):
+    for text in ("on 7/6", "1/2 cup", "24/7 support", "v1.7/19"):
         assert times_and_dates(text) == ([], text)
+
+
+def test_a_fraction_before_a_unit_is_not_a_date() -> None:
+    """Without a word naming a day before it, or with a unit after it, a slashed pair is a
+    quantity, and its unit is compared: "5/16 inch", "5/15 mg", "by 5/16 of an inch"."""
+    for text in ("how many mm is 5/16 inch?", "give 5/15 mg", "by 5/16 of an inch", "on 5/16-inch"):
+        assert times_and_dates(text) == ([], text)
+    assert verify("How many mm is 5/16 inch?", "How many mm is 5/16 cm?").ok is False
+    assert verify("Give the child 5/15 mg per kg", "Give the child 5/15 g per kg").ok is False

@@ -57,13 +57,10 @@ def test_which_one_is_not_a_number() -> None:
         ("n'est pas", 2),
         ("keep the cat from going out", 1),
         ("keep the cat inside", 0),
-        ("no less than 3 days", 0),
-        ("not more than 3 days, no refunds", 1),
     ],
 )
 def test_negations(text: str, count: int) -> None:
-    """Negation cues are counted, contractions and elisions included; a bound said with a
-    negation ("no less than") negates nothing."""
+    """Negation cues are counted, contractions and elisions included."""
     assert extract(text).negations == count
 
 
