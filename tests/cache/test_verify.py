@@ -537,3 +537,35 @@ def test_a_reason_is_not_a_concession() -> None:
         ).reason
         != "antonym"
     )
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Write a birthday poem for Julian", "Write a birthday poem for Julia"),
+        ("Draft an email to Terry about the meeting", "Write an email to Terri about the meeting"),
+        ("Do Nigerian citizens need a visa to visit France?", "Do citizens of Niger need a visa?"),
+        ("How large was the Roman army?", "How large was the Romanian army?"),
+        ("Select the firstName column", "Select the first name and last name columns"),
+        ("Sort the users by lastName", "Sort the users by last name then first name"),
+        ("Yes or no: more than 5 people attended?", "True or false: at most 5 people attended?"),
+        (
+            "Recommend a laptop with at least 16 GB of RAM for at most $1000.",
+            "Recommend a laptop with no more than 16 GB of RAM for no less than $1000.",
+        ),
+        ("How many mm is 5/16 inch?", "How many mm is 5/16 cm?"),
+        ("Give the child 5/15 mg per kg", "Give the child 5/15 g per kg"),
+        ("Set the timer for 5/16 hours", "Set the timer for 5/16 minutes"),
+        (
+            "Children: 1. Adults: 2. How much are the tickets?",
+            "Adults: 1. Children: 2. How much are the tickets?",
+        ),
+    ],
+)
+def test_different_requests_a_review_found_stay_rejected(a: str, b: str) -> None:
+    """Different requests that looser rules (demonyms, joined identifiers, negated bounds, any
+    slashed pair as a date, any marker as a list) once served: each is refused both ways, by
+    the rules, with nothing left to the model."""
+    for query, candidate in ((a, b), (b, a)):
+        verdict = verify(query, candidate)
+        assert not verdict.ok and not verdict.pending, verdict
