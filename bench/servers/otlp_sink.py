@@ -1,8 +1,12 @@
 """An OTLP/gRPC trace sink: the TraceService `Export` call over real gRPC, shared by the
 tests' receiver (tests/support/otlp_receiver.py, which decodes every span) and by
 `python -m bench --scenario tracing`, which runs it as its own process (`python -m
-bench.servers.otlp_sink --port N [--port M ...]`, a bench.harness.worker child) that only
-counts what arrives on each port and discards it.
+bench.servers.otlp_sink --servers N`, a bench.harness.worker child) that only counts what
+arrives on each port and discards it.
+
+The sink binds its own ports (port 0: the kernel picks) and reports them: a port chosen by the
+parent and bound later could be handed out twice, and gRPC servers share a port by default
+(SO_REUSEPORT), so two modes would have silently counted into one.
 
 The counting sink keeps each span's start time, so the bench can ask, after the gateway has
 flushed, how many spans (and root spans: sampled requests) started inside each measured phase.
@@ -44,12 +48,18 @@ class _Servicer(trace_service_pb2_grpc.TraceServiceServicer):
 def trace_server(
     handler: ExportHandler, port: int = 0, workers: int = 2
 ) -> tuple[grpc.Server, int]:
-    """A TraceService server on 127.0.0.1:`port` (0: a free one), not started yet; its port."""
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers))
+    """A TraceService server on 127.0.0.1:`port` (0: a free one), not started yet; its port.
+    It never shares its port with another server."""
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=workers), options=[("grpc.so_reuseport", 0)]
+    )
     trace_service_pb2_grpc.add_TraceServiceServicer_to_server(  # type: ignore[no-untyped-call]
         _Servicer(handler), server
     )
-    bound = server.add_insecure_port(f"{HOST}:{port}")
+    try:
+        bound = server.add_insecure_port(f"{HOST}:{port}")
+    except RuntimeError:  # grpcio's way of saying the port is taken
+        bound = 0
     if bound == 0:
         raise OSError(f"could not bind the OTLP sink to {HOST}:{port}")
     return server, bound
@@ -134,10 +144,12 @@ def _within(ordered: list[int], low: int, high: int) -> int:
 
 
 def handle(counters: Mapping[int, SpanCounter], spec: dict[str, Any]) -> dict[str, Any]:
-    """One request of the worker protocol, about the sink on `port`: `totals`, or `windows`
-    ([[start_ns, end_ns], ...])."""
-    counter = counters[int(spec["port"])]
+    """One request of the worker protocol: `ports` (the bound ones, in order), or about the
+    sink on `port`: `totals`, or `windows` ([[start_ns, end_ns], ...])."""
     op = spec.get("op")
+    if op == "ports":
+        return {"ports": list(counters)}
+    counter = counters[int(spec["port"])]
     if op == "totals":
         return counter.totals().to_json()
     if op == "windows":
@@ -150,17 +162,16 @@ def main(argv: list[str] | None = None) -> int:
     from bench.harness import worker
 
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument(
-        "--port", type=int, action="append", required=True, help="a port to serve (repeatable)"
-    )
+    parser.add_argument("--servers", type=int, required=True, help="how many ports to serve")
     parser.add_argument("--workers", type=int, default=2, help="gRPC server threads per port")
     args = parser.parse_args(argv)
     counters: dict[int, SpanCounter] = {}
     servers: list[grpc.Server] = []
     try:
-        for port in args.port:  # one server per port: each port counts on its own
-            counter = counters[port] = SpanCounter()
-            server, _bound = trace_server(counter.add, port, args.workers)
+        for _ in range(args.servers):  # one server per port: each port counts on its own
+            counter = SpanCounter()
+            server, port = trace_server(counter.add, 0, args.workers)
+            counters[port] = counter
             server.start()
             servers.append(server)
 

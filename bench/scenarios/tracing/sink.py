@@ -7,7 +7,8 @@ import dataclasses
 from collections.abc import Callable, Iterable
 
 from bench.config import BenchConfig
-from bench.harness.probes import HOST, free_port
+from bench.harness.errors import HarnessError
+from bench.harness.probes import HOST
 from bench.harness.processes import ManagedProcess, ProcessGroup, ProcessSpec, python_module
 from bench.harness.worker import Worker
 from bench.scenarios.tracing.modes import ModeName
@@ -71,12 +72,17 @@ class Sink:
 def start_sink(
     config: BenchConfig, group: ProcessGroup, modes: Iterable[ModeName], say: Callable[[str], None]
 ) -> Sink:
-    """The sink on the upstream core, one port per mode; it answers once its servers are up."""
-    ports: dict[ModeName, int] = {mode: free_port() for mode in modes}
-    flags = [arg for port in ports.values() for arg in ("--port", str(port))]
-    argv = python_module("bench.servers.otlp_sink", *flags)
+    """The sink on the upstream core, one port per mode (the sink binds them and says which);
+    it answers once its servers are up."""
+    names = list(modes)
+    argv = python_module("bench.servers.otlp_sink", "--servers", str(len(names)))
     spec = ProcessSpec("otlp-sink", argv, cpu=config.upstream_cpu, pipes=True)
-    sink = Sink(Worker(group.start(spec)), ports, config.startup_timeout_s)
-    sink.worker.wait_ready(config.startup_timeout_s)
+    worker = Worker(group.start(spec))
+    worker.wait_ready(config.startup_timeout_s)
+    bound = [int(p) for p in worker.call({"op": "ports"}, config.startup_timeout_s)["ports"]]
+    if len(set(bound)) != len(names):
+        raise HarnessError(f"the OTLP sink bound {bound} for {len(names)} modes")
+    ports: dict[ModeName, int] = dict(zip(names, bound, strict=True))
+    sink = Sink(worker, ports, config.startup_timeout_s)
     say("OTLP sink ready on " + ", ".join(f"{m}: :{p}" for m, p in ports.items()))
     return sink

@@ -108,6 +108,19 @@ def test_span_counter_counts_spans_and_roots_per_window() -> None:
     assert SinkTotals.from_json(handle(counters, {"op": "totals", "port": 4317})) == totals
     other = SinkTotals.from_json(handle(counters, {"op": "totals", "port": 4318}))
     assert other == SinkTotals(SpanCount(0, 0), 0, 0)
+    assert handle(counters, {"op": "ports"}) == {"ports": [4317, 4318]}
+
+
+def test_trace_server_never_shares_its_port() -> None:
+    """A second sink cannot bind a port a first one holds (gRPC's SO_REUSEPORT is off), so
+    two modes can never count into one server."""
+    first, port = trace_server(SpanCounter().add)
+    first.start()
+    try:
+        with pytest.raises(OSError, match=str(port)):
+            trace_server(SpanCounter().add, port)
+    finally:
+        first.stop(grace=None).wait(10)
 
 
 @pytest.fixture
