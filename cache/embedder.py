@@ -23,7 +23,7 @@ from cache.embedder_base import EncodeBatch as EncodeBatch
 from cache.embedder_base import Matrix as Matrix
 from cache.embedder_base import default_model_path as default_model_path
 from cache.settings import DEFAULT_EMBEDDING_CACHE_DIR, EmbeddingBackend
-from cache.types import CacheUnavailable, Vector
+from cache.types import CacheUnavailable, EncoderSample, Vector
 
 log = logging.getLogger(__name__)
 
@@ -41,13 +41,16 @@ class _Encoder(Protocol):
 
 @dataclass(slots=True)
 class EmbedderStats:
-    """Counters for metrics: texts encoded, batches run, largest batch, failures."""
+    """Counters for metrics: texts encoded, batches run, largest batch, failures, texts whose
+    caller gave up before their batch, texts refused on a full queue. The worker thread writes
+    all but `refused_full`, which the event loop writes."""
 
     texts: int = 0
     batches: int = 0
     largest_batch: int = 0
     failures: int = 0
     dropped_cancelled: int = 0
+    refused_full: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +88,7 @@ class SentenceEmbedder:
         """`max_chars` trims texts before tokenizing (the model sees 256 tokens anyway);
         `max_pending` bounds the queue: beyond it `embed` fails fast with CacheUnavailable."""
         self.dimensions = dimensions
+        self.name = name
         self.stats = EmbedderStats()
         self._encode = encode
         self._max_batch = max_batch
@@ -153,11 +157,20 @@ class SentenceEmbedder:
         if self._closed:
             raise CacheUnavailable("embedder is closed")
         if self._queue.qsize() >= self._max_pending:
+            self.stats.refused_full += 1
             raise CacheUnavailable("embedder queue is full")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Vector] = loop.create_future()
         self._queue.put(_Job(text[: self._max_chars], future, loop))
         return await future
+
+    def sample(self) -> EncoderSample:
+        """The counts so far and the texts waiting now (`name` is the worker thread's)."""
+        s = self.stats
+        return EncoderSample(
+            self.name, s.texts, s.batches, s.failures,
+            s.dropped_cancelled, s.refused_full, self._queue.qsize(),
+        )  # fmt: skip
 
     async def warmup(self) -> None:
         """One encode through the worker thread (initializes its thread pool)."""

@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field, replace
 
 from cache.entry import CachedAnswer
 from cache.error_bound import ErrorBound, match_score
 from cache.keys import SemanticQuery, embedded_text
-from cache.types import CacheUnavailable, Embedder, Vector, VectorHit, VectorIndex
+from cache.types import (
+    CacheUnavailable,
+    Embedder,
+    EncoderProbe,
+    Vector,
+    VectorHit,
+    VectorIndex,
+)
 from cache.verify_confirm import ModelVerifier
 from core.breaker import CircuitBreaker
 
@@ -58,10 +65,12 @@ class SemanticCache:
         candidates: int = 3,
         verifier: ModelVerifier | None = None,
         error_bound: ErrorBound | None = None,
+        encoders: Sequence[EncoderProbe] = (),
     ) -> None:
         """`verifier` defaults to the candidate verifier with `embedder` for slot clauses (at
         `PLAIN_SLOT_SIMILARITY`); it is closed with the cache.
-        `error_bound`, if given, holds each entry to the similarity its judgements certify."""
+        `error_bound`, if given, holds each entry to the similarity its judgements certify.
+        `encoders` are the models behind `embedder` and `verifier`, sampled for metrics."""
         self._embedder = embedder
         self._verifier = verifier if verifier is not None else ModelVerifier(embedder.embed)
         self._index = index
@@ -71,6 +80,7 @@ class SemanticCache:
         self._ttl_s = ttl_s
         self._k = candidates
         self.error_bound = error_bound
+        self.encoders = tuple(encoders)
         self.stats = SemanticStats()
 
     @property

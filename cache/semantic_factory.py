@@ -91,21 +91,24 @@ def load_clause_embedder(settings: CacheSettings) -> SentenceEmbedder:
     return _load_embedder(settings, adapted, role="clause-judge")
 
 
-async def clause_verifier(settings: CacheSettings, embedder: SentenceEmbedder) -> ModelVerifier:
+async def clause_verifier(
+    settings: CacheSettings, embedder: SentenceEmbedder
+) -> tuple[ModelVerifier, SentenceEmbedder | None]:
     """The verifier's clause comparisons: by the adapted model (its own encoder, closed with
-    the verifier), or with the adapter off by the embedding model itself."""
+    the verifier, returned too), or with the adapter off by the embedding model itself."""
     if not settings.semantic_clause_adapter:
-        return ModelVerifier(embedder.embed, PLAIN_SLOT_SIMILARITY)
+        return ModelVerifier(embedder.embed, PLAIN_SLOT_SIMILARITY), None
     clauses = await asyncio.to_thread(load_clause_embedder, settings)
-    return ModelVerifier(clauses.embed, SLOT_SIMILARITY, owns=clauses)
+    return ModelVerifier(clauses.embed, SLOT_SIMILARITY, owns=clauses), clauses
 
 
 async def build_semantic_cache(settings: CacheSettings) -> SemanticCache:
     start = time.monotonic()
     embedder = await asyncio.to_thread(_load_embedder, settings, settings.embedding_model_path)
     verifier: ModelVerifier | None = None
+    clauses: SentenceEmbedder | None = None
     try:
-        verifier = await clause_verifier(settings, embedder)
+        verifier, clauses = await clause_verifier(settings, embedder)
         log.info(
             "embedding model%s loaded on %s in %.1f s",
             " and clause judge" if settings.semantic_clause_adapter else "",
@@ -133,6 +136,7 @@ async def build_semantic_cache(settings: CacheSettings) -> SemanticCache:
         ttl_s=settings.ttl_s,
         verifier=verifier,
         error_bound=error_bound_for(settings),
+        encoders=(embedder,) if clauses is None else (embedder, clauses),
     )
 
 

@@ -64,6 +64,27 @@ class VectorIndex(Protocol):
     async def aclose(self) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class EncoderSample:
+    """One encoder's cumulative counts and its queue now, for metrics: texts encoded, batches
+    run, failed batches, texts dropped because their caller gave up, texts
+    refused because the queue was full."""
+
+    name: str
+    texts: int
+    batches: int
+    failures: int
+    cancelled: int
+    refused: int
+    queued: int
+
+
+class EncoderProbe(Protocol):
+    """An encoder whose counts the metrics sampler reads."""
+
+    def sample(self) -> EncoderSample: ...
+
+
 class Embedder(Protocol):
     """Sentence embeddings, L2-normalized, computed off the event loop."""
 

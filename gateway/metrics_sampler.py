@@ -1,6 +1,6 @@
-"""Copies live state (replica load, Redis circuits, write-back queue, rate limits, the event
-loop's task count) into the metrics, and flushes the per-request observations added up since
-the last time.
+"""Copies live state (replica load, Redis circuits, write-back queue, rate limits, the
+semantic cache's encoders, the event loop's task count) into the metrics, and flushes the
+per-request observations added up since the last time.
 
 Each worker samples its own state on a timer: with several workers, sampling only when
 /metrics is scraped would leave the other workers' values stale.
@@ -15,6 +15,7 @@ from access.limiter import RateLimiter
 from backends.discovery import Discovery
 from backends.fleet import Fleet
 from cache.layer import CacheLayer
+from cache.types import EncoderSample
 from obs.metrics import GatewayMetrics
 from obs.replica_metrics import DnsSample
 
@@ -65,6 +66,9 @@ def sample(
     metrics.sampled.rate_limits(limiter.refused, limiter.local_decisions)
     writeback = cache.writeback
     metrics.sampled.writeback(writeback.depth, writeback.dropped, writeback.failed)
+    if cache.semantic is not None:
+        for encoder in cache.semantic.encoders:
+            _encoder(metrics, encoder.sample())
     bound = cache.semantic.error_bound if cache.semantic is not None else None
     if bound is not None:
         estimate = bound.estimate()
@@ -72,6 +76,14 @@ def sample(
             estimate.correct, estimate.wrong, estimate.rate, estimate.upper
         )
     metrics.flush()
+
+
+def _encoder(metrics: GatewayMetrics, s: EncoderSample) -> None:
+    totals = {
+        "texts": s.texts, "batches": s.batches, "failures": s.failures,
+        "cancelled": s.cancelled, "refused": s.refused,
+    }  # fmt: skip
+    metrics.sampled.encoder(s.name, totals, s.queued)
 
 
 async def sample_forever(

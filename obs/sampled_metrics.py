@@ -1,6 +1,7 @@
 """The gauges and counters the periodic sampler sets from other objects' state: the Redis
-circuit breakers, the write-back queue, the semantic error bound, the rate limiter and the
-event loop. Each sample carries cumulative totals; a counter advances by the difference."""
+circuit breakers, the write-back queue, the semantic error bound, the semantic cache's
+encoders, the rate limiter and the event loop. Each sample carries cumulative totals; a
+counter advances by the difference."""
 
 from __future__ import annotations
 
@@ -81,10 +82,51 @@ class SampledMetrics:
             "Rate-limit decisions taken by one replica alone because Redis was unreachable",
             registry=registry,
         )
+        self._encoder_counters = {
+            "texts": Counter(
+                "gateway_encoder_texts_total",
+                "Texts the semantic cache's encoders embedded, by encoder (embedder-onnx, "
+                "clause-judge-onnx, ...)",
+                ("encoder",),
+                registry=registry,
+            ),
+            "batches": Counter(
+                "gateway_encoder_batches_total",
+                "Batches the semantic cache's encoders ran, by encoder",
+                ("encoder",),
+                registry=registry,
+            ),
+            "failures": Counter(
+                "gateway_encoder_failed_batches_total",
+                "Encoder batches that failed (their lookups became cache errors), by encoder",
+                ("encoder",),
+                registry=registry,
+            ),
+            "cancelled": Counter(
+                "gateway_encoder_cancelled_texts_total",
+                "Texts dropped before their batch because the request gave up, by encoder",
+                ("encoder",),
+                registry=registry,
+            ),
+            "refused": Counter(
+                "gateway_encoder_refused_texts_total",
+                "Texts refused because the encoder's queue was full (overload), by encoder",
+                ("encoder",),
+                registry=registry,
+            ),
+        }
+        self._encoder_queued = Gauge(
+            "gateway_encoder_queued_texts",
+            "Texts waiting for an encoder, by encoder (with several workers: their sum)",
+            ("encoder",),
+            multiprocess_mode="livesum",
+            registry=registry,
+        )
         self._circuit_last: dict[str, str] = {}
         self._wb_last = (0, 0)
         self._judged_last = (0, 0)
         self._limits_last: dict[str, int] = {}
+        self._encoder_last: dict[tuple[str, str], int] = {}
 
     def redis_circuit(self, name: str, state: str) -> None:
         """Sampled breaker state: one of closed, open, half_open (one-hot gauge)."""
@@ -134,3 +176,13 @@ class SampledMetrics:
                 self._limit_local.inc(more)
             else:
                 self._rate_limited.labels(unit).inc(more)
+
+    def encoder(self, name: str, totals: Mapping[str, int], queued: int) -> None:
+        """Sampled encoder `name`: cumulative `totals` by kind (texts, batches, failures,
+        cancelled, refused) and the texts queued now."""
+        for kind, total in totals.items():
+            more = added(total, self._encoder_last.get((name, kind), 0))
+            self._encoder_last[name, kind] = total
+            if more:
+                self._encoder_counters[kind].labels(name).inc(more)
+        self._encoder_queued.labels(name).set(queued)

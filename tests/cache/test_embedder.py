@@ -138,9 +138,22 @@ async def test_full_queue_fails_fast() -> None:
     await _let_tasks_start()
     with pytest.raises(CacheUnavailable, match="full"):
         await embedder.embed("one too many")
+    assert (embedder.sample().refused, embedder.sample().queued) == (1, 1)
     encoder.release.set()
     await asyncio.gather(first, queued)
     await embedder.aclose()
+
+
+async def test_a_sample_carries_the_counts_and_the_worker_name() -> None:
+    """`sample()` reports what the worker counted, under its thread's name, for metrics."""
+    embedder = SentenceEmbedder(GatedEncoder(), DIMS, name="clause-judge-onnx")
+    await asyncio.gather(embedder.embed("a"), embedder.embed("bb"))
+    await embedder.embed("ccc")
+    await embedder.aclose()
+    sample = embedder.sample()
+    assert sample.name == "clause-judge-onnx"
+    assert sample.texts == 3 and 1 <= sample.batches <= 3
+    assert (sample.failures, sample.cancelled, sample.refused, sample.queued) == (0, 0, 0, 0)
 
 
 async def test_aclose_finishes_queued_work_then_refuses() -> None:

@@ -604,6 +604,24 @@ async def test_semantic_hit_span_tree(semantic_gw: Gateway) -> None:
     assert not [s for s in tree.spans if s.kind is SpanKind.CLIENT]
 
 
+async def test_semantic_encoders_are_sampled_into_metrics(semantic_gw: Gateway) -> None:
+    """Both encoders of the semantic cache (the embedding model and the clause judge) get
+    their series, and a lookup's embedding is counted."""
+    gw = semantic_gw
+    reply = await gw.post(_chat("Which plants grow well in shade?", system=True, temperature=0))
+    assert reply.status == 200
+
+    def counted(samples: Mapping[tuple[str, frozenset[tuple[str, str]]], float]) -> bool:
+        return _value(samples, "gateway_encoder_texts_total", encoder="embedder-onnx") >= 1
+
+    await _poll(gw, counted)
+    samples = await gw.metrics()
+    for encoder in ("embedder-onnx", "clause-judge-onnx"):
+        assert ("gateway_encoder_queued_texts", frozenset({("encoder", encoder)})) in samples
+    assert _total(samples, "gateway_encoder_refused_texts_total") == 0
+    assert _total(samples, "gateway_encoder_failed_batches_total") == 0
+
+
 # --------------------------------------------------------------------------- W3C context
 
 
