@@ -7,7 +7,7 @@ import functools
 import hashlib
 from dataclasses import dataclass, field
 
-from budgets.admission import Priority
+from budgets.priority import Priority
 
 ANONYMOUS_TENANT = "anon"
 

@@ -29,7 +29,7 @@ from typing import Any, cast
 import orjson
 
 from access.caller import Caller, KeyLimits
-from budgets.admission import PRIORITIES, Priority
+from budgets.priority import PRIORITIES, Priority
 
 KeySet = Mapping[str, Caller]  # key digest -> caller
 

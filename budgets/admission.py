@@ -17,14 +17,14 @@ from collections.abc import Callable
 from budgets.deadline import Deadline
 from budgets.error_band import ErrorBand
 from budgets.goal import Goal
-from budgets.priority import PRIORITIES as PRIORITIES
-from budgets.priority import Priority as Priority
-from budgets.queue_wait import RunningEnds, free_times, holds_ahead, simulated_wait
+from budgets.occupancy import Occupancy
+from budgets.priority import PRIORITIES, Priority
+from budgets.queue_wait import free_times, holds_ahead, simulated_wait
 from budgets.shed import AdmissionStats, Shed, ShedReason
 from budgets.slots import Slot, Waiter
 
 
-class AdmissionQueue:
+class AdmissionQueue(Occupancy):
     """The admission queue of one replica.
 
     Occupancy is `max(inflight, reported running + waiting)`: the backend's own report is a
@@ -59,22 +59,16 @@ class AdmissionQueue:
             raise ValueError(
                 "need limit >= 1, max_queue >= 0, 0 <= batch_min_share <= batch_share <= 1"
             )
-        if not 0.0 < service_time_alpha <= 1.0:
-            raise ValueError("service_time_alpha must be in (0, 1]")
-        self._limit = limit
+        super().__init__(
+            limit=limit,
+            batch_share=batch_share,
+            batch_min_share=batch_min_share,
+            enabled=enabled,
+            service_time_alpha=service_time_alpha,
+        )
         self.max_queue = max_queue
-        self.batch_share = batch_share
-        self.batch_min_share = batch_min_share
-        self.enabled = enabled
         self.stats = AdmissionStats()
         self._clock = clock
-        self._alpha = service_time_alpha
-        self._service: float | None = None
-        self._inflight = 0
-        self._batch_inflight = 0
-        self._ends = RunningEnds()
-        self._reported_running = 0
-        self._reported_waiting = 0
         # Abandoned waiters stay in the deque (their future is done) until skipped or
         # compacted; `_live` counts the rest.
         self._queues: dict[Priority, deque[Waiter]] = {p: deque() for p in PRIORITIES}
@@ -94,18 +88,10 @@ class AdmissionQueue:
         """Set the slot count and admit any waiters it now allows."""
         self.limit = limit
 
-    @property
-    def inflight(self) -> int:
-        return self._inflight
-
     def queued(self, priority: Priority | None = None) -> int:
         if priority is None:
             return self._live["interactive"] + self._live["batch"]
         return self._live[priority]
-
-    def service_time(self) -> float | None:
-        """EWMA of how long requests held a slot; None before the first release."""
-        return self._service
 
     def observe_backend(self, running: int, waiting: int) -> None:
         """Record the backend's own load from its last health poll."""
@@ -180,15 +166,6 @@ class AdmissionQueue:
         self.stats.admitted += 1
         return Slot(self._release, priority, waiter.admitted_at, waiter.end)
 
-    def _batch_cap(self) -> int:
-        # The epsilon keeps float error from flooring e.g. 100 * 0.29 to 28.
-        return max(1, math.floor(self._limit * self.batch_share + 1e-9))
-
-    def _batch_min(self) -> int:
-        if self.batch_min_share <= 0.0:
-            return 0
-        return min(self._batch_cap(), max(1, math.floor(self._limit * self.batch_min_share + 1e-9)))
-
     def _ahead(self, priority: Priority) -> int:
         """Our waiters a newcomer of this class would queue behind."""
         live = self._live
@@ -225,32 +202,6 @@ class AdmissionQueue:
         now = self._clock()
         free_at = free_times(ends, slots, others, service, now)
         return simulated_wait(free_at, holds, unknown + self._reported_waiting, service, now)
-
-    def _hold(self, goal: Goal | None) -> float:
-        hold = goal.hold_s() if goal is not None else None
-        if hold is None:
-            hold = self._service if self._service is not None else 0.0
-        return hold
-
-    def _can_admit(self, priority: Priority) -> bool:
-        if not self.enabled or self._inflight == 0:
-            return True
-        reported = self._reported_running + self._reported_waiting
-        if max(self._inflight, reported) >= self._limit:
-            return False
-        return priority == "interactive" or self._batch_inflight < self._batch_cap()
-
-    def _take(self, priority: Priority, end: float) -> None:
-        self._inflight += 1
-        if priority == "batch":
-            self._batch_inflight += 1
-        self._ends.add(end, priority == "batch")
-
-    def _free(self, priority: Priority, end: float) -> None:
-        self._inflight -= 1
-        if priority == "batch":
-            self._batch_inflight -= 1
-        self._ends.remove(end, priority == "batch")
 
     def _release(self, priority: Priority, admitted_at: float, end: float) -> None:
         self._free(priority, end)

@@ -7,7 +7,7 @@ import sys
 
 from access.caller import key_digest
 from access.key_set import KeySetError, key_set_entry, new_key, parse_key_set
-from budgets.admission import PRIORITIES
+from budgets.priority import PRIORITIES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

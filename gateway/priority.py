@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from access.caller import Caller
-from budgets.admission import PRIORITIES, Priority
+from budgets.priority import PRIORITIES, Priority
 from budgets.settings import BudgetSettings
 from core.errors import InvalidRequest
 

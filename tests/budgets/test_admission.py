@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from budgets.admission import AdmissionQueue, Priority
+from budgets.admission import AdmissionQueue
 from budgets.deadline import Deadline
+from budgets.priority import Priority
 from budgets.shed import Shed
 from budgets.slots import Slot
 from tests.budgets.queue_helpers import (

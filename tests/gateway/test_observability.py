@@ -25,8 +25,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from backends.base import GenerationRequest
 from backends.replica import Replica
-from budgets.admission import Priority
 from budgets.deadline import Deadline
+from budgets.priority import Priority
 from budgets.request_budget import ClassBudgets
 from budgets.settings import BudgetSettings
 from cache.semantic_defaults import DEFAULT_SIMILARITY_THRESHOLD
