@@ -19,11 +19,8 @@ from backends.vllm_grpc.logprobs import TokenTexts
 from backends.vllm_grpc.output_formats import OutputFormats
 from backends.vllm_grpc.pool import ChannelPool
 from backends.vllm_grpc.request_builder import ModelFacts, PreparedPrompt, prepare
-from backends.vllm_grpc.tokenizer_store import (
-    TokenizerBundle,
-    fetch_tokenizer_dir,
-    load_tokenizer_bundle,
-)
+from backends.vllm_grpc.tokenizer_fetch import fetch_tokenizer_dir
+from backends.vllm_grpc.tokenizer_store import TokenizerBundle, load_tokenizer_bundle
 from budgets.deadline import Deadline
 from core.answers import (
     BackendHealth,

@@ -18,11 +18,8 @@ import pytest
 from smg_grpc_proto.generated import common_pb2, vllm_engine_pb2_grpc
 from transformers import PreTrainedTokenizerFast
 
-from backends.vllm_grpc.tokenizer_store import (
-    TokenizerFetchError,
-    fetch_tokenizer_dir,
-    load_tokenizer_bundle,
-)
+from backends.vllm_grpc.tokenizer_fetch import fetch_tokenizer_dir
+from backends.vllm_grpc.tokenizer_store import TokenizerFetchError, load_tokenizer_bundle
 from standin.vllm.tokenizer_files import tokenizer_dir
 
 CHUNK = 1000
