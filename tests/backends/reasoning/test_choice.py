@@ -9,7 +9,7 @@ from backends.reasoning.choice import FORMATS, SPECIAL_MARKERS, detect_format, r
 from backends.reasoning.harmony import HarmonyParser
 from backends.reasoning.parsed import Split
 from backends.reasoning.think import ThinkParser, prompt_opens_reasoning
-from standin.vllm.tokenizer_files import CHAT_TEMPLATE
+from standin.vllm.chat_templates import CHAT_TEMPLATE
 from tests.backends.reasoning.harmony_samples import GPT_OSS_TEMPLATE
 from tests.backends.tool_calls.test_choice import (
     DEEPSEEK_V3,

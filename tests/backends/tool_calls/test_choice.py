@@ -27,7 +27,7 @@ from backends.tool_calls.pythonic import PythonicParser
 from backends.tool_calls.qwen3_coder import Qwen3CoderParser
 from core.errors import UnsupportedParameter
 from core.protocol import ChatCompletionRequest, parse_request
-from standin.vllm.tokenizer_files import CHAT_TEMPLATE
+from standin.vllm.chat_templates import CHAT_TEMPLATE
 from tests.backends.reasoning.harmony_samples import GPT_OSS_TEMPLATE, WEATHER_CALL
 
 QWEN3_CODER = (
