@@ -16,8 +16,9 @@ from standin.vllm import responses
 from standin.vllm.admission import QueueFull, Ticket
 from standin.vllm.config import SimConfig
 from standin.vllm.faults import FaultPlan, plan_faults
-from standin.vllm.generator import Generation, SimModel
+from standin.vllm.generator import SimModel
 from standin.vllm.params import InvalidRequest, ParsedGenerate, UnsupportedRequest, parse_generate
+from standin.vllm.sampling import Generation
 from standin.vllm.state import SimState
 
 log = logging.getLogger(__name__)

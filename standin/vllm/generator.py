@@ -1,11 +1,8 @@
 """The stand-in "model": a pure function from (prompt ids, sampling spec, choice index) to output.
 
 Output depends only on the prompt token ids, the seed (unset = 0) and the choice index, never
-on timing, so tests anywhere can compute what the server will send:
-
-    from standin.vllm.generator import SamplingSpec, expected_generation
-    gen = expected_generation("hello", SamplingSpec(max_tokens=8))
-    gen.token_ids, gen.text, gen.finish_reason
+on timing, so tests anywhere can compute what the server will send (see
+`served_model.expected_generation`).
 """
 
 from __future__ import annotations
@@ -16,58 +13,19 @@ import random
 import struct
 from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import cache
 
-from standin.vllm import tokenizer_files
-from standin.vllm.config import SimConfig
 from standin.vllm.logprobs import TokenLogprobs, token_logprobs
-from standin.vllm.structured import Constraint, answer_text
+from standin.vllm.sampling import Generation, SamplingSpec
+from standin.vllm.structured import answer_text
 from standin.vllm.text_source import Content, FixedContent, TextContent, WordBook
 from standin.vllm.tool_calls import tool_answer
-from standin.vllm.vocab import IncrementalText, Vocabulary, load_vocabulary
+from standin.vllm.vocab import IncrementalText, Vocabulary
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 HARMONY_START, HARMONY_CHANNEL = "<|start|>", "<|channel|>"
 ASSISTANT_TURN = HARMONY_START + "assistant"  # where a Harmony prompt leaves the model
 # Tokens of JSON punctuation around the words of a `json_object` answer.
 _JSON_OVERHEAD_TOKENS = 9
-
-
-@dataclass(frozen=True, slots=True)
-class SamplingSpec:
-    """The sampling parameters that shape the output, with the server's defaults applied."""
-
-    max_tokens: int | None = None
-    min_tokens: int = 0
-    stop: tuple[str, ...] = ()
-    stop_token_ids: tuple[int, ...] = ()
-    ignore_eos: bool = False
-    seed: int | None = None
-    n: int = 1
-    logprobs: int | None = None
-    prompt_logprobs: int | None = None
-    include_stop_str_in_output: bool = False
-    constraint: Constraint | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Generation:
-    """One choice's output as the engine produces it.
-
-    `token_ids` include the EOS / stop token / the token completing a stop string, as vLLM's
-    do. `text` is what vLLM's detokenizer makes of them: special tokens skipped, a trailing
-    incomplete character held back, cut at a matched stop string (kept when
-    `include_stop_str_in_output`).
-    """
-
-    index: int
-    token_ids: tuple[int, ...]
-    finish_reason: str
-    matched_token_id: int | None = None
-    matched_stop_str: str | None = None
-    text: str = ""
-    logprobs: TokenLogprobs | None = None
 
 
 def _seed_material(prompt_ids: Sequence[int], seed: int | None, index: int) -> bytes:
@@ -308,43 +266,3 @@ def _tool_answered(prompt: str) -> bool:
     conversation = prompt.removesuffix(ASSISTANT_TURN)
     last = conversation.rfind(HARMONY_START)
     return last >= 0 and conversation.startswith("functions.", last + len(HARMONY_START))
-
-
-@cache
-def load_model(tokenizer_dir: str = "") -> SimModel:
-    """The generator for `tokenizer_dir` (empty: the built-in stand-in tokenizer), built once."""
-    return SimModel(load_vocabulary(tokenizer_dir))
-
-
-def model_for(config: SimConfig) -> SimModel:
-    """The generator `config` serves: its tokenizer directory, else the built-in one (the
-    gpt-oss-like model's when `harmony`, else the thinking model's when `reasoning`)."""
-    directory = config.tokenizer_dir
-    if not directory and config.harmony:
-        directory = str(tokenizer_files.tokenizer_dir(harmony=True))
-    elif not directory and config.reasoning:
-        directory = str(tokenizer_files.tokenizer_dir(thinking=True))
-    return load_model(directory)
-
-
-def expected_generation(
-    prompt: str | Sequence[int],
-    spec: SamplingSpec | None = None,
-    *,
-    index: int = 0,
-    config: SimConfig | None = None,
-) -> Generation:
-    """What a server with `config` generates for `prompt` (raw text is tokenized like the
-    Generate RPC's `text` input, without a chat template)."""
-    config = config or SimConfig()
-    model = model_for(config)
-    prompt_ids = model.vocab.encode(prompt) if isinstance(prompt, str) else list(prompt)
-    return model.generate(
-        prompt_ids,
-        spec or SamplingSpec(),
-        index,
-        output_tokens=config.output_tokens,
-        max_context_length=config.max_context_length,
-        tool_format=config.tool_format,
-        reasoning=config.reasoning,
-    )

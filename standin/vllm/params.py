@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from standin.vllm.generator import SamplingSpec
+from standin.vllm.sampling import SamplingSpec
 from standin.vllm.structured import Choice, Constraint, JsonObject, JsonSchema
 from standin.vllm.vocab import Vocabulary
 

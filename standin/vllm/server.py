@@ -17,8 +17,8 @@ import grpc
 
 from standin.vllm.config import SimConfig
 from standin.vllm.control import ControlServicer
-from standin.vllm.generator import model_for
 from standin.vllm.health import HealthServicer
+from standin.vllm.served_model import model_for
 from standin.vllm.servicer import EngineServicer
 from standin.vllm.state import SimState
 

@@ -9,7 +9,8 @@ from openai.types.chat import ChatCompletionMessageParam
 from backends.vllm_grpc.chat_template import render_chat_request
 from backends.vllm_grpc.tokenizer_store import load_tokenizer_bundle
 from core.protocol import ChatCompletionRequest
-from standin.vllm.generator import SamplingSpec, expected_generation
+from standin.vllm.sampling import SamplingSpec
+from standin.vllm.served_model import expected_generation
 from standin.vllm.tokenizer_files import tokenizer_dir
 from tests.e2e.stack import Stack
 

@@ -9,7 +9,8 @@ import pytest
 from smg_grpc_proto.generated import vllm_engine_pb2_grpc as pb_grpc
 
 from standin.vllm.config import SimConfig
-from standin.vllm.generator import SamplingSpec, expected_generation, load_model
+from standin.vllm.sampling import SamplingSpec
+from standin.vllm.served_model import expected_generation, load_model
 from standin.vllm.server import SimServer
 from tests.standin.vllm.conftest import StartSim
 from tests.standin.vllm.helpers import collect, generate_request

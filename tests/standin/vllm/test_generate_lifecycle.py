@@ -10,7 +10,7 @@ from smg_grpc_proto.generated import vllm_engine_pb2 as pb
 from smg_grpc_proto.generated import vllm_engine_pb2_grpc as pb_grpc
 
 from standin.vllm.faults import draw
-from standin.vllm.generator import expected_generation
+from standin.vllm.served_model import expected_generation
 from standin.vllm.server import SimServer
 from tests.standin.vllm.conftest import StartSim
 from tests.standin.vllm.helpers import collect, generate_request, read_all, wait_until

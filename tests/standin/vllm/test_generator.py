@@ -7,7 +7,8 @@ import json
 import pytest
 
 from standin.vllm.config import SimConfig
-from standin.vllm.generator import SamplingSpec, expected_generation, load_model
+from standin.vllm.sampling import SamplingSpec
+from standin.vllm.served_model import expected_generation, load_model
 from standin.vllm.structured import Choice, JsonObject, JsonSchema
 
 MODEL = load_model()

@@ -21,7 +21,9 @@ from backends.vllm_grpc.chat_template import render_chat
 from backends.vllm_grpc.tokenizer_store import TokenizerBundle, load_tokenizer_bundle
 from standin.vllm import tokenizer_files
 from standin.vllm.config import SimConfig
-from standin.vllm.generator import Generation, SamplingSpec, SimModel, load_model, model_for
+from standin.vllm.generator import SimModel
+from standin.vllm.sampling import Generation, SamplingSpec
+from standin.vllm.served_model import load_model, model_for
 from tests.standin.vllm.conftest import StartSim
 from tests.standin.vllm.helpers import collect, generate_request
 

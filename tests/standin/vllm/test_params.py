@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from smg_grpc_proto.generated import vllm_engine_pb2 as pb
 
-from standin.vllm.generator import load_model
 from standin.vllm.params import InvalidRequest, UnsupportedRequest, parse_generate
+from standin.vllm.served_model import load_model
 from standin.vllm.structured import Choice, JsonObject, JsonSchema
 
 VOCAB = load_model().vocab

@@ -14,7 +14,7 @@ import pytest
 from smg_grpc_proto.generated import common_pb2
 from smg_grpc_proto.generated import vllm_engine_pb2 as pb
 
-from standin.vllm.generator import load_model
+from standin.vllm.served_model import load_model
 from standin.vllm.server import SimServer
 from standin.vllm.tokenizer_bundle import CHUNK_BYTES
 from tests.standin.vllm.helpers import collect, generate_request, wait_until

@@ -14,7 +14,8 @@ from backends.tool_calls.choice import PARSERS
 from backends.tool_calls.functions import Functions
 from backends.tool_calls.parsed import ToolCallParser
 from standin.vllm.config import SimConfig
-from standin.vllm.generator import SamplingSpec, expected_generation, load_model
+from standin.vllm.sampling import SamplingSpec
+from standin.vllm.served_model import expected_generation, load_model
 from standin.vllm.tool_calls import tool_call_text
 from standin.vllm.tool_formats import TOOL_FORMATS, write_broken_call, write_calls
 
