@@ -41,7 +41,8 @@ def ranking_section(ranked: Sequence[Ranking]) -> list[str]:
     cells = ", ".join(f"{r.model} {r.right}/{r.total} ({r.right / r.total:.1%})" for r in ranked)
     return [
         "## Clause judge on held-out triplets",
-        "A request, the same request reworded and a different request sharing its words (the "
-        "held-out tenth of tests/data/clause_triplets.jsonl, not trained on): how often the "
-        f"rewording is the closer of the two. {cells}.",
+        "A request, the same request reworded and a different request on the same topic (the "
+        "held-out tenth of the files the shipped adapter trained on, `SHIPPED_DATA` in "
+        "bench.clause_training, not trained on): how often the rewording is the closer of "
+        f"the two. {cells}.",
     ]

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from bench.clause_ranking import Ranking, rank_triplets, ranking_section
-from bench.clause_training import load_triplets
+from bench.clause_training import SHIPPED_DATA, load_triplets
 from bench.semantic_scoring import (
     GRID,
     SLOT_GRID,
@@ -255,7 +255,7 @@ async def evaluate() -> Evaluation:
     """Loads the models (in threads: the embedding model, and the clause judge's), scores every
     set, closes the models."""
     settings = CacheSettings()
-    held_out = load_triplets(split="holdout")
+    held_out = [t for path in SHIPPED_DATA for t in load_triplets(path, split="holdout")]
     embedder = await asyncio.to_thread(SentenceEmbedder.load)
     try:
         clauses = await asyncio.to_thread(load_clause_embedder, settings)
