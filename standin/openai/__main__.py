@@ -2,6 +2,6 @@
 
 import sys
 
-from standin.openai.server import main
+from standin.openai.cli import main
 
 sys.exit(main())
