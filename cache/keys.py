@@ -38,8 +38,11 @@ EXCLUDED_FIELDS = {
     "service_tier": "scheduling class, not model input",
 }
 
-_WHITESPACE = re.compile(r"\s+")
+_LINE_BREAK = re.compile(r"\r\n?")
 _WORDS = re.compile(r"\S+")
+KEY_SCHEMA = 2
+"""Part of every digest. 1 collapsed whitespace inside message text, which let "def f():\n
+    return" share an entry with "def f(): return"; a new schema keeps such entries unreachable."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +56,9 @@ class KeyContext:
 
 
 def _text(value: str, normalize: bool) -> str:
-    return _WHITESPACE.sub(" ", value).strip() if normalize else value
+    """Message text as keyed: trimmed, with one kind of line break. Whitespace inside is kept:
+    indentation and spacing change what code, tables and verse mean."""
+    return _LINE_BREAK.sub("\n", value).strip() if normalize else value
 
 
 def _content(content: str | list[dict[str, Any]] | None, normalize: bool) -> Any:
@@ -130,12 +135,12 @@ def canonical_chat(body: ChatCompletionRequest, normalize: bool) -> dict[str, An
     }
 
 
-def canonical_completion(body: CompletionRequest, normalize: bool) -> dict[str, Any]:
+def canonical_completion(body: CompletionRequest) -> dict[str, Any]:
     prompt = body.single_prompt
     return {
         "endpoint": "completion",
         **_sampling(body),
-        "prompt": _text(prompt, normalize) if isinstance(prompt, str) else prompt,
+        "prompt": prompt,  # verbatim: a raw prompt's every space is model input, and echoed
         "echo": body.echo,
         "logprobs": body.logprobs,
         "best_of": body.n,
@@ -146,7 +151,7 @@ def canonical_completion(body: CompletionRequest, normalize: bool) -> dict[str, 
 def canonical(body: ChatCompletionRequest | CompletionRequest, normalize: bool) -> dict[str, Any]:
     if isinstance(body, ChatCompletionRequest):
         return canonical_chat(body, normalize)
-    return canonical_completion(body, normalize)
+    return canonical_completion(body)
 
 
 def _digest(document: Any) -> str:
@@ -167,7 +172,7 @@ def exact_key(
     """
     if form is None:
         form = canonical(body, context.normalize_whitespace)
-    return _digest([form, context.model_revision, context.prompt_version])
+    return _digest([KEY_SCHEMA, form, context.model_revision, context.prompt_version])
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +209,9 @@ def semantic_query(
         form["prompt"] = None
     if not text:
         return None
-    return SemanticQuery(text, _digest([form, context.model_revision, context.prompt_version]))
+    return SemanticQuery(
+        text, _digest([KEY_SCHEMA, form, context.model_revision, context.prompt_version])
+    )
 
 
 EMBED_HEAD_WORDS = 40

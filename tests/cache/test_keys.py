@@ -16,7 +16,8 @@ from cache.keys import (
     exact_key,
     semantic_query,
 )
-from core.protocol import ChatCompletionRequest, CompletionRequest, parse_request
+from core.protocol import ChatCompletionRequest, CompletionRequest
+from core.request_parsing import parse_request
 
 CTX = KeyContext(tenant="t")
 
@@ -51,20 +52,38 @@ def test_key_order_is_irrelevant(order: list[str]) -> None:
     )
 
 
-@given(
-    st.text(alphabet=" \t\n", min_size=0, max_size=4),
-    st.text(alphabet=" \t\n", min_size=1, max_size=4),
-)
-def test_whitespace_is_normalized(outer: str, inner: str) -> None:
-    """Leading, trailing and repeated whitespace in message text does not change the key."""
-    messy = _chat(messages=[{"role": "user", "content": f"{outer}hello{inner}there{outer}"}])
+@given(st.text(alphabet=" \t\n\r", min_size=0, max_size=4))
+def test_message_text_is_trimmed(outer: str) -> None:
+    """Whitespace around message text does not change the key, nor do Windows line breaks."""
+    messy = _chat(messages=[{"role": "user", "content": f"{outer}hello there{outer}"}])
     assert exact_key(messy, CTX) == exact_key(_chat(), CTX)
+    crlf = _chat(messages=[{"role": "user", "content": "one\r\ntwo\rthree"}])
+    lf = _chat(messages=[{"role": "user", "content": "one\ntwo\nthree"}])
+    assert exact_key(crlf, CTX) == exact_key(lf, CTX)
+
+
+@given(st.sampled_from(["  ", "\t", "\n", "\n    ", " \n"]))
+def test_whitespace_inside_message_text_is_kept(inner: str) -> None:
+    """Indentation and spacing inside a message change what code means: another key."""
+    code = _chat(messages=[{"role": "user", "content": f"Fix this: def f():{inner}return 1"}])
+    flat = _chat(messages=[{"role": "user", "content": "Fix this: def f(): return 1"}])
+    assert exact_key(code, CTX) != exact_key(flat, CTX)
+
+
+def test_completion_prompts_are_keyed_verbatim() -> None:
+    """A raw prompt's every space is model input (and echoed back): nothing is trimmed."""
+    prompts = ["def g():\n    return", "def g(): return", "def g(): return ", " def g(): return"]
+    keys = {
+        exact_key(parse_request(orjson.dumps({"model": "m", "prompt": p}), CompletionRequest), CTX)
+        for p in prompts
+    }
+    assert len(keys) == len(prompts)
 
 
 def test_whitespace_normalization_can_be_turned_off() -> None:
     """With normalization off, whitespace is significant."""
     raw = KeyContext(tenant="t", normalize_whitespace=False)
-    messy = _chat(messages=[{"role": "user", "content": "hello  there"}])
+    messy = _chat(messages=[{"role": "user", "content": "hello there "}])
     assert exact_key(messy, raw) != exact_key(_chat(), raw)
 
 
