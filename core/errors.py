@@ -23,12 +23,17 @@ class GatewayError(Exception):
     def to_dict(self) -> dict[str, Any]:
         return {
             "error": {
-                "message": self.message,
+                "message": self.public_message,
                 "type": self.type,
                 "param": self.param,
                 "code": self.code,
             }
         }
+
+    @property
+    def public_message(self) -> str:
+        """What the client is told; `message` is what the log says."""
+        return self.message
 
     def to_json(self) -> bytes:
         return orjson.dumps(self.to_dict())
@@ -172,13 +177,23 @@ class BackendError(GatewayError):
     type = "backend_error"
     code = "backend_error"
 
-    def __init__(self, message: str, *, retryable: bool = True) -> None:
+    def __init__(self, message: str, *, retryable: bool = True, replica: str | None = None) -> None:
         super().__init__(message)
         self.retryable = retryable
+        self.replica = replica
+
+    @property
+    def public_message(self) -> str:
+        """The engine's own words and the replica's address stay in the gateway's log."""
+        return "The model server failed to answer this request."
 
 
 class BackendUnavailable(BackendError):
     """The replica could not be reached or dropped the connection; routing ejects it."""
+
+    @property
+    def public_message(self) -> str:
+        return "The model server could not be reached or dropped the connection."
 
 
 class BackendRejected(GatewayError):

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
-import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from core.errors import InvalidJSON, InvalidRequest, UnsupportedParameter
+from core.chat_history import check_roles, from_history
+from core.errors import InvalidRequest, UnsupportedParameter
+from core.request_model import RequestModel
+from core.tool_specs import check_tool_choice, check_tools
 
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 Penalty = Annotated[float, Field(ge=-2.0, le=2.0)]
@@ -17,24 +19,22 @@ TokenId = Annotated[int, Field(ge=0, le=2**32 - 1)]
 INT32_MAX = 2**31 - 1  # counts travel as protobuf int32: a larger one is a 400, not a 500
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class StreamOptions(_Model):
+class StreamOptions(RequestModel):
     include_usage: bool = False
+    include_obfuscation: bool | None = None
+    """Accepted and ignored: this gateway never pads its stream events."""
 
 
-class JsonSchemaFormat(_Model):
+class JsonSchemaFormat(RequestModel):
     name: str = "response"
     description: str | None = None
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
     strict: bool | None = None
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True)
 
 
-class ResponseFormat(_Model):
+class ResponseFormat(RequestModel):
     type: Literal["text", "json_object", "json_schema"]
     json_schema: JsonSchemaFormat | None = None
 
@@ -45,7 +45,7 @@ class ResponseFormat(_Model):
         return self
 
 
-class ChatMessage(_Model):
+class ChatMessage(RequestModel):
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[dict[str, Any]] | None = None
     name: str | None = None
@@ -54,7 +54,7 @@ class ChatMessage(_Model):
     reasoning_content: str | None = None
 
 
-class _Sampling(_Model):
+class _Sampling(RequestModel):
     """Sampling fields shared by chat and text completions (OpenAI plus vLLM extras)."""
 
     model: str = Field(min_length=1)
@@ -99,6 +99,13 @@ class _Sampling(_Model):
                 raise ValueError(f"keys must be token ids, got {key!r}")
         return value
 
+    def _check_min_tokens(self, max_output: int | None, max_name: str) -> None:
+        if self.min_tokens and max_output is not None and self.min_tokens > max_output:
+            raise InvalidRequest(
+                f"min_tokens ({self.min_tokens}) is more than {max_name} ({max_output}).",
+                param="min_tokens",
+            )
+
     @property
     def stop_list(self) -> list[str]:
         if self.stop is None:
@@ -126,8 +133,24 @@ class ChatCompletionRequest(_Sampling):
     add_generation_prompt: bool = True
     continue_final_message: bool = False
 
+    @field_validator("messages", mode="before")
+    @classmethod
+    def _resolve_history(cls, value: Any) -> Any:
+        if not isinstance(value, list):
+            return value
+        return [from_history(message, i) for i, message in enumerate(value)]
+
     @model_validator(mode="after")
     def _check_combinations(self) -> ChatCompletionRequest:
+        check_roles(self.messages)
+        self._check_min_tokens(
+            self.max_output_tokens,
+            "max_completion_tokens" if self.max_completion_tokens else "max_tokens",
+        )
+        if self.tools:
+            check_tools(self.tools)
+        if self.tool_choice is not None:
+            check_tool_choice(self.tool_choice, self.tools or [])
         if self.store:
             raise UnsupportedParameter(
                 "store=true is not supported by this gateway.", param="store"
@@ -157,6 +180,7 @@ class CompletionRequest(_Sampling):
 
     @model_validator(mode="after")
     def _check_combinations(self) -> CompletionRequest:
+        self._check_min_tokens(self.max_tokens, "max_tokens")
         if self.suffix:
             raise UnsupportedParameter("suffix is not supported.", param="suffix")
         if self.best_of is not None and self.best_of != self.n:
@@ -192,7 +216,7 @@ class CompletionRequest(_Sampling):
         return first
 
 
-class EmbeddingRequest(_Model):
+class EmbeddingRequest(RequestModel):
     model: str = Field(min_length=1)
     input: str | list[str] | list[TokenId] | list[list[TokenId]]
     encoding_format: Literal["float", "base64"] = "float"
@@ -208,62 +232,3 @@ class EmbeddingRequest(_Model):
         if isinstance(self.input, list) and len(self.input) > 2048:
             raise InvalidRequest("input has more than 2048 entries.", param="input")
         return self
-
-
-RequestT = TypeVar("RequestT", bound=BaseModel)
-
-
-def parse_request(raw: bytes, model: type[RequestT]) -> RequestT:
-    """Parse and validate a JSON body, mapping every failure to a 400 naming the parameter."""
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise InvalidJSON(f"The request body is not valid JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise InvalidRequest("The request body must be a JSON object.")
-    return validate_request(data, model)
-
-
-def validate_request(data: dict[str, Any], model: type[RequestT]) -> RequestT:
-    """Validate a decoded body, mapping every failure to a 400 naming the parameter."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise _to_invalid_request(exc) from exc
-
-
-def _to_invalid_request(exc: ValidationError) -> InvalidRequest:
-    error = exc.errors(include_url=False)[0]
-    param = _param_path(error["loc"])
-    cause = error.get("ctx", {}).get("error")
-    if isinstance(cause, InvalidRequest):
-        return cause
-    if error["type"] == "extra_forbidden":
-        return UnsupportedParameter(f"Unrecognized request argument: {param}.", param=param)
-    if error["type"] == "missing":
-        return InvalidRequest(f"Missing required parameter: {param}.", param=param)
-    message = str(error["msg"]).removeprefix("Value error, ")
-    return InvalidRequest(f"Invalid value for {param}: {message}.", param=param or None)
-
-
-def _param_path(loc: tuple[int | str, ...]) -> str:
-    """`('messages', 0, 'content')` -> `messages[0].content`, skipping union branch tags."""
-    path = ""
-    for part in loc:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        elif part in _UNION_TAGS or "[" in part:
-            continue
-        else:
-            path += f".{part}" if path else part
-    return path
-
-
-_UNION_TAGS = {
-    "str",
-    "list[str]",
-    "list[int]",
-    "list[list[int]]",
-    "dict[str,any]",
-    "function-after",
-}

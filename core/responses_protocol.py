@@ -5,23 +5,20 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from core.errors import InvalidRequest, UnsupportedParameter
+from core.request_model import RequestModel
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class TextFormat(_Model):
+class TextFormat(RequestModel):
     type: Literal["text", "json_object", "json_schema"] = "text"
     name: str | None = None
     description: str | None = None
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
     strict: bool | None = None
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True)
 
     @model_validator(mode="after")
     def _schema_present(self) -> TextFormat:
@@ -33,18 +30,18 @@ class TextFormat(_Model):
         return self
 
 
-class TextConfig(_Model):
+class TextConfig(RequestModel):
     format: TextFormat = TextFormat()
     verbosity: Literal["low", "medium", "high"] | None = None
 
 
-class ReasoningConfig(_Model):
+class ReasoningConfig(RequestModel):
     effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
     summary: Literal["auto", "concise", "detailed"] | None = None
     generate_summary: Literal["auto", "concise", "detailed"] | None = None
 
 
-class ResponsesRequest(_Model):
+class ResponsesRequest(RequestModel):
     model: str = Field(min_length=1)
     input: str | list[dict[str, Any]] = Field(min_length=1)
     instructions: str | None = None

@@ -21,12 +21,8 @@ from cache.layer import CacheLayer
 from cache.outcome import CacheOutcome
 from core.answers import Completion, Endpoint, StreamChunk
 from core.errors import DeadlineExceeded, TooManyMessages
-from core.protocol import (
-    ChatCompletionRequest,
-    CompletionRequest,
-    EmbeddingRequest,
-    parse_request,
-)
+from core.protocol import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
+from core.request_parsing import parse_request
 from core.stages import StageName
 from core.token_estimate import prompt_tokens
 from gateway.cache_stages import CacheStages

@@ -76,7 +76,7 @@ class ResponseEvents:
         return b"".join(events)
 
     def fail(self, error: GatewayError) -> bytes:
-        detail = {"code": error.code or error.type, "message": error.message}
+        detail = {"code": error.code or error.type, "message": error.public_message}
         failed = self._shell.response("failed", self._output, self._usage, error=detail)
         return self._event("error", {**detail, "param": error.param}) + self._event(
             "response.failed", {"response": failed}

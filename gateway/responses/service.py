@@ -20,7 +20,7 @@ from access.caller import Caller
 from budgets.request_budget import RequestBudget
 from cache.response_store import ResponseStore
 from core.errors import GatewayError, ResponseNotFound
-from core.protocol import parse_request
+from core.request_parsing import parse_request
 from core.responses_protocol import ResponsesRequest
 from gateway.pipeline import Pipeline
 from gateway.responses.objects import ResponseShell

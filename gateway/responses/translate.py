@@ -14,7 +14,8 @@ from typing import Any
 import orjson
 
 from core.errors import InvalidRequest, UnsupportedParameter
-from core.protocol import ChatCompletionRequest, validate_request
+from core.protocol import ChatCompletionRequest
+from core.request_parsing import validate_request
 from core.responses_protocol import ResponsesRequest
 
 _ROLES = frozenset({"system", "developer", "user", "assistant"})

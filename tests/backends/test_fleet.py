@@ -17,7 +17,8 @@ from budgets.request_budget import ClassBudgets, RequestBudget
 from budgets.settings import BudgetSettings
 from core.answers import BackendHealth, Completion
 from core.errors import ModelNotFound, NoHealthyBackend, Overloaded
-from core.protocol import CompletionRequest, parse_request
+from core.protocol import CompletionRequest
+from core.request_parsing import parse_request
 from tests.support.fake_backend import FakeBackend
 
 

@@ -16,12 +16,8 @@ from backends.openai_http import OpenAIHTTPBackend
 from budgets.deadline import Deadline
 from core.answers import StreamChunk
 from core.errors import BackendError, BackendRejected, BackendUnavailable, DeadlineExceeded
-from core.protocol import (
-    ChatCompletionRequest,
-    CompletionRequest,
-    EmbeddingRequest,
-    parse_request,
-)
+from core.protocol import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
+from core.request_parsing import parse_request
 from standin.openai.server import MockOpenAIServer
 
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"

@@ -12,7 +12,8 @@ from budgets.recent import RecentQuantile
 from budgets.request_budget import ClassBudgets, RequestBudget
 from budgets.service_estimate import ServiceEstimate
 from core.answers import ChoiceDelta, StreamChunk, Usage
-from core.protocol import ChatCompletionRequest, parse_request
+from core.protocol import ChatCompletionRequest
+from core.request_parsing import parse_request
 
 BUDGETS = ClassBudgets(total_s=5.0, ttft_s=1.0, admission_s=0.5, stall_s=1.0)
 

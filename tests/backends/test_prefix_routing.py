@@ -17,7 +17,8 @@ from backends.prefix.prompt import PromptBlocks
 from backends.replica import Replica
 from budgets.deadline import Deadline
 from budgets.request_budget import ClassBudgets, RequestBudget
-from core.protocol import CompletionRequest, parse_request
+from core.protocol import CompletionRequest
+from core.request_parsing import parse_request
 from tests.support.fake_backend import FakeBackend
 
 PROMPT = list(range(64))  # 4 blocks of 16

@@ -18,7 +18,8 @@ from cache.types import CacheUnavailable
 from cache.writeback import WriteBackQueue
 from core.answers import Choice, Completion, Usage
 from core.breaker import CircuitBreaker
-from core.protocol import ChatCompletionRequest, parse_request
+from core.protocol import ChatCompletionRequest
+from core.request_parsing import parse_request
 from tests.cache.lookups import look, tenant_for
 
 ANSWER = Completion([Choice(0, "cached answer", "stop")], Usage(3, 2))

@@ -21,7 +21,8 @@ from cache.vector_index_memory import InMemoryVectorIndex
 from cache.writeback import WriteBackQueue
 from core.answers import Choice, Completion, Usage
 from core.breaker import CircuitBreaker
-from core.protocol import ChatCompletionRequest, parse_request
+from core.protocol import ChatCompletionRequest
+from core.request_parsing import parse_request
 from tests.cache.lookups import look, tenant_for
 
 DIMENSIONS = 8

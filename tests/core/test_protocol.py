@@ -6,12 +6,8 @@ import orjson
 import pytest
 
 from core.errors import InvalidJSON, InvalidRequest, UnsupportedParameter
-from core.protocol import (
-    ChatCompletionRequest,
-    CompletionRequest,
-    EmbeddingRequest,
-    parse_request,
-)
+from core.protocol import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
+from core.request_parsing import parse_request
 
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
@@ -37,6 +33,8 @@ def _chat(**fields: object) -> bytes:
         ({"stream_options": {"include_usage": True}}, "stream_options"),
         ({"response_format": {"type": "xml"}}, "response_format.type"),
         ({"seed": 2**40}, "seed"),
+        ({"min_tokens": 5, "max_completion_tokens": 2}, "min_tokens"),
+        ({"min_tokens": 5, "max_tokens": 4}, "min_tokens"),
     ],
 )
 def test_invalid_chat_fields_name_param(fields: dict[str, object], param: str) -> None:
@@ -85,3 +83,54 @@ def test_embedding_dimensions_unsupported() -> None:
     with pytest.raises(UnsupportedParameter) as info:
         parse_request(orjson.dumps({"model": "m", "input": "x", "dimensions": 8}), EmbeddingRequest)
     assert info.value.param == "dimensions"
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"n": None}, {"logprobs": None}, {"stream": None}, {"skip_special_tokens": None}],
+)
+def test_null_means_the_default(fields: dict[str, object]) -> None:
+    """The official client sends null for an unset optional field: the default applies."""
+    assert parse_request(_chat(**fields), ChatCompletionRequest) == parse_request(
+        _chat(), ChatCompletionRequest
+    )
+    text = parse_request(
+        orjson.dumps({"model": "m", "prompt": "x", "n": None, "echo": None, "stream": None}),
+        CompletionRequest,
+    )
+    assert (text.n, text.echo, text.stream) == (1, False, False)
+
+
+@pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({"n": "2"}, "n"),
+        ({"stream": "true"}, "stream"),
+        ({"stream": 1}, "stream"),
+        ({"logprobs": "yes"}, "logprobs"),
+        ({"temperature": True}, "temperature"),
+        ({"temperature": "0.5"}, "temperature"),
+        ({"max_tokens": "10"}, "max_tokens"),
+        ({"seed": "5"}, "seed"),
+    ],
+)
+def test_values_of_another_type_are_not_converted(fields: dict[str, object], param: str) -> None:
+    """A string or a boolean where a number or a boolean belongs is a 400, as at OpenAI."""
+    with pytest.raises(InvalidRequest) as caught:
+        parse_request(_chat(**fields), ChatCompletionRequest)
+    assert caught.value.param == param
+
+
+def test_integers_are_numbers() -> None:
+    """An integer where a float belongs is still a number."""
+    body = parse_request(_chat(temperature=1, top_p=1), ChatCompletionRequest)
+    assert (body.temperature, body.top_p) == (1.0, 1.0)
+
+
+def test_stream_obfuscation_is_accepted_and_ignored() -> None:
+    """`stream_options.include_obfuscation` (the client's own option) is not a 400."""
+    body = parse_request(
+        _chat(stream=True, stream_options={"include_usage": True, "include_obfuscation": False}),
+        ChatCompletionRequest,
+    )
+    assert body.include_usage

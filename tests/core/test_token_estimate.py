@@ -6,7 +6,8 @@ from typing import Any
 
 import orjson
 
-from core.protocol import ChatCompletionRequest, CompletionRequest, EmbeddingRequest, parse_request
+from core.protocol import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
+from core.request_parsing import parse_request
 from core.token_estimate import prompt_tokens
 
 

@@ -20,7 +20,8 @@ from cache.types import CacheUnavailable
 from cache.writeback import WriteBackQueue
 from core.answers import Choice, Completion, Usage
 from core.breaker import CircuitBreaker
-from core.protocol import ChatCompletionRequest, parse_request
+from core.protocol import ChatCompletionRequest
+from core.request_parsing import parse_request
 from gateway.cache_stages import CacheStages
 from obs.request_record import RequestRecord
 from tests.cache.lookups import tenant_for

@@ -10,7 +10,8 @@ import pytest
 from access.caller import Caller, KeyLimits
 from access.limiter import Admission
 from core.errors import InvalidRequest
-from core.protocol import ChatCompletionRequest, parse_request
+from core.protocol import ChatCompletionRequest
+from core.request_parsing import parse_request
 from core.token_estimate import prompt_tokens
 from gateway.caller_tokens import check_max_tokens, reserved_tokens, used_tokens
 from obs.request_record import RequestRecord

@@ -9,7 +9,8 @@ from access.caller import Caller
 from backends.fleet import Fleet
 from backends.replica import Replica
 from core.errors import ModelNotFound
-from core.protocol import ChatCompletionRequest, parse_request
+from core.protocol import ChatCompletionRequest
+from core.request_parsing import parse_request
 from gateway.model_access import routed
 from tests.support.fake_backend import FakeBackend
 

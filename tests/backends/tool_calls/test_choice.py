@@ -26,7 +26,8 @@ from backends.tool_calls.mistral import MistralParser
 from backends.tool_calls.pythonic import PythonicParser
 from backends.tool_calls.qwen3_coder import Qwen3CoderParser
 from core.errors import UnsupportedParameter
-from core.protocol import ChatCompletionRequest, parse_request
+from core.protocol import ChatCompletionRequest
+from core.request_parsing import parse_request
 from standin.vllm.chat_templates import CHAT_TEMPLATE
 from tests.backends.reasoning.harmony_samples import GPT_OSS_TEMPLATE, WEATHER_CALL
 

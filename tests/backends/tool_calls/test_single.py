@@ -6,7 +6,8 @@ import orjson
 
 from backends.tool_calls.choice import tool_parser
 from backends.tool_calls.single import FirstCallOnly
-from core.protocol import ChatCompletionRequest, parse_request
+from core.protocol import ChatCompletionRequest
+from core.request_parsing import parse_request
 
 TOOL = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
 CALL = '<tool_call>{"name": "f", "arguments": {"a": %d}}</tool_call>'

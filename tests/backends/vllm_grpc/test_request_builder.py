@@ -12,7 +12,8 @@ from backends.base import GenerationRequest
 from backends.vllm_grpc.request_builder import ModelFacts, prepare
 from backends.vllm_grpc.tokenizer_store import TokenizerBundle, load_tokenizer_bundle
 from core.errors import ContextLengthExceeded
-from core.protocol import ChatCompletionRequest, CompletionRequest, parse_request
+from core.protocol import ChatCompletionRequest, CompletionRequest
+from core.request_parsing import parse_request
 from standin.vllm.tokenizer_files import tokenizer_dir
 
 FACTS = ModelFacts("sim", max_context_length=64, vocab_size=1000)

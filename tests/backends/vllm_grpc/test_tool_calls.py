@@ -19,7 +19,8 @@ from backends.vllm_grpc.request_builder import ModelFacts, prepare
 from backends.vllm_grpc.tokenizer_store import TokenizerBundle, load_tokenizer_bundle
 from core.answers import ChoiceDelta
 from core.errors import InvalidRequest, UnsupportedParameter
-from core.protocol import ChatCompletionRequest, parse_request
+from core.protocol import ChatCompletionRequest
+from core.request_parsing import parse_request
 from standin.vllm.tokenizer_files import tokenizer_dir
 
 WEATHER = {

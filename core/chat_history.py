@@ -1,0 +1,79 @@
+"""Chat messages as clients send them back: what each role needs, and the response fields an
+assistant message carries when a client appends the previous answer to its history.
+
+The official client's `message.model_dump()` writes `refusal`, `annotations`, `audio` and
+`function_call` (mostly null) beside `content`: a conversation that keeps its history that way
+must not fail on its second turn. A refusal is what the assistant said, so it becomes the
+content; annotations (citations) are not model input; audio and the deprecated function call
+cannot be replayed to a text model, so a non-null one is a 400 naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from core.errors import InvalidRequest, UnsupportedParameter
+
+if TYPE_CHECKING:
+    from core.protocol import ChatMessage
+
+_REPLAYED = ("refusal", "annotations", "audio", "function_call")
+
+
+def from_history(message: Any, index: int) -> Any:
+    """A raw message with the response-only fields of an appended answer resolved."""
+    if not isinstance(message, dict) or message.keys().isdisjoint(_REPLAYED):
+        return message
+    message = dict(message)
+    message.pop("annotations", None)
+    for key in ("audio", "function_call"):
+        if message.pop(key, None) is not None:
+            raise UnsupportedParameter(
+                f"{key} in a message is not supported; send the text as content.",
+                param=f"messages[{index}].{key}",
+            )
+    refusal = message.pop("refusal", None)
+    if refusal is not None:
+        if message.get("role") != "assistant" or not isinstance(refusal, str):
+            raise InvalidRequest(
+                "refusal is a string, and only in an assistant message.",
+                param=f"messages[{index}].refusal",
+            )
+        if message.get("content") not in (None, ""):
+            raise InvalidRequest(
+                "An assistant message carries content or a refusal, not both.",
+                param=f"messages[{index}].refusal",
+            )
+        message["content"] = refusal
+    return message
+
+
+def check_roles(messages: Sequence[ChatMessage]) -> None:
+    """Each message has what its role needs (OpenAI's rules), else a 400 naming the field."""
+    for i, message in enumerate(messages):
+        if message.content == []:
+            raise InvalidRequest(
+                "content must not be an empty list.", param=f"messages[{i}].content"
+            )
+        if message.role == "assistant":
+            if (
+                message.content is None
+                and not message.tool_calls
+                and not (message.reasoning_content)
+            ):
+                raise InvalidRequest(
+                    "An assistant message needs content or tool_calls.",
+                    param=f"messages[{i}].content",
+                )
+            continue
+        if message.content is None:
+            raise InvalidRequest(
+                f"Missing required parameter: messages[{i}].content.",
+                param=f"messages[{i}].content",
+            )
+        if message.role == "tool" and message.tool_call_id is None:
+            raise InvalidRequest(
+                f"Missing required parameter: messages[{i}].tool_call_id.",
+                param=f"messages[{i}].tool_call_id",
+            )

@@ -1,0 +1,96 @@
+"""Messages sent back as history: an appended answer's response fields are resolved, and each
+role has what it needs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from core.errors import InvalidRequest, UnsupportedParameter
+from core.protocol import ChatCompletionRequest
+from core.request_parsing import parse_request
+
+USER = {"role": "user", "content": "hi"}
+
+
+def _parse(*messages: dict[str, Any]) -> ChatCompletionRequest:
+    return parse_request(
+        orjson.dumps({"model": "m", "messages": list(messages)}), ChatCompletionRequest
+    )
+
+
+def test_an_appended_answer_is_accepted() -> None:
+    """`message.model_dump()` of an answer (null refusal, audio, function call) is history."""
+    answer: dict[str, Any] = {
+        "role": "assistant",
+        "content": "Hello",
+        "refusal": None,
+        "annotations": [],
+        "audio": None,
+        "function_call": None,
+        "tool_calls": None,
+    }
+    body = _parse(USER, answer, {"role": "user", "content": "more"})
+    assert body.messages[1].content == "Hello"
+
+
+def test_a_refusal_is_what_the_assistant_said() -> None:
+    """An appended refusal becomes the assistant message's content."""
+    body = _parse(USER, {"role": "assistant", "content": None, "refusal": "I can't help."})
+    assert body.messages[1].content == "I can't help."
+
+
+@pytest.mark.parametrize(
+    ("message", "param", "error"),
+    [
+        (
+            {"role": "assistant", "content": None, "audio": {"id": "a"}},
+            "audio",
+            UnsupportedParameter,
+        ),
+        (
+            {"role": "assistant", "function_call": {"name": "f"}},
+            "function_call",
+            UnsupportedParameter,
+        ),
+        ({"role": "assistant", "content": "a", "refusal": "b"}, "refusal", InvalidRequest),
+        ({"role": "user", "content": None, "refusal": "b"}, "refusal", InvalidRequest),
+    ],
+)
+def test_response_fields_that_cannot_be_replayed(
+    message: dict[str, Any], param: str, error: type[InvalidRequest]
+) -> None:
+    """Audio, a legacy function call, or a refusal beside content: a 400 naming it."""
+    with pytest.raises(error) as caught:
+        _parse(USER, message)
+    assert caught.value.param == f"messages[1].{param}"
+
+
+@pytest.mark.parametrize(
+    ("message", "param"),
+    [
+        ({"role": "user"}, "content"),
+        ({"role": "system", "content": None}, "content"),
+        ({"role": "user", "content": []}, "content"),
+        ({"role": "tool", "content": "42"}, "tool_call_id"),
+        ({"role": "assistant", "content": None}, "content"),
+    ],
+)
+def test_each_role_has_what_it_needs(message: dict[str, Any], param: str) -> None:
+    """A message missing what its role needs is a 400 naming the field."""
+    with pytest.raises(InvalidRequest) as caught:
+        _parse(USER, message)
+    assert caught.value.param == f"messages[1].{param}"
+
+
+def test_an_assistant_turn_of_calls_needs_no_content() -> None:
+    """An assistant message with tool calls, and the tool's answer, are history as they are."""
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    body = _parse(
+        USER,
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "42"},
+    )
+    assert len(body.messages) == 3
