@@ -113,11 +113,11 @@ class OpenAIHTTPBackend:
                 except TimeoutError:
                     raise DeadlineExceeded(deadline.stage) from None
                 except aiohttp.ClientError as exc:
-                    raise BackendUnavailable(f"Backend stream broke: {exc!r}") from exc
+                    raise BackendUnavailable(f"stream broke: {exc!r}", replica=self.url) from exc
                 except SSEError as exc:
-                    raise BackendError(f"Backend sent a malformed stream: {exc}") from exc
+                    raise BackendError(f"malformed stream: {exc}", replica=self.url) from exc
                 if not events and content.at_eof():
-                    raise BackendUnavailable("Backend ended the stream before [DONE].")
+                    raise BackendUnavailable("stream ended before [DONE]", replica=self.url)
                 ready: list[StreamChunk] = []
                 failure: GatewayError | None = None
                 for payload in events:
@@ -195,7 +195,7 @@ class OpenAIHTTPBackend:
     ) -> aiohttp.ClientResponse:
         """Send a request; a response other than 200 is raised as the matching error."""
         if self._session is None:
-            raise BackendUnavailable(f"Backend {self.url} is not started.")
+            raise BackendUnavailable("not started", replica=self.url)
         remaining = deadline.remaining()
         if remaining <= 0:  # aiohttp reads a zero timeout as "no timeout"
             raise DeadlineExceeded(deadline.stage)
@@ -208,7 +208,7 @@ class OpenAIHTTPBackend:
         except TimeoutError:
             raise DeadlineExceeded(deadline.stage) from None
         except aiohttp.ClientError as exc:
-            raise BackendUnavailable(f"Backend request failed: {exc!r}") from exc
+            raise BackendUnavailable(f"request failed: {exc!r}", replica=self.url) from exc
         if response.status != 200:
             raise decode.status_error(response.status, await _read(response, deadline))
         return response

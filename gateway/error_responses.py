@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from core.errors import (
+    BackendError,
     DeadlineExceeded,
     GatewayError,
     MethodNotAllowed,
@@ -38,6 +39,10 @@ def error_response(exc: GatewayError, request: Request | None = None) -> Respons
 
 
 def _note_error(record: RequestRecord, status: int, exc: GatewayError) -> None:
+    if isinstance(exc, BackendError):  # the client is told less than this
+        log.warning(
+            "request %s: replica %s: %s", record.request_id, exc.replica or "-", exc.message
+        )
     record.note_failure(
         exc.code or exc.type,
         status=status,

@@ -115,6 +115,9 @@ def openapi_document() -> bytes:
     }
     paths["/v1/responses/{response_id}"] = stored
     paths["/v1/models"] = _get("listModels", _OBJECT)
+    model = _get("retrieveModel", _OBJECT)
+    model["get"]["parameters"] = [{**response_id, "name": "model"}]
+    paths["/v1/models/{model}"] = model
     paths["/healthz"] = _get("healthz", _OBJECT)
     paths["/readyz"] = _get("readyz", _OBJECT)
     paths["/metrics"] = _get("metrics", _OBJECT, "text/plain")

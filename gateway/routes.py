@@ -14,7 +14,13 @@ from access.caller import Caller
 from access.registry import KeyRegistry
 from backends.fleet import Fleet
 from budgets.request_budget import RequestBudget
-from core.errors import GatewayError, NoHealthyBackend, PayloadTooLarge, UnsupportedMediaType
+from core.errors import (
+    GatewayError,
+    ModelNotFound,
+    NoHealthyBackend,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+)
 from gateway.client_watch import ClientWatch
 from gateway.drain import DRAIN, ShuttingDown
 from gateway.observing import RECORD_SCOPE_KEY
@@ -44,6 +50,11 @@ async def read_json_body(request: Request, limit: int, timeout_s: float | None =
     if content_type.split(";", 1)[0].strip().lower() != _JSON:
         raise UnsupportedMediaType(
             f"Content-Type must be {_JSON}, got {content_type or 'nothing'!r}."
+        )
+    encoding = request.headers.get("content-encoding", "identity").strip().lower()
+    if encoding != "identity":
+        raise UnsupportedMediaType(
+            f"Content-Encoding {encoding!r} is not supported; send the body uncompressed."
         )
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -154,19 +165,33 @@ def _responses(request: Request) -> ResponsesService:
     return service
 
 
-async def list_models(request: Request) -> Response:
+_MODELS_CREATED = int(time.time())
+"""`created` of every listed model: when this process started serving it, stable across calls."""
+
+
+def _visible_models(request: Request) -> list[str]:
     """The models this caller may use (a key limited to some never learns of the others):
     public names, not the versions behind them (`Fleet.public_models`)."""
-    record = _record(request)
-    caller = _caller(request, relevant_headers(request.scope["headers"]), record)
+    caller = _caller(request, relevant_headers(request.scope["headers"]), _record(request))
     fleet: Fleet = request.state.fleet
-    created = int(time.time())
-    data = [
-        {"id": name, "object": "model", "created": created, "owned_by": "llm-gateway"}
-        for name in fleet.public_models
-        if caller.may_use(name)
-    ]
+    return [name for name in fleet.public_models if caller.may_use(name)]
+
+
+def _model_object(name: str) -> dict[str, str | int]:
+    return {"id": name, "object": "model", "created": _MODELS_CREATED, "owned_by": "llm-gateway"}
+
+
+async def list_models(request: Request) -> Response:
+    data = [_model_object(name) for name in _visible_models(request)]
     return Response(orjson.dumps({"object": "list", "data": data}), media_type=_JSON)
+
+
+async def retrieve_model(request: Request) -> Response:
+    """One model, as listed; a model this caller may not use is as absent as an unknown one."""
+    name: str = request.path_params["model"]
+    if name not in _visible_models(request):
+        raise ModelNotFound(name)
+    return Response(orjson.dumps(_model_object(name)), media_type=_JSON)
 
 
 async def healthz(request: Request) -> Response:
@@ -196,6 +221,7 @@ ROUTES = [
     Route("/v1/responses/{response_id}", retrieve_response, methods=["GET"]),
     Route("/v1/responses/{response_id}", delete_response, methods=["DELETE"]),
     Route("/v1/models", list_models, methods=["GET"]),
+    Route("/v1/models/{model:path}", retrieve_model, methods=["GET"]),
     Route("/healthz", healthz, methods=["GET"]),
     Route("/readyz", readyz, methods=["GET"]),
     Route("/metrics", metrics, methods=["GET"]),

@@ -18,7 +18,7 @@ from starlette.types import Receive, Scope, Send
 
 from budgets.request_budget import RequestBudget
 from core.answers import StreamChunk, Usage
-from core.errors import DeadlineExceeded, GatewayError
+from core.errors import BackendError, DeadlineExceeded, GatewayError
 from gateway.client_watch import ClientWatch
 from gateway.drain import DRAIN, ShuttingDown
 from gateway.presentation import StreamRenderer
@@ -103,14 +103,19 @@ class StreamPump(Response):
         except GatewayError as exc:
             self._source.failed(exc)
             error = exc
-            log.warning("stream %s failed after the first byte: %s", self._record.request_id, exc)
+            log.warning(
+                "stream %s failed after the first byte: %s%s",
+                self._record.request_id,
+                exc.message,
+                f" (replica {exc.replica})" if isinstance(exc, BackendError) else "",
+            )
         except asyncio.CancelledError:
             stage = watchdog.fired
             if stage is not None:
                 task.uncancel()
                 error = DeadlineExceeded(budget.total.stage if stage == TOTAL else stage)
-            elif watch.left():
-                pass  # the client left: a normal end of this response
+            elif watch.left():  # the client left: a normal end, which the access log says
+                self._record.note_failure("client_closed_request")
             elif DRAIN.draining:  # the shutdown grace ran out: end with an error event
                 task.uncancel()
                 error = ShuttingDown("The gateway shut down before the stream ended.")

@@ -101,7 +101,7 @@ class VllmGrpcBackend(VllmGrpcConnection):
             self._abort(request.request_id)
             raise
         if len(choices) != request.body.n:
-            raise BackendError(f"{self.url} ended the answer with {len(choices)} choices")
+            raise BackendError(f"ended the answer with {len(choices)} choices", replica=self.url)
         return Completion([choices[i] for i in sorted(choices)], decoder.total_usage())
 
     async def stream(

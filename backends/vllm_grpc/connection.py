@@ -90,12 +90,12 @@ class VllmGrpcConnection:
 
     def _stub(self) -> Any:
         if self._pool is None:
-            raise BackendUnavailable(f"{self.url} is not started")
+            raise BackendUnavailable("not started", replica=self.url)
         return self._pool.stub()
 
     def _ready(self) -> tuple[TokenizerBundle, ModelFacts, TokenTexts]:
         if self._bundle is None or self._facts is None or self._token_texts is None:
-            raise BackendUnavailable(f"{self.url} has not been initialized yet")
+            raise BackendUnavailable("not initialized yet", replica=self.url)
         return self._bundle, self._facts, self._token_texts
 
     async def block_size(self) -> int:

@@ -25,5 +25,5 @@ def map_rpc_error(exc: grpc.aio.AioRpcError, url: str, deadline: Deadline) -> Ga
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return DeadlineExceeded(deadline.stage)
     if code in _UNREACHABLE:
-        return BackendUnavailable(f"{url} is unavailable: {details}")
-    return BackendError(f"{url} failed with {code.name}: {details}")
+        return BackendUnavailable(f"unavailable: {details}", replica=url)
+    return BackendError(f"failed with {code.name}: {details}", replica=url)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import time
 from pathlib import Path
 from typing import Any
@@ -89,12 +90,29 @@ async def test_wrong_content_type_415(stack: Stack) -> None:
     assert status == 415
 
 
+async def test_compressed_body_415(stack: Stack) -> None:
+    """A gzip-encoded body is a 415 naming the encoding, not a confusing invalid_json."""
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            f"{stack.api_url}/chat/completions",
+            data=gzip.compress(orjson.dumps(CHAT)),
+            headers={"content-type": "application/json", "content-encoding": "gzip"},
+        ) as response,
+    ):
+        body = orjson.loads(await response.read())
+    assert response.status == 415 and "gzip" in body["error"]["message"]
+
+
 async def test_backend_failure_502(stack: Stack, sims: list[ControlClient]) -> None:
-    """When every replica fails, the client gets a 502, streaming or not."""
+    """When every replica fails, the client gets a 502, streaming or not, which names neither
+    the replica's address nor the engine's words (the gateway's log has both)."""
     for sim in sims:
         await sim.configure(error_rate=1.0)
     status, body = await _post(f"{stack.api_url}/chat/completions", orjson.dumps(CHAT))
     assert status == 502 and body["error"]["code"] == "backend_error"
+    assert "127.0.0.1" not in body["error"]["message"]
+    assert "grpc" not in body["error"]["message"]
     status, _events = await _stream_events(
         f"{stack.api_url}/chat/completions", {**CHAT, "stream": True}
     )
@@ -114,6 +132,7 @@ async def test_failure_midstream_is_error_event_then_done(
     assert events[-1] == b"data: [DONE]"
     error = orjson.loads(events[-2].removeprefix(b"data: "))
     assert error["error"]["type"] == "backend_error"
+    assert "127.0.0.1" not in error["error"]["message"]
     assert any(b'"content"' in e for e in events[:-2])
 
 

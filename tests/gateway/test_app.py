@@ -160,7 +160,8 @@ async def test_stream_failure_before_first_chunk_is_http_error(
 async def test_stream_failure_after_first_chunk_is_error_event(
     base_url: str, backends: list[FakeBackend]
 ) -> None:
-    """A stream that fails midway ends with an error event and [DONE]."""
+    """A stream that fails midway ends with an error event and [DONE]; the event says the model
+    server failed, not the engine's words."""
     for backend in backends:
         backend.fail_with, backend.fail_after = BackendError("died"), 1
     async with (
@@ -170,7 +171,8 @@ async def test_stream_failure_after_first_chunk_is_error_event(
         assert response.status == 200
         events = [e for e in (await response.read()).split(b"\n\n") if e]
     assert events[-1] == b"data: [DONE]"
-    assert orjson.loads(events[-2].removeprefix(b"data: "))["error"]["message"] == "died"
+    error = orjson.loads(events[-2].removeprefix(b"data: "))["error"]
+    assert error["type"] == "backend_error" and error["message"] == BackendError("x").public_message
 
 
 async def test_stream_retries_on_other_replica_before_first_chunk(
@@ -186,10 +188,14 @@ async def test_stream_retries_on_other_replica_before_first_chunk(
 
 
 async def test_models_and_health(base_url: str) -> None:
-    """/v1/models lists the model; /healthz and /readyz answer."""
+    """/v1/models lists the model and /v1/models/{id} retrieves it, with one stable creation
+    time; /healthz and /readyz answer."""
     client = openai.AsyncOpenAI(base_url=f"{base_url}/v1", api_key="k")
     models = await client.models.list()
     assert [m.id for m in models.data] == ["m"]
+    assert await client.models.retrieve("m") == models.data[0]
+    with pytest.raises(openai.NotFoundError):
+        await client.models.retrieve("gpt-9")
     async with aiohttp.ClientSession() as session:
         async with session.get(f"{base_url}/healthz") as response:
             assert response.status == 200

@@ -154,6 +154,15 @@ async def test_models_lists_public_names(gw: Gateway) -> None:
     assert [m["id"] for m in listed["data"]] == ["emb"]
 
 
+async def test_a_model_is_retrieved_by_a_caller_who_may_use_it(gw: Gateway) -> None:
+    """/v1/models/{id} answers for a listed model; one the key may not use, or a version
+    behind a public name, is as absent as an unknown one."""
+    assert orjson.loads(await gw.get("/v1/models/llama"))["id"] == "llama"
+    for key, model in (("sk-emb", "llama"), ("sk-llama", "llama-v1"), ("sk-llama", "nope")):
+        error = orjson.loads(await gw.get(f"/v1/models/{model}", key=key))
+        assert error["error"]["code"] == "model_not_found"
+
+
 async def test_access_goes_by_the_public_name(gw: Gateway) -> None:
     """A key allowed `llama` may name a version; a key not allowed it gets 404 for both."""
     status, _, body = await gw.chat(model="llama-v2")

@@ -193,17 +193,19 @@ async def test_failure_after_first_byte_is_an_error_event() -> None:
     """A backend error mid-stream: an error event then [DONE]; the source hears the failure."""
     source, record, tap = Source(2, fail=BackendError("engine died")), _record(), Tap()
     client = await _run(source, _budget(30.0, 5.0), record, tap=tap)
-    assert "engine died" in str(_error_of(client)["message"])
+    assert _error_of(client)["message"] == BackendError("engine died").public_message
     assert len(source.failures) == 1 and source.closed and not tap.finished
     assert record.error is not None
 
 
 async def test_client_that_leaves_closes_the_backend_and_writes_nothing_more() -> None:
-    """A disconnect ends the pump: the source is closed, nothing is kept, no [DONE] is sent."""
+    """A disconnect ends the pump: the source is closed, nothing is kept, no [DONE] is sent,
+    and the record says the client closed it (its status stays the 200 already sent)."""
     source, record, tap = Source(3, hang=True), _record(), Tap()
     client = await _run(source, _budget(30.0, 30.0), record, Client(leave_after=1), tap)
     assert source.closed and not tap.finished
     assert not any(body.endswith(DONE_EVENT) for body in client.bodies)
+    assert record.error == "client_closed_request"
 
 
 @pytest.mark.parametrize("count", [1, 2])

@@ -124,5 +124,5 @@ def test_a_failure_is_an_error_then_failed_and_nothing_is_kept() -> None:
     raw += events.fail(BackendError("engine died"))
     parsed = _events(raw)
     assert [e["type"] for e in parsed[-2:]] == ["error", "response.failed"]
-    assert parsed[-2]["message"] == "engine died"
+    assert parsed[-2]["message"] == BackendError("engine died").public_message
     assert parsed[-1]["response"]["status"] == "failed" and kept == []
