@@ -22,7 +22,7 @@ from access.gcra import Decision, Limit, LocalLimiter
 from access.limit_headers import duration, limit_headers
 from access.shared_limiter import SharedLimiter
 from core.breaker import DependencyUnavailable
-from core.errors import RateLimited, TokensRateLimited
+from core.errors import RateLimited, RequestTooLarge, TokensRateLimited
 
 log = logging.getLogger("gateway.limits")
 
@@ -103,6 +103,7 @@ class RateLimiter:
         if not limits:
             return UNLIMITED
         tokens = tokens_of() if any(limit.unit == "tokens" for limit in limits) else 0
+        _check_fits(caller, limits, tokens)
         costs = [1 if limit.unit == "requests" else tokens for limit in limits]
         decision, used, shared = await self._decide(limits, costs)
         if not decision.allowed:
@@ -172,19 +173,31 @@ class RateLimiter:
         self.refused[limit.unit] += 1
         position = next(i for i, s in enumerate(decision.states) if s.limit.key == limit.key)
         state, requested = decision.states[position], costs[position]
-        whose = (
-            f"tenant {caller.tenant}"
-            if limit.owner.startswith("tenant:")
-            else f"API key {caller.name or caller.key_id}"
-        )
         message = (
-            f"Rate limit reached for {limit.name.replace('_', ' ')} for {whose}: "
+            f"Rate limit reached for {limit.name.replace('_', ' ')} for {_whose(caller, limit)}: "
             f"limit {limit.amount}, remaining "
             f"{state.remaining}, requested {requested}. Please try again in "
             f"{duration(decision.retry_after_s)}."
         )
         error = TokensRateLimited if limit.unit == "tokens" else RateLimited
         return error(message, headers=limit_headers(decision))
+
+
+def _check_fits(caller: Caller, limits: tuple[Limit, ...], tokens: int) -> None:
+    for limit in limits:
+        if limit.unit == "tokens" and tokens > limit.amount:
+            raise RequestTooLarge(
+                f"Request too large for {limit.name.replace('_', ' ')} of "
+                f"{_whose(caller, limit)}: limit {limit.amount}, requested {tokens} (the prompt "
+                "and max_tokens). Reduce max_tokens or the prompt.",
+                param="max_tokens",
+            )
+
+
+def _whose(caller: Caller, limit: Limit) -> str:
+    if limit.owner.startswith("tenant:"):
+        return f"tenant {caller.tenant}"
+    return f"API key {caller.name or caller.key_id}"
 
 
 def _shares(limits: tuple[Limit, ...], replicas: int) -> tuple[Limit, ...]:

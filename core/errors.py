@@ -105,6 +105,13 @@ class RateLimited(GatewayError):
         return dict(self._headers)
 
 
+class RequestTooLarge(InvalidRequest):
+    """One request reserves more tokens than a whole token limit holds: waiting cannot help,
+    so it is a 400 (not a 429 whose Retry-After could never be honoured)."""
+
+    code = "request_too_large"
+
+
 class TokensRateLimited(RateLimited):
     """A key's token limit (per minute or per day)."""
 

@@ -3,6 +3,8 @@ reserved before it runs, the tokens charged once it has run."""
 
 from __future__ import annotations
 
+import orjson
+
 from access.caller import Caller
 from access.limiter import Admission
 from core.errors import InvalidRequest
@@ -20,12 +22,38 @@ def check_max_tokens(asked: int | None, caller: Caller) -> None:
         )
 
 
+Body = ChatCompletionRequest | CompletionRequest
+
+
+def within_key_cap(body: Body, raw: bytes, caller: Caller) -> tuple[Body, bytes]:
+    """The request as it may run: one that names no `max_tokens` gets its key's cap as
+    `max_tokens` (in the raw body too, which an HTTP backend is sent), so leaving the field
+    out never lifts the cap."""
+    cap = caller.limits.max_tokens
+    if cap is None or body.max_output_tokens is not None:
+        return body, raw
+    data = orjson.loads(raw)
+    data["max_tokens"] = cap
+    return body.model_copy(update={"max_tokens": cap}), orjson.dumps(data)
+
+
 def reserved_tokens(
     body: ChatCompletionRequest | CompletionRequest, caller: Caller, default_output: int
 ) -> int:
-    """The tokens a request may cost: its prompt, estimated, and the most it may generate."""
-    output = body.max_output_tokens or caller.limits.max_tokens or default_output
-    return prompt_tokens(body) + output
+    """The tokens a request may cost: its prompt, estimated, and the most it may generate. A
+    request that names no maximum reserves the default, but never more than its smallest token
+    limit leaves beside the prompt (a 300-token-a-minute key could otherwise never send one)."""
+    prompt = prompt_tokens(body)
+    output = body.max_output_tokens or caller.limits.max_tokens
+    if output is None:
+        room = [
+            amount - prompt
+            for limits in (caller.limits, caller.tenant_limits)
+            for amount in (limits.tokens_per_minute, limits.tokens_per_day)
+            if amount
+        ]
+        output = max(1, min([default_output, *room]))
+    return prompt + output
 
 
 def used_tokens(record: RequestRecord, admission: Admission) -> int:

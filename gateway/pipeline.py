@@ -26,7 +26,12 @@ from core.request_parsing import parse_request
 from core.stages import StageName
 from core.token_estimate import prompt_tokens
 from gateway.cache_stages import CacheStages
-from gateway.caller_tokens import check_max_tokens, reserved_tokens, used_tokens
+from gateway.caller_tokens import (
+    check_max_tokens,
+    reserved_tokens,
+    used_tokens,
+    within_key_cap,
+)
 from gateway.embeddings import embeddings_response
 from gateway.model_access import Body, routed
 from gateway.presentation import CompletionsPresentation, Presentation
@@ -129,6 +134,7 @@ class Pipeline:
         if isinstance(body, ChatCompletionRequest):
             self.check_message_count(len(body.messages), "messages")
         check_max_tokens(body.max_output_tokens, caller)
+        body, raw = within_key_cap(body, raw, caller)
         default = self._default_output_tokens
         admission = await self._limiter.admit(
             caller, lambda: reserved_tokens(body, caller, default)

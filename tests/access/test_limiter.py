@@ -17,7 +17,7 @@ from access.shared_limiter import SharedLimiter
 from bench.harness.probes import free_port
 from bench.harness.redis_stack import redis_stack
 from core.breaker import CircuitBreaker
-from core.errors import RateLimited, TokensRateLimited
+from core.errors import RateLimited, RequestTooLarge, TokensRateLimited
 from core.redis_client import redis_client
 
 
@@ -87,6 +87,16 @@ async def test_daily_tokens_refuse_as_tokens() -> None:
     await limiter.admit(caller, lambda: 100)
     with pytest.raises(TokensRateLimited, match="tokens per day"):
         await limiter.admit(caller, lambda: 1)
+
+
+async def test_a_request_larger_than_a_whole_limit_is_a_400() -> None:
+    """A reservation no full bucket could hold is a 400 naming max_tokens, with a full bucket
+    too: a 429's Retry-After could never be honoured. One that fits still passes."""
+    limiter, caller = RateLimiter(None), _caller(tokens_per_minute=300)
+    with pytest.raises(RequestTooLarge, match="limit 300, requested 301") as raised:
+        await limiter.admit(caller, lambda: 301)
+    assert raised.value.param == "max_tokens" and raised.value.status == 400
+    assert (await limiter.admit(caller, lambda: 300)).reserved_tokens == 300
 
 
 async def test_two_limiters_share_one_keys_limit(redis_url: str) -> None:

@@ -101,6 +101,27 @@ async def test_max_tokens_above_the_keys_cap_is_rejected(guarded: Stack) -> None
     assert info.value.param == "max_tokens"
 
 
+async def test_leaving_max_tokens_out_runs_at_the_keys_cap(guarded: Stack) -> None:
+    """A request that names no max_tokens (chat, streamed, Responses) generates at most the
+    key's cap, not up to the context."""
+    limited = _client(guarded, LIMITED)
+    answer = await limited.chat.completions.create(
+        model="sim", messages=HELLO, extra_body={"ignore_eos": True}
+    )
+    assert answer.usage is not None and answer.usage.completion_tokens == 8
+    stream = await limited.chat.completions.create(
+        model="sim",
+        messages=HELLO,
+        stream=True,
+        stream_options={"include_usage": True},
+        extra_body={"ignore_eos": True},
+    )
+    usage = [chunk.usage async for chunk in stream if chunk.usage is not None]
+    assert usage[0].completion_tokens == 8
+    response = await limited.responses.create(model="sim", input="Hello", store=False)
+    assert response.usage is not None and response.usage.output_tokens <= 8
+
+
 async def test_stored_responses_belong_to_their_tenant(guarded: Stack) -> None:
     """Another tenant's key can neither read a stored response nor continue from it: both are
     404, as for an id that never existed; the owner reads it."""

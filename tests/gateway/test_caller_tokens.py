@@ -13,7 +13,7 @@ from core.errors import InvalidRequest
 from core.protocol import ChatCompletionRequest
 from core.request_parsing import parse_request
 from core.token_estimate import prompt_tokens
-from gateway.caller_tokens import check_max_tokens, reserved_tokens, used_tokens
+from gateway.caller_tokens import check_max_tokens, reserved_tokens, used_tokens, within_key_cap
 from obs.request_record import RequestRecord
 
 
@@ -34,6 +34,17 @@ def test_asking_for_more_than_the_key_allows_names_max_tokens() -> None:
     check_max_tokens(10_000, Caller("t"))
 
 
+def test_leaving_max_tokens_out_does_not_lift_the_key_cap() -> None:
+    """A request naming no max_tokens runs at its key's cap, in the raw body sent on too; one
+    that names it, or a key without a cap, is left as it is."""
+    capped = Caller("t", limits=KeyLimits(max_tokens=50))
+    raw = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+    body, sent = within_key_cap(_body(), raw, capped)
+    assert body.max_output_tokens == 50 and orjson.loads(sent)["max_tokens"] == 50
+    assert within_key_cap(_body(20), raw, capped) == (_body(20), raw)
+    assert within_key_cap(_body(), raw, Caller("t")) == (_body(), raw)
+
+
 def test_the_reservation_is_the_prompt_and_the_most_it_may_generate() -> None:
     """The request's own cap, else the key's, else the default."""
     body = _body()
@@ -41,6 +52,18 @@ def test_the_reservation_is_the_prompt_and_the_most_it_may_generate() -> None:
     assert reserved_tokens(_body(50), Caller("t"), 256) == prompt + 50
     assert reserved_tokens(body, Caller("t", limits=KeyLimits(max_tokens=80)), 256) == prompt + 80
     assert reserved_tokens(body, Caller("t"), 256) == prompt + 256
+
+
+def test_a_default_reservation_fits_the_smallest_token_limit() -> None:
+    """Without a maximum, the reservation is clipped to what the key's or tenant's smallest
+    token limit leaves beside the prompt; a named maximum is not clipped."""
+    body = _body()
+    prompt = prompt_tokens(body)
+    small = Caller("t", limits=KeyLimits(tokens_per_minute=300))
+    assert reserved_tokens(body, small, 1024) == 300
+    tenant = Caller("t", tenant_limits=KeyLimits(tokens_per_day=prompt + 40))
+    assert reserved_tokens(body, tenant, 1024) == prompt + 40
+    assert reserved_tokens(_body(1000), small, 1024) == prompt + 1000
 
 
 def test_a_stream_without_usage_is_charged_its_reservation() -> None:
