@@ -50,7 +50,9 @@ def from_history(message: Any, index: int) -> Any:
 
 
 def check_roles(messages: Sequence[ChatMessage]) -> None:
-    """Each message has what its role needs (OpenAI's rules), else a 400 naming the field."""
+    """Each message has what its role needs (OpenAI's rules), else a 400 naming the field; a
+    tool message answers a call an earlier assistant message made, once."""
+    unanswered: set[str] = set()
     for i, message in enumerate(messages):
         if message.content == []:
             raise InvalidRequest(
@@ -66,14 +68,26 @@ def check_roles(messages: Sequence[ChatMessage]) -> None:
                     "An assistant message needs content or tool_calls.",
                     param=f"messages[{i}].content",
                 )
+            unanswered.update(
+                call["id"] for call in message.tool_calls or () if isinstance(call.get("id"), str)
+            )
             continue
         if message.content is None:
             raise InvalidRequest(
                 f"Missing required parameter: messages[{i}].content.",
                 param=f"messages[{i}].content",
             )
-        if message.role == "tool" and message.tool_call_id is None:
+        if message.role != "tool":
+            continue
+        if message.tool_call_id is None:
             raise InvalidRequest(
                 f"Missing required parameter: messages[{i}].tool_call_id.",
                 param=f"messages[{i}].tool_call_id",
             )
+        if message.tool_call_id not in unanswered:
+            raise InvalidRequest(
+                f"No tool call found for the tool output with call id {message.tool_call_id!r}: "
+                "a tool message answers a call an earlier assistant message made, once.",
+                param=f"messages[{i}].tool_call_id",
+            )
+        unanswered.discard(message.tool_call_id)

@@ -25,10 +25,11 @@ class ResponseEvents:
     """Renders the chunks of one response; `close` or `fail` ends it."""
 
     __slots__ = (
-        "_arguments",
         "_calls",
+        "_counts",
         "_finish",
         "_item",
+        "_last_call",
         "_on_done",
         "_output",
         "_parts",
@@ -43,11 +44,14 @@ class ResponseEvents:
         self._on_done = on_done
         self._sequence = 0
         self._started = False
-        self._output: list[dict[str, Any]] = []  # items done
-        self._item: dict[str, Any] | None = None  # the item open now
+        self._output: list[dict[str, Any]] = []  # every item so far, in order, open or done
+        self._item: int | None = None  # where the open reasoning or message item is
         self._parts: list[str] = []  # its text so far
-        self._arguments: list[str] = []  # an open call's argument fragments
-        self._calls = 0
+        # Open calls by their chat `index`: where each is and its argument fragments. A
+        # pass-through backend may interleave two calls' fragments; each goes to its own.
+        self._calls: dict[int, tuple[int, list[str]]] = {}
+        self._last_call: int | None = None
+        self._counts = {"reasoning": 0, "message": 0, "function_call": 0}
         self._finish: str | None = None
         self._usage: Usage | None = None
 
@@ -66,7 +70,7 @@ class ResponseEvents:
 
     def close(self) -> bytes:
         events: list[bytes] = []
-        self._close_item(events)
+        self._close_all(events)
         status, incomplete = status_of(self._finish)
         response = self._shell.response(status, self._output, self._usage, incomplete=incomplete)
         kind = "response.completed" if status == "completed" else "response.incomplete"
@@ -77,7 +81,8 @@ class ResponseEvents:
 
     def fail(self, error: GatewayError) -> bytes:
         detail = {"code": error.code or error.type, "message": error.public_message}
-        failed = self._shell.response("failed", self._output, self._usage, error=detail)
+        done = [item for item in self._output if item["status"] != "in_progress"]
+        failed = self._shell.response("failed", done, self._usage, error=detail)
         return self._event("error", {**detail, "param": error.param}) + self._event(
             "response.failed", {"response": failed}
         )
@@ -85,11 +90,12 @@ class ResponseEvents:
     def _delta(self, delta: ChoiceDelta, events: list[bytes]) -> None:
         if delta.reasoning:
             if self._kind() != "reasoning":
-                self._open(self._reasoning_item(), events)
+                self._open_text(self._shell.reasoning_item("", self._next("reasoning")), events)
             self._text_delta("response.reasoning_text.delta", delta.reasoning, events)
         if delta.text:
             if self._kind() != "message":
-                self._open(self._shell.message_item("", "in_progress"), events)
+                item = self._shell.message_item("", "in_progress", self._next("message"))
+                self._open_text(item, events)
                 events.append(
                     self._event("response.content_part.added", self._at(part=output_text("")))
                 )
@@ -102,37 +108,53 @@ class ResponseEvents:
     def _call(self, call: dict[str, Any], events: list[bytes]) -> None:
         function = call.get("function") or {}
         arguments = function.get("arguments") or ""
-        if call.get("id") is not None or self._kind() != "function_call":
+        index = call.get("index")
+        if not isinstance(index, int):  # no index: a fragment continues the last call
+            fresh = call.get("id") is not None or self._last_call is None
+            index = self._counts["function_call"] + len(self._calls) if fresh else self._last_call
+        assert index is not None
+        if index not in self._calls:
+            self._close_text(events)
+            ordinal = self._next("function_call")
             item = self._shell.call_item(
-                self._calls,
-                call.get("id") or self._shell.call_id(self._calls),
+                ordinal,
+                call.get("id") or self._shell.call_id(ordinal),
                 function.get("name", ""),
                 "",
                 "in_progress",
             )
-            self._calls += 1
-            self._open(item, events)
+            self._calls[index] = (len(self._output), [])
+            self._add(item, events)
+        self._last_call = index
+        position, fragments = self._calls[index]
         if arguments:
-            self._arguments.append(arguments)
+            fragments.append(arguments)
+            ids = {"item_id": self._output[position]["id"], "output_index": position}
             events.append(
-                self._event(
-                    "response.function_call_arguments.delta", {**self._ids(), "delta": arguments}
-                )
+                self._event("response.function_call_arguments.delta", {**ids, "delta": arguments})
             )
 
+    def _next(self, kind: str) -> int:
+        """The ordinal of the next item of this kind (ids differ per item: clients key by them)."""
+        ordinal = self._counts[kind]
+        self._counts[kind] = ordinal + 1
+        return ordinal
+
     def _kind(self) -> str | None:
-        return None if self._item is None else str(self._item["type"])
+        return None if self._item is None else str(self._output[self._item]["type"])
 
-    def _reasoning_item(self) -> dict[str, Any]:
-        item = self._shell.reasoning_item("")
-        return {**item, "content": [], "status": "in_progress"}
+    def _open_text(self, item: dict[str, Any], events: list[bytes]) -> None:
+        self._close_all(events)
+        self._item = len(self._output)
+        if item["type"] == "reasoning":
+            item = {**item, "content": [], "status": "in_progress"}
+        self._add(item, events)
 
-    def _open(self, item: dict[str, Any], events: list[bytes]) -> None:
-        self._close_item(events)
-        self._item = item
+    def _add(self, item: dict[str, Any], events: list[bytes]) -> None:
+        self._output.append(item)
         events.append(
             self._event(
-                "response.output_item.added", {"output_index": len(self._output), "item": item}
+                "response.output_item.added", {"output_index": len(self._output) - 1, "item": item}
             )
         )
 
@@ -140,49 +162,53 @@ class ResponseEvents:
         self._parts.append(text)
         events.append(self._event(kind, self._at(delta=text, **extra)))
 
-    def _close_item(self, events: list[bytes]) -> None:
-        item = self._item
-        if item is None:
+    def _close_all(self, events: list[bytes]) -> None:
+        self._close_text(events)
+        for position, fragments in sorted(self._calls.values()):
+            item = self._output[position]
+            arguments = "".join(fragments) or "{}"
+            ids = {"item_id": item["id"], "output_index": position}
+            events.append(
+                self._event(
+                    "response.function_call_arguments.done",
+                    {**ids, "name": item["name"], "arguments": arguments},
+                )
+            )
+            self._done(position, {**item, "arguments": arguments, "status": "completed"}, events)
+        self._calls = {}
+        self._last_call = None
+
+    def _close_text(self, events: list[bytes]) -> None:
+        position = self._item
+        if position is None:
             return
-        kind = item["type"]
-        if kind == "message":
-            text = "".join(self._parts)
+        item, text = self._output[position], "".join(self._parts)
+        if item["type"] == "message":
             events.append(
                 self._event("response.output_text.done", self._at(text=text, logprobs=[]))
             )
             events.append(
                 self._event("response.content_part.done", self._at(part=output_text(text)))
             )
-            done = self._shell.message_item(text)
-        elif kind == "reasoning":
-            text = "".join(self._parts)
-            events.append(self._event("response.reasoning_text.done", self._at(text=text)))
-            done = self._shell.reasoning_item(text)
+            status = "incomplete" if status_of(self._finish)[0] == "incomplete" else "completed"
+            done = {**self._shell.message_item(text, status), "id": item["id"]}
         else:
-            arguments = "".join(self._arguments) or "{}"
-            events.append(
-                self._event(
-                    "response.function_call_arguments.done",
-                    {**self._ids(), "name": item["name"], "arguments": arguments},
-                )
-            )
-            done = {**item, "arguments": arguments, "status": "completed"}
-        events.append(
-            self._event(
-                "response.output_item.done", {"output_index": len(self._output), "item": done}
-            )
-        )
-        self._output.append(done)
+            events.append(self._event("response.reasoning_text.done", self._at(text=text)))
+            done = {**self._shell.reasoning_item(text), "id": item["id"]}
+        self._done(position, done, events)
         self._item = None
         self._parts = []
-        self._arguments = []
 
-    def _ids(self) -> dict[str, Any]:
-        assert self._item is not None
-        return {"item_id": self._item["id"], "output_index": len(self._output)}
+    def _done(self, position: int, item: dict[str, Any], events: list[bytes]) -> None:
+        self._output[position] = item
+        events.append(
+            self._event("response.output_item.done", {"output_index": position, "item": item})
+        )
 
     def _at(self, **fields: Any) -> dict[str, Any]:
-        return {**self._ids(), "content_index": 0, **fields}
+        assert self._item is not None
+        ids = {"item_id": self._output[self._item]["id"], "output_index": self._item}
+        return {**ids, "content_index": 0, **fields}
 
     def _event(self, kind: str, fields: dict[str, Any]) -> bytes:
         payload = orjson.dumps({"type": kind, "sequence_number": self._sequence, **fields})

@@ -19,13 +19,11 @@ class ResponseShell:
     request: ResponsesRequest
     model: str  # the version that answers (GATEWAY_MODEL_ROUTES), else the request's model
 
-    @property
-    def reasoning_id(self) -> str:
-        return "rs_" + self.id.removeprefix("resp_")
+    def reasoning_id(self, ordinal: int = 0) -> str:
+        return _item_id("rs_", self.id, ordinal)
 
-    @property
-    def message_id(self) -> str:
-        return "msg_" + self.id.removeprefix("resp_")
+    def message_id(self, ordinal: int = 0) -> str:
+        return _item_id("msg_", self.id, ordinal)
 
     def call_id(self, index: int) -> str:
         return f"fc_{self.id.removeprefix('resp_')}_{index}"
@@ -74,22 +72,25 @@ class ResponseShell:
             "user": request.user,
         }
 
-    def reasoning_item(self, text: str) -> dict[str, Any]:
+    def reasoning_item(self, text: str, ordinal: int = 0) -> dict[str, Any]:
         return {
             "type": "reasoning",
-            "id": self.reasoning_id,
+            "id": self.reasoning_id(ordinal),
             "summary": [],
             "content": [{"type": "reasoning_text", "text": text}],
             "status": "completed",
         }
 
-    def message_item(self, text: str, status: str = "completed") -> dict[str, Any]:
+    def message_item(
+        self, text: str, status: str = "completed", ordinal: int = 0
+    ) -> dict[str, Any]:
+        """`status` in_progress (no content yet), completed, or incomplete (cut short)."""
         return {
             "type": "message",
-            "id": self.message_id,
+            "id": self.message_id(ordinal),
             "status": status,
             "role": "assistant",
-            "content": [output_text(text)] if status == "completed" else [],
+            "content": [] if status == "in_progress" else [output_text(text)],
         }
 
     def call_item(
@@ -110,7 +111,8 @@ class ResponseShell:
         if choice.reasoning:
             items.append(self.reasoning_item(choice.reasoning))
         if choice.text or not choice.tool_calls:
-            items.append(self.message_item(choice.text))
+            cut = status_of(choice.finish_reason)[0] == "incomplete"
+            items.append(self.message_item(choice.text, "incomplete" if cut else "completed"))
         for i, call in enumerate(choice.tool_calls or ()):
             function = call.get("function") or {}
             items.append(
@@ -127,6 +129,13 @@ class ResponseShell:
         """The response of a whole answer."""
         status, incomplete = status_of(choice.finish_reason)
         return self.response(status, self.output(choice), usage, incomplete=incomplete)
+
+
+def _item_id(prefix: str, response_id: str, ordinal: int) -> str:
+    """The first item of a kind is `msg_<id>`, the next `msg_<id>_1`, ...: ids are unique
+    within a response, as the official SDK requires of a stream it accumulates."""
+    base = prefix + response_id.removeprefix("resp_")
+    return base if ordinal == 0 else f"{base}_{ordinal}"
 
 
 def status_of(finish_reason: str | None) -> tuple[str, str | None]:

@@ -140,7 +140,7 @@ def _text(content: Any, where: str, field: str = "content") -> str:
         if not isinstance(text, str):
             raise InvalidRequest("A text part needs its text.", param=f"{where}.{field}[{j}]")
         texts.append(text)
-    return "".join(texts)
+    return "\n".join(texts)  # as vLLM joins a chat message's text parts
 
 
 def _string(item: dict[str, Any], key: str, where: str) -> str:

@@ -94,3 +94,21 @@ def test_an_assistant_turn_of_calls_needs_no_content() -> None:
         {"role": "tool", "tool_call_id": "c1", "content": "42"},
     )
     assert len(body.messages) == 3
+
+
+@pytest.mark.parametrize(
+    "answers",
+    [
+        [{"role": "tool", "tool_call_id": "nope", "content": "x"}],
+        [
+            {"role": "tool", "tool_call_id": "c1", "content": "42"},
+            {"role": "tool", "tool_call_id": "c1", "content": "43"},
+        ],
+    ],
+)
+def test_a_tool_output_answers_a_call_made_before_it_once(answers: list[dict[str, Any]]) -> None:
+    """An output for a call no assistant message made, or a second one, is a 400 naming it."""
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    with pytest.raises(InvalidRequest, match="No tool call found") as caught:
+        _parse(USER, {"role": "assistant", "content": None, "tool_calls": [call]}, *answers)
+    assert caught.value.param == f"messages[{1 + len(answers)}].tool_call_id"

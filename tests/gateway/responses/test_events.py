@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from core.answers import ChoiceDelta, StreamChunk, Usage
+from core.answers import Choice, ChoiceDelta, StreamChunk, Usage
 from core.errors import BackendError
 from core.responses_protocol import ResponsesRequest
 from gateway.responses.events import ResponseEvents
@@ -126,3 +126,71 @@ def test_a_failure_is_an_error_then_failed_and_nothing_is_kept() -> None:
     assert [e["type"] for e in parsed[-2:]] == ["error", "response.failed"]
     assert parsed[-2]["message"] == BackendError("engine died").public_message
     assert parsed[-1]["response"]["status"] == "failed" and kept == []
+
+
+def _through_the_sdk(raw: bytes) -> Any:
+    """Feed the events to the official SDK's stream accumulator; its final response."""
+    from openai import omit
+    from openai.lib.streaming.responses._responses import ResponseStreamState
+    from openai.types.responses import ResponseStreamEvent
+    from pydantic import TypeAdapter
+
+    state: Any = ResponseStreamState(input_tools=omit, text_format=omit)
+    adapter: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
+    for event in _events(raw):
+        state.handle_event(adapter.validate_python(event))
+    return state._completed_response
+
+
+def test_text_and_calls_taking_turns_get_an_id_each() -> None:
+    """Text, a call, text, a call (and reasoning twice): four items with distinct ids, which
+    the official SDK's accumulator takes without a conflict."""
+    events = ResponseEvents(SHELL)
+    raw = events.render(StreamChunk([ChoiceDelta(0, reasoning="a")]))
+    raw += events.render(StreamChunk([ChoiceDelta(0, "Checking.")]))
+    raw += events.render(StreamChunk([ChoiceDelta(0, tool_calls=[_call(0, "f", "{}")])]))
+    raw += events.render(StreamChunk([ChoiceDelta(0, reasoning="b")]))
+    raw += events.render(StreamChunk([ChoiceDelta(0, "And.")]))
+    raw += events.render(StreamChunk([ChoiceDelta(0, tool_calls=[_call(1, "g", "{}")])]))
+    raw += events.render(StreamChunk([ChoiceDelta(0, finish_reason="tool_calls")], Usage(1, 1)))
+    raw += events.close()
+    output = _events(raw)[-1]["response"]["output"]
+    assert [i["type"] for i in output] == ["reasoning", "message", "function_call"] * 2
+    assert len({item["id"] for item in output}) == 6
+    final = _through_the_sdk(raw)
+    assert [item.id for item in final.output] == [item["id"] for item in output]
+
+
+def test_interleaved_call_fragments_go_to_their_own_call() -> None:
+    """Two calls' heads, then their fragments by `index`, interleaved: each call gets its own
+    arguments, in the events and in the SDK's accumulated response."""
+    events = ResponseEvents(SHELL)
+    heads = [_call(0, "weather", ""), _call(1, "time", "")]
+    fragments = [
+        {"index": 0, "function": {"arguments": '{"city":'}},
+        {"index": 1, "function": {"arguments": '{"tz":'}},
+        {"index": 0, "function": {"arguments": '"Paris"}'}},
+        {"index": 1, "function": {"arguments": '"CET"}'}},
+    ]
+    raw = events.render(StreamChunk([ChoiceDelta(0, tool_calls=heads)]))
+    for fragment in fragments:
+        raw += events.render(StreamChunk([ChoiceDelta(0, tool_calls=[fragment])]))
+    raw += events.render(StreamChunk([ChoiceDelta(0, finish_reason="tool_calls")], Usage(1, 1)))
+    raw += events.close()
+    done = [e for e in _events(raw) if e["type"] == "response.function_call_arguments.done"]
+    assert [(e["name"], e["arguments"]) for e in done] == [
+        ("weather", '{"city":"Paris"}'),
+        ("time", '{"tz":"CET"}'),
+    ]
+    final = _through_the_sdk(raw)
+    assert [item.arguments for item in final.output] == ['{"city":"Paris"}', '{"tz":"CET"}']
+
+
+def test_a_message_cut_short_is_incomplete() -> None:
+    """Cut by max_output_tokens, the message item itself is incomplete, streamed or not."""
+    events = ResponseEvents(SHELL)
+    raw = events.render(StreamChunk([ChoiceDelta(0, "partial", "length")], Usage(1, 1)))
+    output = _events(raw + events.close())[-1]["response"]["output"]
+    assert output[0]["status"] == "incomplete" and output[0]["content"][0]["text"] == "partial"
+    whole = SHELL.output(Choice(0, "partial", "length"))
+    assert whole[0]["status"] == "incomplete"

@@ -28,7 +28,8 @@ def test_a_string_input_with_instructions() -> None:
 
 def test_items_map_onto_one_assistant_turn_per_call_group() -> None:
     """Reasoning, text and consecutive calls are one assistant message; outputs are tool
-    messages answering their call ids; text parts are joined."""
+    messages answering their call ids; text parts are joined by a line break, as vLLM joins a
+    chat message's parts (never glued: "Hello there" + "general Kenobi")."""
     items: list[dict[str, Any]] = [
         {
             "role": "user",
@@ -55,7 +56,7 @@ def test_items_map_onto_one_assistant_turn_per_call_group() -> None:
     ]
     messages = _messages(ResponsesRequest(model="m", input=items))
     assert [m.role for m in messages] == ["user", "assistant", "tool", "tool"]
-    assert messages[0].content == "Weather twice?"
+    assert messages[0].content == "Weather \ntwice?"
     assistant = messages[1]
     assert assistant.content == "Checking." and assistant.reasoning_content == "Two calls."
     assert [c["id"] for c in assistant.tool_calls or ()] == ["c1", "c2"]
