@@ -13,14 +13,40 @@ def _reason(a: str, b: str) -> str | None:
 
 
 def test_identical_texts_pass() -> None:
-    """A stored prompt equal to the query up to whitespace is accepted."""
-    assert verify("How do I reset my password?", "How do I  reset my password? ") == ACCEPT
+    """A stored prompt equal to the query up to the width of a gap is accepted (chat text is
+    trimmed before; a raw prompt's trailing space is another prompt, see below)."""
+    assert verify("How do I reset my password?", "How do I  reset my password?") == ACCEPT
 
 
 def test_every_check_has_a_known_reason() -> None:
     """Each default check names a reason the metrics know in advance ("meaning" is the model's
-    verdict on rewritten slots, see test_verify_slot)."""
-    assert [c.name for c in DEFAULT_CHECKS] == [r for r in REASONS if r != "meaning"]
+    verdict on rewritten slots, see test_verify_slot; "layout" the same words laid out
+    otherwise)."""
+    assert [c.name for c in DEFAULT_CHECKS] == [
+        r for r in REASONS if r not in ("meaning", "layout")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("The capital of France is", "The capital of France is "),
+        ("Q: Name a primary color.\nA:", "Q: Name a primary color.\nA: "),
+        ("for i in range(3):\n    pass\nprint(i)", "for i in range(3):\n    pass\n    print(i)"),
+        ("server:\n  port: 80\nhost: x", "server:\n  port: 80\n  host: x"),
+        ("def f():\n    return 1", "def f(): return 1"),
+        ("a\n\tb", "a\n    b"),
+    ],
+)
+def test_the_same_words_laid_out_otherwise_are_refused(a: str, b: str) -> None:
+    """Indentation, line breaks and a prompt's trailing space change what code, a document or
+    a raw prompt is: refused as "layout", either way round."""
+    assert verify(a, b).reason == "layout" and verify(b, a).reason == "layout"
+
+
+def test_a_wider_gap_inside_a_line_is_the_same_text() -> None:
+    """Only the width of a gap between words may differ."""
+    assert verify("What is  the capital\nof France?", "What is the capital\nof  France?").ok
 
 
 @pytest.mark.parametrize(
