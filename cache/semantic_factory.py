@@ -26,7 +26,9 @@ log = logging.getLogger("gateway.cache")
 
 class EnsuredIndex:
     """A Redis vector index that creates itself on first use, so a Redis that was down when
-    the gateway started does not disable the semantic cache for good."""
+    the gateway started does not disable the semantic cache for good; and again after a failed
+    search, so a Redis that comes back empty (a restart without persistence, a failover to an
+    empty replica, FLUSHALL) gets its index back, over the entries written since."""
 
     def __init__(self, index: RedisVectorIndex) -> None:
         self._index = index
@@ -46,7 +48,11 @@ class EnsuredIndex:
 
     async def search(self, vector: Vector, *, tenant: str, scope: str, k: int) -> list[VectorHit]:
         await self._ensure()
-        return await self._index.search(vector, tenant=tenant, scope=scope, k=k)
+        try:
+            return await self._index.search(vector, tenant=tenant, scope=scope, k=k)
+        except CacheUnavailable:
+            self._ready = False  # the next lookup checks the index first
+            raise
 
     async def add(
         self,
