@@ -60,6 +60,11 @@ class ResponsesService:
         items = input_items(request)
         self._pipeline.check_message_count(len(history) + len(items), "input")
         body = self._pipeline.route(chat_request(request, history, items), caller)
+        if request.store and not self._store.writable:
+            # Answered all the same, but the response says it is not stored: an agent that
+            # chains from its id would otherwise meet a 404 for an id it was given.
+            log.warning("response %s will not be stored: the store is down", record.request_id)
+            request = request.model_copy(update={"store": False})
         shell = ResponseShell("resp_" + record.request_id, int(time.time()), request, body.model)
         keep = None
         if request.store:

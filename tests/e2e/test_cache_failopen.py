@@ -121,3 +121,25 @@ async def test_slow_redis(tmp_path: Path, redis_server: RedisProcess) -> None:
     # The lookup was abandoned at its 50 ms budget, not waited out for Redis's 500 ms
     # (or skipped up front once its recent p95 no longer fit).
     assert all(o.exact_cache_ms is None or o.exact_cache_ms < 400 for o in slow)
+
+
+async def test_responses_say_they_are_not_stored_while_redis_is_down(
+    tmp_path: Path, redis_server: RedisProcess
+) -> None:
+    """With Redis dead, Responses are still answered; once the store's breaker has seen it
+    fail, they say `store: false` rather than hand out ids that would later be 404s."""
+    payload = {"model": "sim", "input": "Hello", "max_output_tokens": 4}
+    with ProcessGroup(tmp_path) as group:
+        _, sim_port = start_sim(group)
+        _, port = start_gateway(group, f"sim=grpc://127.0.0.1:{sim_port}", _env(redis_server.url))
+        url = f"http://127.0.0.1:{port}/v1/responses"
+        redis_server.kill()
+        answered: list[int] = []
+        async with asyncio.timeout(60), aiohttp.ClientSession() as session:
+            while True:  # each stored answer is a failed write in the background
+                async with session.post(url, json=payload) as response:
+                    answered.append(response.status)
+                    body = await response.json()
+                if not body["store"]:
+                    break
+    assert set(answered) == {200}
