@@ -34,6 +34,7 @@ class ChoiceDecoder:
         "_echo",
         "_endpoint",
         "_hidden",
+        "_loose_space",
         "_reasoning",
         "_stop",
         "_stopped",
@@ -62,6 +63,7 @@ class ChoiceDecoder:
         self._reasoning = reasoning  # takes the thinking out of the text, before the tools
         self._tools = tools  # turns call markup in the text into tool calls
         self._calls = 0
+        self._loose_space = ""  # whitespace-only content, held until text or a call follows
         self._endpoint = endpoint
         self._detok = IncrementalDetokenizer(
             bundle.tokenizer,
@@ -110,6 +112,7 @@ class ChoiceDecoder:
         calls = None
         if self._tools is not None:
             text, calls = self._parsed(self._tools.feed(text))
+            text = self._beside_calls(text, calls, last=False)
         return ChoiceDelta(
             self.index,
             self._take_echo() + text,
@@ -153,11 +156,26 @@ class ChoiceDecoder:
             text, calls = self._parsed(self._tools.feed(text))
             rest, more = self._parsed(self._tools.finish())
             text, calls = text + rest, (calls or []) + (more or []) or None
+            text = self._beside_calls(text, calls, last=True)
             if self._calls and finish_reason == "stop":
                 finish_reason = self._tools.finish_reason
         return ChoiceDelta(
             self.index, self._take_echo() + text, finish_reason, None, calls, 0, reasoning
         )
+
+    def _beside_calls(self, text: str, calls: list[dict[str, Any]] | None, *, last: bool) -> str:
+        """Content as shown once call markup is out. Trailing whitespace is held back until
+        more text follows, and dropped if a call follows it or the answer ends having made
+        calls: the line break before or between calls is not content (vLLM leaves it out),
+        whatever pieces the text arrived in."""
+        body = text.rstrip()
+        shown = self._loose_space + body if body else ""
+        self._loose_space = text[len(body) :] if body else self._loose_space + text
+        if calls or (last and self._calls):
+            self._loose_space = ""
+        if last:
+            shown, self._loose_space = shown + self._loose_space, ""
+        return shown
 
     def _parsed(self, parsed: Parsed) -> tuple[str, list[dict[str, Any]] | None]:
         """Content, and the completed calls in OpenAI's delta shape (name and arguments whole)."""

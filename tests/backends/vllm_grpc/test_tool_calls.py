@@ -59,16 +59,37 @@ def _decode(bundle: TokenizerBundle, ids: list[int], step: int) -> list[ChoiceDe
 @pytest.mark.parametrize("step", [1, 2, 7, 10_000])
 def test_call_markup_becomes_a_tool_call(bundle: TokenizerBundle, step: int) -> None:
     """Content before the call, then one call with its id, name and arguments; finish
-    `tool_calls`; nothing of the markup in the content."""
+    `tool_calls`; nothing of the markup, nor the space before it, in the content, whatever
+    pieces the text arrives in."""
     ids = bundle.encode(OUTPUT, add_special_tokens=False)
     deltas = _decode(bundle, ids, step)
     content = "".join(d.text for d in deltas)
     calls = [call for d in deltas for call in d.tool_calls or ()]
-    assert content == "Sure. " and deltas[-1].finish_reason == "tool_calls"
+    assert content == "Sure." and deltas[-1].finish_reason == "tool_calls"
     assert len(calls) == 1 and calls[0]["index"] == 0 and calls[0]["type"] == "function"
     assert calls[0]["id"].startswith("call_")
     assert calls[0]["function"]["name"] == "get_weather"
     assert orjson.loads(calls[0]["function"]["arguments"]) == {"city": "Köln"}
+
+
+@pytest.mark.parametrize("step", [1, 3, 10_000])
+def test_the_line_breaks_around_parallel_calls_are_not_content(
+    bundle: TokenizerBundle, step: int
+) -> None:
+    """Two calls on their own lines: no content at all (a message of "\n" would be an item of
+    its own in the Responses API, in another place streamed and not)."""
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "%s"}}\n</tool_call>'
+    text = "\n" + call % "Oslo" + "\n" + call % "Rome" + "\n"
+    deltas = _decode(bundle, bundle.encode(text, add_special_tokens=False), step)
+    assert "".join(d.text for d in deltas) == ""
+    assert len([c for d in deltas for c in d.tool_calls or ()]) == 2
+
+
+def test_text_keeps_its_own_spaces(bundle: TokenizerBundle) -> None:
+    """Without calls, held-back whitespace comes out with the next text or at the end."""
+    text = "Line one.\n\nLine  two. "
+    deltas = _decode(bundle, bundle.encode(text, add_special_tokens=False), 1)
+    assert "".join(d.text for d in deltas) == text
 
 
 def test_plain_text_stays_text(bundle: TokenizerBundle) -> None:
