@@ -8,6 +8,7 @@ is what tool-calling templates (and HF's docs) expect. None fields are left out,
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -31,7 +32,7 @@ def message_to_template_dict(
         if key == "content":
             value = _template_content(value, index, content_format)
         elif key == "tool_calls":
-            value = [_template_tool_call(call, index, j) for j, call in enumerate(value)]
+            value = [_template_tool_call(call) for call in value]
         data[key] = value
     return data
 
@@ -61,8 +62,10 @@ def _template_content(
     return [{"type": "text", "text": text} for text in texts]
 
 
-def _template_tool_call(call: Mapping[str, Any], index: int, j: int) -> dict[str, Any]:
-    """Templates expect `function.arguments` as an object; OpenAI sends a JSON string."""
+def _template_tool_call(call: Mapping[str, Any]) -> dict[str, Any]:
+    """Templates expect `function.arguments` as an object; OpenAI sends a JSON string. Text
+    that is not JSON (a model's own broken call, sent back as history) is rendered as the
+    string it is: refusing it would leave that conversation unable to go on."""
     function = call.get("function")
     if not isinstance(function, Mapping):
         return dict(call)
@@ -70,13 +73,8 @@ def _template_tool_call(call: Mapping[str, Any], index: int, j: int) -> dict[str
     if not arguments:
         arguments = {}
     elif isinstance(arguments, str):
-        try:
+        with contextlib.suppress(orjson.JSONDecodeError):
             arguments = orjson.loads(arguments)
-        except orjson.JSONDecodeError as exc:
-            raise InvalidRequest(
-                f"Tool call arguments are not valid JSON: {exc}",
-                param=f"messages[{index}].tool_calls[{j}].function.arguments",
-            ) from exc
     return {**call, "function": {**function, "arguments": arguments}}
 
 

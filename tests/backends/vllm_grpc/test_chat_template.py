@@ -337,7 +337,8 @@ def test_non_text_part_is_unsupported() -> None:
 
 
 def test_tool_call_arguments_become_objects() -> None:
-    """Tool-call arguments JSON strings are parsed; invalid JSON is a 400 naming it."""
+    """Tool-call arguments JSON strings are parsed; text that is not JSON (a model's broken
+    call sent back) is rendered as the string it is, so the conversation can go on."""
     template = compile_chat_template("{{ messages[0].tool_calls[0].function.arguments.city }}")
     call = {
         "id": "c",
@@ -346,9 +347,8 @@ def test_tool_call_arguments_become_objects() -> None:
     }
     assert render_chat(template, [msg("assistant", tool_calls=[call])]) == "Oslo"
     broken = {**call, "function": {"name": "f", "arguments": "{nope"}}
-    with pytest.raises(InvalidRequest) as info:
-        render_chat(template, [msg("assistant", tool_calls=[broken])])
-    assert info.value.param == "messages[0].tool_calls[0].function.arguments"
+    raw = compile_chat_template("{{ messages[0].tool_calls[0].function.arguments }}")
+    assert render_chat(raw, [msg("assistant", tool_calls=[broken])]) == "{nope"
 
 
 def test_template_failures_are_400s() -> None:

@@ -120,7 +120,7 @@ def test_tools_choice_format_and_limits() -> None:
         ),
         ({"type": "function_call", "name": "f", "arguments": "{}"}, "input[0].call_id"),
         (
-            {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{oops"},
+            {"type": "function_call", "call_id": "c", "name": "f", "arguments": {"a": 1}},
             "input[0].arguments",
         ),
         ({"type": "item_reference", "id": "x"}, "input[0].type"),
@@ -128,7 +128,8 @@ def test_tools_choice_format_and_limits() -> None:
     ],
 )
 def test_bad_items_are_400s_naming_them(item: dict[str, Any], param: str) -> None:
-    """Images, missing ids, broken arguments, unknown item types and roles are refused."""
+    """Images, missing ids, arguments that are not a string, unknown item types and roles are
+    refused."""
     with pytest.raises(InvalidRequest) as refused:
         _messages(ResponsesRequest(model="m", input=[item]))
     assert refused.value.param == param
@@ -152,3 +153,16 @@ def test_input_with_nothing_to_answer_is_a_400() -> None:
     with pytest.raises(InvalidRequest) as refused:
         _messages(ResponsesRequest(model="m", input=[item]))
     assert refused.value.param == "input"
+
+
+def test_a_call_with_broken_arguments_can_be_answered() -> None:
+    """A model's call whose arguments are not JSON (stored, or echoed back by the Agents SDK)
+    still translates, with its output: the conversation goes on."""
+    items: list[dict[str, Any]] = [
+        {"role": "user", "content": "Weather?"},
+        {"type": "function_call", "call_id": "c1", "name": "w", "arguments": "{not json"},
+        {"type": "function_call_output", "call_id": "c1", "output": "sun"},
+    ]
+    messages = _messages(ResponsesRequest(model="m", input=items))
+    assert [m.role for m in messages] == ["user", "assistant", "tool"]
+    assert (messages[1].tool_calls or [])[0]["function"]["arguments"] == "{not json"
