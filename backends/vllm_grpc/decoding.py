@@ -9,7 +9,7 @@ from typing import Any
 from backends.reasoning.parsed import ReasoningParser
 from backends.tool_calls.parsed import Parsed, ToolCallParser
 from backends.vllm_grpc.detokenizer import IncrementalDetokenizer
-from backends.vllm_grpc.logprobs import TokenTexts, format_logprobs
+from backends.vllm_grpc.logprobs import TextOffsets, TokenTexts, format_logprobs
 from backends.vllm_grpc.stop_checker import StopChecker
 from backends.vllm_grpc.tokenizer_store import TokenizerBundle
 from core.answers import ChoiceDelta, Endpoint, Usage
@@ -35,10 +35,10 @@ class ChoiceDecoder:
         "_endpoint",
         "_hidden",
         "_loose_space",
+        "_offsets",
         "_reasoning",
         "_stop",
         "_stopped",
-        "_text_offset",
         "_token_text",
         "_tools",
         "completion_tokens",
@@ -78,7 +78,7 @@ class ChoiceDecoder:
         self._stopped = False
         self._token_text = token_text
         self._echo = echo
-        self._text_offset = len(echo)
+        self._offsets = TextOffsets(len(echo))
         self.completion_tokens = 0
         self.reasoning_tokens = 0
 
@@ -103,9 +103,8 @@ class ChoiceDecoder:
         logprobs = None
         if output_logprobs is not None and output_logprobs.token_ids:
             logprobs = format_logprobs(
-                self._endpoint, output_logprobs, self._token_text, self._text_offset
+                self._endpoint, output_logprobs, self._token_text, self._offsets
             )
-        self._text_offset += len(text)
         reasoning = ""
         if self._reasoning is not None:
             reasoning, text = self._separate(self._reasoning, pieces or [text], count)

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import codecs
 from typing import Any
 
 from tokenizers import Tokenizer
 
+from backends.vllm_grpc.token_bytes import raw_bytes_reader
 from core.answers import Endpoint
 
 
 class TokenTexts:
-    """Decoded text of single tokens, memoized: logprob rendering asks for the same ids often."""
+    """Decoded text and raw bytes of single tokens, memoized: logprob rendering asks for the
+    same ids often. A token that holds part of a character decodes to U+FFFD (as vLLM shows
+    it), but its bytes are its own (`token_bytes`), so that a client joining the bytes
+    of a choice's tokens gets its text back."""
 
     def __init__(self, tokenizer: Tokenizer) -> None:
         self._tokenizer = tokenizer
         self._texts: dict[int, str] = {}
+        self._bytes: dict[int, bytes] = {}
+        self._raw = raw_bytes_reader(tokenizer)
 
     def __call__(self, token_id: int) -> str:
         text = self._texts.get(token_id)
@@ -23,9 +30,31 @@ class TokenTexts:
             self._texts[token_id] = text
         return text
 
+    def raw(self, token_id: int) -> bytes:
+        raw = self._bytes.get(token_id)
+        if raw is None:
+            raw = self._raw(token_id) or self(token_id).encode()
+            self._bytes[token_id] = raw
+        return raw
+
+
+class TextOffsets:
+    """Where each token starts in a choice's text, counted from the tokens' own bytes: a token
+    holding the second half of "é" starts where "é" does, and the token after it one further."""
+
+    def __init__(self, start: int) -> None:
+        self._chars = start
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def advance(self, raw: bytes) -> int:
+        """The offset of a token with these bytes, which then count as decoded."""
+        offset = self._chars
+        self._chars += len(self._decoder.decode(raw))
+        return offset
+
 
 def format_logprobs(
-    endpoint: Endpoint, output_logprobs: Any, token_text: TokenTexts, text_offset: int = 0
+    endpoint: Endpoint, output_logprobs: Any, token_text: TokenTexts, offsets: TextOffsets
 ) -> Any:
     """OpenAI logprobs for one delta; None when the backend sent none."""
     ids = list(output_logprobs.token_ids)
@@ -42,23 +71,19 @@ def format_logprobs(
                 for alt_id, alt_value in zip(tops[i].token_ids, tops[i].values, strict=False):
                     alt = token_text(alt_id)
                     alternatives.append(
-                        {"token": alt, "logprob": alt_value, "bytes": list(alt.encode())}
+                        {"token": alt, "logprob": alt_value, "bytes": list(token_text.raw(alt_id))}
                     )
             content.append(
                 {
                     "token": token,
                     "logprob": values[i],
-                    "bytes": list(token.encode()),
+                    "bytes": list(token_text.raw(token_id)),
                     "top_logprobs": alternatives,
                 }
             )
         return {"content": content}
     tokens = [token_text(t) for t in ids]
-    offsets = []
-    offset = text_offset
-    for token in tokens:
-        offsets.append(offset)
-        offset += len(token)
+    starts = [offsets.advance(token_text.raw(t)) for t in ids]
     top_maps: list[dict[str, float] | None] = []
     for i in range(len(ids)):
         if i < len(tops):
@@ -71,5 +96,5 @@ def format_logprobs(
         "tokens": tokens,
         "token_logprobs": values,
         "top_logprobs": top_maps,
-        "text_offset": offsets,
+        "text_offset": starts,
     }

@@ -1,0 +1,47 @@
+"""Logprobs in OpenAI's shapes: chat bytes that join into the text, completion offsets that
+point at each token's first character, even across split characters and deltas."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from tokenizers import Tokenizer
+
+from backends.vllm_grpc.logprobs import TextOffsets, TokenTexts, format_logprobs
+from standin.vllm.tokenizer_files import tokenizer_dir
+
+TEXT = "Hi 日本 café"
+
+
+def _logprobs(ids: list[int]) -> Any:
+    return SimpleNamespace(token_ids=ids, token_logprobs=[-0.5] * len(ids), top_logprobs=[])
+
+
+def _setup() -> tuple[TokenTexts, list[int]]:
+    tokenizer = Tokenizer.from_file(str(tokenizer_dir() / "tokenizer.json"))
+    return TokenTexts(tokenizer), tokenizer.encode(TEXT, add_special_tokens=False).ids
+
+
+def test_chat_bytes_join_into_the_text() -> None:
+    """Tokens that hold part of a character show U+FFFD, but their bytes are their own."""
+    texts, ids = _setup()
+    content = format_logprobs("chat", _logprobs(ids), texts, TextOffsets(0))["content"]
+    assert any(entry["token"] == "\ufffd" for entry in content)
+    assert bytes(b for entry in content for b in entry["bytes"]).decode() == TEXT
+
+
+def test_completion_offsets_follow_the_characters_across_deltas() -> None:
+    """Each offset is where the token's first character is in the text, with the tokens
+    arriving one delta at a time and after an echoed prompt."""
+    texts, ids = _setup()
+    offsets = TextOffsets(len("Echo: "))
+    starts = [
+        format_logprobs("completion", _logprobs([token_id]), texts, offsets)["text_offset"][0]
+        for token_id in ids
+    ]
+    text = "Echo: " + TEXT
+    assert starts == sorted(starts) and starts[0] == len("Echo: ")
+    whole = [(start, texts(t)) for start, t in zip(starts, ids, strict=True)]
+    assert all(text[s : s + len(t)] == t for s, t in whole if "\ufffd" not in t)
+    assert all(0 <= start < len(text) for start in starts)
