@@ -11,12 +11,25 @@ cannot be replayed to a text model, so a non-null one is a 400 naming it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from core.errors import InvalidRequest, UnsupportedParameter
 
-if TYPE_CHECKING:
-    from core.protocol import ChatMessage
+
+class ChatTurn(Protocol):
+    """What the role rules read of a message (`core.protocol.ChatMessage` has it)."""
+
+    @property
+    def role(self) -> str: ...
+    @property
+    def content(self) -> str | list[dict[str, Any]] | None: ...
+    @property
+    def tool_calls(self) -> list[dict[str, Any]] | None: ...
+    @property
+    def tool_call_id(self) -> str | None: ...
+    @property
+    def reasoning_content(self) -> str | None: ...
+
 
 _REPLAYED = ("refusal", "annotations", "audio", "function_call")
 
@@ -49,7 +62,7 @@ def from_history(message: Any, index: int) -> Any:
     return message
 
 
-def check_roles(messages: Sequence[ChatMessage]) -> None:
+def check_roles(messages: Sequence[ChatTurn]) -> None:
     """Each message has what its role needs (OpenAI's rules), else a 400 naming the field; a
     tool message answers a call an earlier assistant message made, once."""
     unanswered: set[str] = set()
