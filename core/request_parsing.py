@@ -9,6 +9,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from core.errors import InvalidJSON, InvalidRequest, UnsupportedParameter
+from core.request_model import without_nulls
 
 RequestT = TypeVar("RequestT", bound=BaseModel)
 
@@ -27,7 +28,7 @@ def parse_request(raw: bytes, model: type[RequestT]) -> RequestT:
 def validate_request(data: dict[str, Any], model: type[RequestT]) -> RequestT:
     """Validate a decoded body, mapping every failure to a 400 naming the parameter."""
     try:
-        return model.model_validate(data)
+        return model.model_validate(without_nulls(data, model))
     except ValidationError as exc:
         raise _to_invalid_request(exc) from exc
 
