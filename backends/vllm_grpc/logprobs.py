@@ -44,10 +44,12 @@ class TextOffsets:
 
     def __init__(self, start: int) -> None:
         self._chars = start
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._decoder: codecs.IncrementalDecoder | None = None  # made when logprobs are asked
 
     def advance(self, raw: bytes) -> int:
         """The offset of a token with these bytes, which then count as decoded."""
+        if self._decoder is None:
+            self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         offset = self._chars
         self._chars += len(self._decoder.decode(raw))
         return offset
