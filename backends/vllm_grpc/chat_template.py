@@ -174,14 +174,17 @@ def compile_chat_template(
 
 
 def render_chat_request(source: ChatTemplateSource, body: ChatCompletionRequest) -> str:
-    """The prompt text for a chat completion request."""
-    template = source.chat_template(tools=body.tools is not None)
+    """The prompt text for a chat completion request. With `tool_choice: "none"` the tools are
+    left out of the prompt (as vLLM's `--exclude-tools-when-tool-choice-none`): a model shown
+    them may write a call anyway, and with no parser for it the markup would be the answer."""
+    tools = body.tools if body.tool_choice != "none" else None
+    template = source.chat_template(tools=tools is not None)
     return render_chat(
         template,
         body.messages,
         add_generation_prompt=body.add_generation_prompt,
         continue_final_message=body.continue_final_message,
-        tools=body.tools,
+        tools=tools,
         extra_kwargs=body.chat_template_kwargs,
     )
 

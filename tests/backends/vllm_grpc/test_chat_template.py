@@ -397,7 +397,8 @@ def test_globals_and_filters() -> None:
 
 
 def test_request_uses_tool_use_template_when_tools_are_given(tmp_path: Path) -> None:
-    """A model with named templates renders "tool_use" for requests with tools."""
+    """A model with named templates renders "tool_use" for requests with tools; with
+    tool_choice "none" the tools are left out, so the model is not shown what it may not call."""
     shutil.copy(tokenizer_dir() / "tokenizer.json", tmp_path / "tokenizer.json")
     templates = [
         {"name": "default", "template": "plain:{{ messages[0].content }}"},
@@ -410,3 +411,5 @@ def test_request_uses_tool_use_template_when_tools_are_given(tmp_path: Path) -> 
     with_tools = ChatCompletionRequest.model_validate({**body, "tools": TOOLS})
     assert render_chat_request(bundle, plain) == "plain:hi"
     assert render_chat_request(bundle, with_tools) == "tools:1"
+    no_calls = ChatCompletionRequest.model_validate({**body, "tools": TOOLS, "tool_choice": "none"})
+    assert render_chat_request(bundle, no_calls) == "plain:hi"
