@@ -1,13 +1,16 @@
-"""Shared fixtures for the cache tests: one real embedder per session (loading takes seconds)."""
+"""Shared fixtures for the cache tests: one real embedder per session (loading takes
+seconds), and a private Redis Stack per module that asks for one."""
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from redis.asyncio import Redis
 
+from bench.harness.redis_stack import redis_stack
 from cache.embedder import SentenceEmbedder
 from cache.semantic_factory import load_clause_embedder
 from cache.settings import CacheSettings
@@ -30,3 +33,18 @@ def clause_judge() -> Iterator[SentenceEmbedder]:
     embedder = load_clause_embedder(CacheSettings())
     yield embedder
     asyncio.run(embedder.aclose())
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    """A private Redis Stack for the module that asks for it (or REDIS_URL)."""
+    with redis_stack() as server:
+        yield server.url
+
+
+@pytest.fixture
+async def client(redis_url: str) -> AsyncIterator[Redis]:
+    """A client of that Redis."""
+    redis = Redis.from_url(redis_url)
+    yield redis
+    await redis.aclose()

@@ -4,24 +4,15 @@ and a dead Redis as a fast 503."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import pytest
 import redis.asyncio as aioredis
 
 from bench.harness.probes import free_port
-from bench.harness.redis_stack import redis_stack
 from cache.response_store import ResponseStore
 from cache.settings import CacheSettings
 from core.errors import StoreUnavailable
 from tests.support.redis_cluster import RedisClusterProcess
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    """A private Redis Stack for this module (or REDIS_URL)."""
-    with redis_stack() as server:
-        yield server.url
 
 
 def _stores(redis_url: str) -> list[ResponseStore]:

@@ -5,32 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Iterator
 
 import numpy as np
 import pytest
 from redis.asyncio import Redis
 
-from bench.harness.redis_stack import redis_stack
 from cache.semantic_factory import EnsuredIndex
 from cache.types import CacheUnavailable
 from cache.vector_index_redis import RedisVectorIndex
 
 DIMS = 8
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    """A private Redis Stack for this module (or REDIS_URL)."""
-    with redis_stack() as server:
-        yield server.url
-
-
-@pytest.fixture
-async def client(redis_url: str) -> AsyncIterator[Redis]:
-    redis = Redis.from_url(redis_url)
-    yield redis
-    await redis.aclose()
 
 
 async def _indexed(client: Redis, name: str) -> None:

@@ -4,33 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import numpy as np
 import pytest
 from redis.asyncio import Redis
 
 from bench.harness.probes import free_port
-from bench.harness.redis_stack import redis_stack
 from cache.types import CacheUnavailable, Vector
 from cache.vector_index_memory import InMemoryVectorIndex
 from cache.vector_index_redis import RedisVectorIndex
 
 DIMS = 16
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    """A private Redis Stack for this module (or REDIS_URL)."""
-    with redis_stack() as server:
-        yield server.url
-
-
-@pytest.fixture
-async def client(redis_url: str) -> AsyncIterator[Redis]:
-    redis = Redis.from_url(redis_url)
-    yield redis
-    await redis.aclose()
 
 
 @pytest.fixture
