@@ -25,6 +25,7 @@ from cache.verify_abbrev import expands_to
 from cache.verify_asks import same_kind
 from cache.verify_entities import entities_found, same_entities
 from cache.verify_features import Features, extract
+from cache.verify_layout import same_layout
 from cache.verify_numbers import NUMBER_VALUES, in_base_units
 from cache.verify_slot import SWAP_SIMILARITY, judge
 from cache.verify_swaps import no_swapped_slot, same_roles_in_place
@@ -53,25 +54,6 @@ questions that pass the short-prompt checks scored 0.71-0.75 on the train half
 ("How long does expedited shipping take" / "How much does expedited shipping cost"), the
 rewordings gained 0.86-0.90 (all with the plain model: the clause judge's own bar,
 `SLOT_SIMILARITY`, is higher)."""
-
-
-def same_layout(a: str, b: str) -> bool:
-    """Whether two texts of the same words also break and indent their lines alike and start
-    and end alike: only the width of a gap inside a line may differ. A line moved into a loop
-    is another program, an indented YAML key another document, and a raw completion prompt
-    ending in a space another prompt."""
-    if a == b:
-        return True
-    lines_a, lines_b = a.split("\n"), b.split("\n")
-    return len(lines_a) == len(lines_b) and all(
-        _edges(x) == _edges(y) for x, y in zip(lines_a, lines_b, strict=True)
-    )
-
-
-def _edges(line: str) -> tuple[str, bool]:
-    """A line's indentation, and whether it ends in whitespace."""
-    stripped = line.lstrip()
-    return line[: len(line) - len(stripped)], stripped != stripped.rstrip()
 
 
 @dataclass(frozen=True, slots=True)

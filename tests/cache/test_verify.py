@@ -30,28 +30,6 @@ def test_every_check_has_a_known_reason() -> None:
 @pytest.mark.parametrize(
     ("a", "b"),
     [
-        ("The capital of France is", "The capital of France is "),
-        ("Q: Name a primary color.\nA:", "Q: Name a primary color.\nA: "),
-        ("for i in range(3):\n    pass\nprint(i)", "for i in range(3):\n    pass\n    print(i)"),
-        ("server:\n  port: 80\nhost: x", "server:\n  port: 80\n  host: x"),
-        ("def f():\n    return 1", "def f(): return 1"),
-        ("a\n\tb", "a\n    b"),
-    ],
-)
-def test_the_same_words_laid_out_otherwise_are_refused(a: str, b: str) -> None:
-    """Indentation, line breaks and a prompt's trailing space change what code, a document or
-    a raw prompt is: refused as "layout", either way round."""
-    assert verify(a, b).reason == "layout" and verify(b, a).reason == "layout"
-
-
-def test_a_wider_gap_inside_a_line_is_the_same_text() -> None:
-    """Only the width of a gap between words may differ."""
-    assert verify("What is  the capital\nof France?", "What is the capital\nof  France?").ok
-
-
-@pytest.mark.parametrize(
-    ("a", "b"),
-    [
         ("How do I reset my password?", "I forgot my password, how can I reset it?"),
         ("How do I enable 2FA?", "How do I turn on 2FA?"),
         ("How do I turn off notifications?", "How can I disable notifications?"),
