@@ -79,7 +79,8 @@ class VllmGrpcBackend(VllmGrpcConnection):
                 decoder.note_prompt(done.prompt_tokens, done.cached_tokens)
                 state = decoder.choices[done.index]
                 logprobs = done.output_logprobs if done.HasField("output_logprobs") else None
-                body = state.feed(done.output_ids, logprobs)
+                prompt = done.input_logprobs if done.HasField("input_logprobs") else None
+                body = state.feed(done.output_ids, logprobs, prompt)
                 tail = state.finish(_finish_reason(done.finish_reason))
                 calls = [
                     {key: value for key, value in call.items() if key != "index"}
@@ -120,8 +121,9 @@ class VllmGrpcBackend(VllmGrpcConnection):
                     chunk = response.chunk
                     decoder.note_prompt(chunk.prompt_tokens, chunk.cached_tokens)
                     logprobs = chunk.output_logprobs if chunk.HasField("output_logprobs") else None
+                    prompt = chunk.input_logprobs if chunk.HasField("input_logprobs") else None
                     yield StreamChunk(
-                        [decoder.choices[chunk.index].feed(chunk.token_ids, logprobs)]
+                        [decoder.choices[chunk.index].feed(chunk.token_ids, logprobs, prompt)]
                     )
                     continue
                 # `complete` repeats the last delta's ids: it is metadata only here.

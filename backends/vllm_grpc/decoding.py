@@ -9,7 +9,13 @@ from typing import Any
 from backends.reasoning.parsed import ReasoningParser
 from backends.tool_calls.parsed import Parsed, ToolCallParser
 from backends.vllm_grpc.detokenizer import IncrementalDetokenizer
-from backends.vllm_grpc.logprobs import TextOffsets, TokenTexts, format_logprobs
+from backends.vllm_grpc.logprobs import (
+    TextOffsets,
+    TokenTexts,
+    format_logprobs,
+    format_prompt_logprobs,
+    with_prompt,
+)
 from backends.vllm_grpc.stop_checker import StopChecker
 from backends.vllm_grpc.tokenizer_store import TokenizerBundle
 from core.answers import ChoiceDelta, Endpoint, Usage
@@ -87,8 +93,11 @@ class ChoiceDecoder:
         """Whether this choice's output is split into reasoning and answer."""
         return self._reasoning is not None
 
-    def feed(self, token_ids: Any, output_logprobs: Any) -> ChoiceDelta:
-        """Decode new tokens into a delta (possibly with empty text)."""
+    def feed(
+        self, token_ids: Any, output_logprobs: Any, prompt_logprobs: Any = None
+    ) -> ChoiceDelta:
+        """Decode new tokens into a delta (possibly with empty text); `prompt_logprobs` come
+        with the first delta of a completion that echoes its prompt."""
         count = len(token_ids)
         self.completion_tokens += count
         if self._hidden and count and token_ids[-1] in self._hidden:
@@ -104,6 +113,10 @@ class ChoiceDecoder:
         if output_logprobs is not None and output_logprobs.token_ids:
             logprobs = format_logprobs(
                 self._endpoint, output_logprobs, self._token_text, self._offsets
+            )
+        if prompt_logprobs is not None and self._echo and self._endpoint == "completion":
+            logprobs = with_prompt(
+                format_prompt_logprobs(prompt_logprobs, self._token_text), logprobs
             )
         reasoning = ""
         if self._reasoning is not None:

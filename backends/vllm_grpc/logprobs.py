@@ -100,3 +100,36 @@ def format_logprobs(
         "top_logprobs": top_maps,
         "text_offset": starts,
     }
+
+
+def format_prompt_logprobs(input_logprobs: Any, token_text: TokenTexts) -> dict[str, Any]:
+    """An echoed prompt's tokens in a completion's logprobs: the first has no logprob (nothing
+    comes before it), as OpenAI and vLLM show it; offsets count from the prompt's start."""
+    ids = list(input_logprobs.token_ids)
+    offsets = TextOffsets(0)
+    entries = list(input_logprobs.token_logprobs)
+    tops = list(input_logprobs.top_logprobs)
+    values: list[float | None] = []
+    top_maps: list[dict[str, float] | None] = []
+    for i in range(len(ids)):
+        known = i < len(entries) and entries[i].HasField("value")
+        values.append(entries[i].value if known else None)
+        top = tops[i] if i < len(tops) else None
+        top_maps.append(
+            {token_text(a): v for a, v in zip(top.token_ids, top.values, strict=False)}
+            if known and top is not None and top.token_ids
+            else None
+        )
+    return {
+        "tokens": [token_text(t) for t in ids],
+        "token_logprobs": values,
+        "top_logprobs": top_maps,
+        "text_offset": [offsets.advance(token_text.raw(t)) for t in ids],
+    }
+
+
+def with_prompt(prompt: dict[str, Any], output: dict[str, Any] | None) -> dict[str, Any]:
+    """The prompt's logprobs, then the output's (a completion's shape: parallel lists)."""
+    if output is None:
+        return prompt
+    return {key: [*prompt[key], *output[key]] for key in prompt}

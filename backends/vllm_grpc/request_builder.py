@@ -160,4 +160,6 @@ def _sampling(
             params.json_schema = orjson.dumps(schema).decode()
     elif body.logprobs is not None:
         params.logprobs = body.logprobs
+        if body.echo:  # the echoed prompt comes with its tokens' logprobs, as at OpenAI
+            params.prompt_logprobs = body.logprobs
     return params

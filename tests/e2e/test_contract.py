@@ -411,4 +411,6 @@ def test_stateful_responses_workflow_finds_no_5xx(stack: Stack) -> None:
     )
     assert all(status < 500 for _, status in statuses), statuses
     chained = {operation for operation, status in statuses if status == 200}
-    assert {"GET /v1/responses/{response_id}", "DELETE /v1/responses/{response_id}"} & chained, statuses
+    assert {"GET /v1/responses/{response_id}", "DELETE /v1/responses/{response_id}"} & chained, (
+        statuses
+    )

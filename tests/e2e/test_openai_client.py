@@ -128,6 +128,35 @@ def test_text_completion_stream_and_not(stack: Stack, model: str) -> None:
     assert whole.choices[0].text and streamed == whole.choices[0].text
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_echoed_prompt_comes_with_its_logprobs(stack: Stack, stream: bool) -> None:
+    """`echo` with `logprobs` over gRPC: the prompt's tokens lead the logprobs (the first with
+    none, as at OpenAI), their offsets point into the text, and the answer's follow."""
+    client = openai.OpenAI(base_url=stack.api_url, api_key="k")
+    prompt = "Once upon a café"
+    if stream:
+        chunks = client.completions.create(
+            model="sim", prompt=prompt, echo=True, logprobs=2, max_tokens=3, stream=True
+        )
+        parts = [c.choices[0] for c in chunks]
+        text = "".join(part.text for part in parts)
+        tokens = [t for part in parts if part.logprobs for t in part.logprobs.tokens or []]
+        values = [v for part in parts if part.logprobs for v in part.logprobs.token_logprobs or []]
+        offsets = [o for part in parts if part.logprobs for o in part.logprobs.text_offset or []]
+    else:
+        choice = client.completions.create(
+            model="sim", prompt=prompt, echo=True, logprobs=2, max_tokens=3
+        ).choices[0]
+        assert choice.logprobs is not None
+        text, tokens = choice.text, choice.logprobs.tokens or []
+        values, offsets = choice.logprobs.token_logprobs or [], choice.logprobs.text_offset or []
+    assert text.startswith(prompt) and len(tokens) == len(values) == len(offsets) > 3
+    assert values[0] is None and all(v is not None for v in values[1:])
+    assert offsets[0] == 0 and offsets == sorted(offsets)
+    prompt_tokens = len(tokens) - 3
+    assert "".join(tokens[:prompt_tokens]) == prompt and offsets[prompt_tokens] == len(prompt)
+
+
 def test_stop_string_is_trimmed(stack: Stack) -> None:
     """A stop string ends the answer and never appears in it."""
     client = openai.OpenAI(base_url=stack.api_url, api_key="k")
