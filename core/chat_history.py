@@ -72,11 +72,7 @@ def check_roles(messages: Sequence[ChatTurn]) -> None:
                 "content must not be an empty list.", param=f"messages[{i}].content"
             )
         if message.role == "assistant":
-            if (
-                message.content is None
-                and not message.tool_calls
-                and not (message.reasoning_content)
-            ):
+            if message.content is None and not message.tool_calls and not message.reasoning_content:
                 raise InvalidRequest(
                     "An assistant message needs content or tool_calls.",
                     param=f"messages[{i}].content",
@@ -85,7 +81,7 @@ def check_roles(messages: Sequence[ChatTurn]) -> None:
                 call["id"] for call in message.tool_calls or () if isinstance(call.get("id"), str)
             )
             continue
-        if message.content is None:
+        if message.content is None and message.role != "function":  # its content may be null
             raise InvalidRequest(
                 f"Missing required parameter: messages[{i}].content.",
                 param=f"messages[{i}].content",
