@@ -75,6 +75,13 @@ def prepare(
     max_tokens = body.max_output_tokens
     if max_tokens is None:
         max_tokens = limit - len(ids)
+        if body.min_tokens and body.min_tokens > max_tokens:
+            raise ContextLengthExceeded(
+                f"This model's maximum context length is {limit} tokens. However, you asked "
+                f"for at least {body.min_tokens} tokens after a prompt of {len(ids)}. Please "
+                "reduce the prompt or min_tokens.",
+                param="min_tokens",
+            )
     elif len(ids) + max_tokens > limit:
         raise ContextLengthExceeded(
             f"This model's maximum context length is {limit} tokens. However, you requested "

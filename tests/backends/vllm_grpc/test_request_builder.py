@@ -52,3 +52,12 @@ def test_prompt_plus_max_tokens_over_the_context(bundle: TokenizerBundle) -> Non
         prepare(_completion(prompt=[1, 2, 3], max_tokens=62), bundle, FACTS, "r1")
     assert info.value.param == "max_tokens"
     assert prepare(_completion(prompt=[1, 2, 3], max_tokens=61), bundle, FACTS, "r1")
+
+
+def test_min_tokens_beyond_what_the_context_leaves(bundle: TokenizerBundle) -> None:
+    """Without max_tokens, a min_tokens the context cannot hold after the prompt names
+    min_tokens here, before the engine (which would say max_tokens, with no param)."""
+    with pytest.raises(ContextLengthExceeded) as info:
+        prepare(_completion(prompt=[1, 2, 3], min_tokens=62), bundle, FACTS, "r1")
+    assert info.value.param == "min_tokens"
+    assert prepare(_completion(prompt=[1, 2, 3], min_tokens=61), bundle, FACTS, "r1")
