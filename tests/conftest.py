@@ -1,4 +1,5 @@
-"""Suite-wide setup that must happen before any test module imports gRPC."""
+"""Suite-wide setup that must happen before any test module imports gRPC, and the private
+Redis servers the tests start."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from bench.harness.redis_stack import redis_stack
 from tests.support.redis_cluster import RedisClusterProcess, redis_cluster
 
 # The suite starts servers with subprocess (fork, then exec) while gRPC channels and servers
@@ -14,6 +16,13 @@ from tests.support.redis_cluster import RedisClusterProcess, redis_cluster
 # exec, where close_fds has just closed the poller's epoll descriptor: the child then aborts
 # before exec ("epoll_wait error: Bad file descriptor"). Nothing here forks without exec.
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    """A private Redis Stack for the module that asks for it (or REDIS_URL)."""
+    with redis_stack() as server:
+        yield server.url
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -15,7 +15,6 @@ from access.gcra import Limit
 from access.limiter import UNLIMITED, RateLimiter
 from access.shared_limiter import SharedLimiter
 from bench.harness.probes import free_port
-from bench.harness.redis_stack import redis_stack
 from core.breaker import CircuitBreaker
 from core.errors import RateLimited, RequestTooLarge, TokensRateLimited
 from core.redis_client import redis_client
@@ -30,13 +29,6 @@ def _caller(**limits: int) -> Caller:
 def _shared(url: str, timeout_s: float = 0.5) -> SharedLimiter:
     breaker = CircuitBreaker(failure_threshold=2, cooldown_s=30.0, name="redis-limits")
     return SharedLimiter(redis_client(url, timeout_s), breaker, timeout_s)
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    """A private Redis Stack for this module (or REDIS_URL)."""
-    with redis_stack() as server:
-        yield server.url
 
 
 @pytest.fixture

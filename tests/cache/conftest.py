@@ -1,5 +1,5 @@
 """Shared fixtures for the cache tests: one real embedder per session (loading takes
-seconds), and a private Redis Stack per module that asks for one."""
+seconds), and a client of the suite's per-module Redis (`redis_url`, tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from redis.asyncio import Redis
 
-from bench.harness.redis_stack import redis_stack
 from cache.embedder import SentenceEmbedder
 from cache.semantic_factory import load_clause_embedder
 from cache.settings import CacheSettings
@@ -33,13 +32,6 @@ def clause_judge() -> Iterator[SentenceEmbedder]:
     embedder = load_clause_embedder(CacheSettings())
     yield embedder
     asyncio.run(embedder.aclose())
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    """A private Redis Stack for the module that asks for it (or REDIS_URL)."""
-    with redis_stack() as server:
-        yield server.url
 
 
 @pytest.fixture
