@@ -54,7 +54,9 @@ def check_tools(tools: Sequence[dict[str, Any]]) -> None:
 
 def check_tool_choice(choice: str | dict[str, Any], tools: Sequence[dict[str, Any]]) -> None:
     """`none`, `auto`, `required`, or `{"type": "function", "function": {"name": ...}}` naming
-    one of the tools."""
+    one of the tools; any but `none` needs tools."""
+    if choice != "none" and not tools:
+        raise InvalidRequest("tool_choice needs tools.", param="tool_choice")
     if isinstance(choice, str):
         if choice not in CHOICES:
             raise InvalidRequest(
@@ -70,7 +72,7 @@ def check_tool_choice(choice: str | dict[str, Any], tools: Sequence[dict[str, An
             "{'type': 'function', 'function': {'name': ...}}.",
             param="tool_choice",
         )
-    if tools and name not in {tool["function"]["name"] for tool in tools}:
+    if name not in {tool["function"]["name"] for tool in tools}:
         raise InvalidRequest(
             f"tool_choice names the function {name!r}, which is not among the tools.",
             param="tool_choice",

@@ -12,21 +12,16 @@ from typing import Any
 import orjson
 
 from backends.tool_calls.parsed import Parsed, ParsedCall
-from core.errors import InvalidRequest
 from core.protocol import ChatCompletionRequest
 
 
 def forced_function(body: ChatCompletionRequest) -> str | None:
-    """The function a named `tool_choice` forces, if it does."""
+    """The function a named `tool_choice` forces, if it does (one of the tools: the request
+    was checked so, `core.tool_specs`)."""
     choice = body.tool_choice
     if not isinstance(choice, dict):
         return None
-    function = choice.get("function")
-    name = function.get("name") if isinstance(function, dict) else None
-    if not isinstance(name, str) or name not in _functions(body):
-        raise InvalidRequest(
-            "tool_choice names a function that is not among the tools.", param="tool_choice"
-        )
+    name: str = choice["function"]["name"]
     return name
 
 

@@ -47,7 +47,6 @@ def prepare(
     body = request.body
     echo_text = ""
     if isinstance(body, ChatCompletionRequest):
-        _reject_unsupported_chat(body)
         text = render_chat_request(bundle, body)
         ids = bundle.encode(text, add_special_tokens=False)
         param = "messages"
@@ -99,11 +98,6 @@ def prepare(
     )
     tail = text[-_TAIL_CHARS:] if isinstance(body, ChatCompletionRequest) else ""
     return PreparedPrompt(message, ids, echo_text, tail)
-
-
-def _reject_unsupported_chat(body: ChatCompletionRequest) -> None:
-    if body.tool_choice not in (None, "none") and not body.tools:
-        raise InvalidRequest("tool_choice needs tools.", param="tool_choice")
 
 
 def _check_token_ids(ids: list[int], facts: ModelFacts) -> None:

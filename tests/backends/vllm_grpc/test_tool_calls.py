@@ -9,13 +9,11 @@ from typing import Any
 import orjson
 import pytest
 
-from backends.base import GenerationRequest
 from backends.tool_calls.choice import detect_format, tool_parser
 from backends.tool_calls.forced import ForcedCallsParser, forced_schema
 from backends.tool_calls.hermes import HermesParser
 from backends.vllm_grpc.decoding import DecodeOptions, ResponseDecoder
 from backends.vllm_grpc.logprobs import TokenTexts
-from backends.vllm_grpc.request_builder import ModelFacts, prepare
 from backends.vllm_grpc.tokenizer_store import TokenizerBundle, load_tokenizer_bundle
 from core.answers import ChoiceDelta
 from core.errors import InvalidRequest, UnsupportedParameter
@@ -158,11 +156,11 @@ def test_forced_schemas() -> None:
     assert info.value.param == "tool_choice"
 
 
-def test_tool_choice_without_tools_is_refused(bundle: TokenizerBundle) -> None:
-    """tool_choice with no tools is a 400 naming tool_choice, before any RPC."""
-    request = GenerationRequest("chat", _chat(tool_choice="auto"), b"", "r1")
+def test_tool_choice_without_tools_is_refused() -> None:
+    """tool_choice with no tools is a 400 naming tool_choice, before any RPC (when the request
+    is read, for every backend)."""
     with pytest.raises(InvalidRequest) as info:
-        prepare(request, bundle, ModelFacts("m", 4096, 2000), "r1")
+        _chat(tool_choice="auto")
     assert info.value.param == "tool_choice"
 
 
