@@ -84,29 +84,14 @@ def format_logprobs(
                 }
             )
         return {"content": content}
-    tokens = [token_text(t) for t in ids]
-    starts = [offsets.advance(token_text.raw(t)) for t in ids]
-    top_maps: list[dict[str, float] | None] = []
-    for i in range(len(ids)):
-        if i < len(tops):
-            top_maps.append(
-                {token_text(a): v for a, v in zip(tops[i].token_ids, tops[i].values, strict=False)}
-            )
-        else:
-            top_maps.append(None)
-    return {
-        "tokens": tokens,
-        "token_logprobs": values,
-        "top_logprobs": top_maps,
-        "text_offset": starts,
-    }
+    top_maps = [_top_map(tops[i], token_text) if i < len(tops) else None for i in range(len(ids))]
+    return _completion_shape(ids, values, top_maps, token_text, offsets)
 
 
 def format_prompt_logprobs(input_logprobs: Any, token_text: TokenTexts) -> dict[str, Any]:
     """An echoed prompt's tokens in a completion's logprobs: the first has no logprob (nothing
     comes before it), as OpenAI and vLLM show it; offsets count from the prompt's start."""
     ids = list(input_logprobs.token_ids)
-    offsets = TextOffsets(0)
     entries = list(input_logprobs.token_logprobs)
     tops = list(input_logprobs.top_logprobs)
     values: list[float | None] = []
@@ -115,11 +100,23 @@ def format_prompt_logprobs(input_logprobs: Any, token_text: TokenTexts) -> dict[
         known = i < len(entries) and entries[i].HasField("value")
         values.append(entries[i].value if known else None)
         top = tops[i] if i < len(tops) else None
-        top_maps.append(
-            {token_text(a): v for a, v in zip(top.token_ids, top.values, strict=False)}
-            if known and top is not None and top.token_ids
-            else None
-        )
+        known_top = known and top is not None and len(top.token_ids) > 0
+        top_maps.append(_top_map(top, token_text) if known_top else None)
+    return _completion_shape(ids, values, top_maps, token_text, TextOffsets(0))
+
+
+def _top_map(top: Any, token_text: TokenTexts) -> dict[str, float]:
+    return {token_text(a): v for a, v in zip(top.token_ids, top.values, strict=False)}
+
+
+def _completion_shape(
+    ids: list[int],
+    values: list[Any],
+    top_maps: list[dict[str, float] | None],
+    token_text: TokenTexts,
+    offsets: TextOffsets,
+) -> dict[str, Any]:
+    """A completion's logprobs: parallel lists, offsets counted from the tokens' bytes."""
     return {
         "tokens": [token_text(t) for t in ids],
         "token_logprobs": values,
