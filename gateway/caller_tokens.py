@@ -37,9 +37,7 @@ def within_key_cap(body: Body, raw: bytes, caller: Caller) -> tuple[Body, bytes]
     return body.model_copy(update={"max_tokens": cap}), orjson.dumps(data)
 
 
-def reserved_tokens(
-    body: ChatCompletionRequest | CompletionRequest, caller: Caller, default_output: int
-) -> int:
+def reserved_tokens(body: Body, caller: Caller, default_output: int) -> int:
     """The tokens a request may cost: its prompt, estimated, and the most it may generate. A
     request that names no maximum reserves the default, but never more than its smallest token
     limit leaves beside the prompt (a 300-token-a-minute key could otherwise never send one)."""
