@@ -16,6 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
+from cache.verify_numbers import spelled
+
 _WORD = re.compile(r"[A-Za-z](?:\+\+|#)(?![\w#+])|[^\W_]+(?:['’][^\W_]+)*")  # C++, C#
 _INITIALISM = re.compile(r"[A-Z0-9]{2,6}s?")
 _BREAK = re.compile(r"[.!?;:]+(?=\s|$)|\n|[()\[\]\"“”]")
@@ -83,7 +85,10 @@ def words_of(text: str) -> Words:
         token = match.group()
         if _INITIALISM.fullmatch(token) and not token.isdigit():
             initialisms.add(token.casefold())
-        for part in _split(token):
+        parts = _split(token)
+        if len(parts) == 1:
+            parts = (spelled(parts[0], text, match.start()),)  # "1st" as "first"
+        for part in parts:
             words.append(part)
             starts.append(match.start())
             ends.append(match.end())

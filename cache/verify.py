@@ -26,9 +26,10 @@ from cache.verify_asks import same_kind
 from cache.verify_entities import entities_found, same_entities
 from cache.verify_features import Features, extract
 from cache.verify_layout import same_layout
-from cache.verify_numbers import NUMBER_VALUES, in_base_units
+from cache.verify_numbers import NUMBER_VALUES
 from cache.verify_slot import SWAP_SIMILARITY, judge
 from cache.verify_swaps import no_swapped_slot, same_roles_in_place
+from cache.verify_units import in_base_units
 
 REASONS = (
     "layout",
@@ -124,9 +125,15 @@ def _same_values(a: Sequence[tuple[str, str]], b: Sequence[tuple[str, str]]) -> 
     )
 
 
+_WORD_FORMS = {("1", "ord"): "first", ("2", "ord"): "second", ("1", ""): "one"}
+"""Numbers the extractor leaves uncounted when spelled out ("first, log in", "wait a second",
+"which one"), that another text writes in digits ("the 1st floor", "1 bitcoin")."""
+
+
 def _spelled_out(a: Features, b: Features) -> list[tuple[str, str]]:
-    """`a`'s numbers less the number words inside an expansion of one of `b`'s initialisms
-    (the "two" of "two-factor authentication" is the 2 of "2FA", not a quantity)."""
+    """`a`'s numbers less those `b` writes as words it does not count: the number words inside
+    an expansion of one of `b`'s initialisms (the "two" of "two-factor authentication" is the 2
+    of "2FA", not a quantity), and "first", "second" or "one" for a 1st, 2nd or 1."""
     numbers = list(a.numbers)
     for entity in b.entities:
         span = expands_to(entity, a.seq) if any(c.isdigit() for c in entity) else None
@@ -135,6 +142,9 @@ def _spelled_out(a: Features, b: Features) -> list[tuple[str, str]]:
                 value = (str(NUMBER_VALUES[word]), "") if word in NUMBER_VALUES else None
                 if value in numbers:
                     numbers.remove(value)
+    for value, word in _WORD_FORMS.items():
+        if value in numbers and value not in b.numbers and word in b.words:
+            numbers.remove(value)
     return numbers
 
 

@@ -13,14 +13,14 @@ from cache.verify_lexicon import LANGUAGE_STOPWORDS, NEGATIONS, STOPWORDS
 from cache.verify_lists import without_list_markers
 from cache.verify_numbers import (
     NUMBER_WORDS,
-    UNITS,
     canonical_numbers,
-    is_quantity,
     number_words,
+    spelled,
     without_restatements,
 )
 from cache.verify_poles import poles_of
 from cache.verify_script import dominant_script, script_of
+from cache.verify_units import UNITS, is_quantity
 
 _WORD = re.compile(r"[A-Za-z](?:\+\+|#)(?![\w#+])|[^\W_]+(?:['’][^\W_]+)*")  # C++, C#
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>\"'`]+")
@@ -38,6 +38,7 @@ _KEEP_FROM = re.compile(r"\b(?:stop|keep|kept)(?:s|ped|ping|ing)?(?: \S+){0,3} f
 _FAIL_TO = re.compile(r"\b(?:fail(?:s|ed|ing)?|forg[eo]t(?:s|ting)?|neglect(?:s|ed)?) to \w")
 _FAIL_WORDS = frozenset({"fail", "fails", "failed", "failing", "forget", "forgets", "forgot"})
 _FAIL_WORDS |= {"forgetting", "neglect", "neglects", "neglected"}
+_ONE_WORDS = frozenset({"one", "a", "an"})
 _CAMEL = re.compile(r"[a-z][A-Z]")
 _DIGIT = re.compile(r"\d")
 _QUOTE_CHARS = frozenset("`\"“«‘'")
@@ -217,7 +218,8 @@ def extract(text: str) -> Features:
             token, negated = _split_word(token)
             negations += negated
         tokens.append((match.start(), token))
-    words = [base.casefold() for _, base in tokens]
+    raw_words = [base.casefold() for _, base in tokens]
+    words = [spelled(w, text, start) for (start, _), w in zip(tokens, raw_words, strict=True)]
     negations += sum(word in NEGATIONS for word in words)
     if "from" in words and _KEEP_FROM.search(" ".join(words)):
         negations += 1  # "stop/keep X from doing" says "prevent"
@@ -226,8 +228,8 @@ def extract(text: str) -> Features:
     word_set = frozenset(words)
     poles = poles_of(words, word_set)
     lowered = text.casefold()
-    spelled = not NUMBER_WORDS.isdisjoint(word_set) or "one" in word_set
-    numbers = number_words(words) if spelled else []
+    has_words = not NUMBER_WORDS.isdisjoint(word_set) or not _ONE_WORDS.isdisjoint(word_set)
+    numbers = number_words(raw_words) if has_words else []
     if _DIGIT.search(text):
         normalized = lowered.replace("a.m.", "am").replace("p.m.", "pm")
         numbers += canonical_numbers(normalized.replace("per cent", "percent"))

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from decimal import Decimal, InvalidOperation
 
 from cache.verify_dates import times_and_dates
+from cache.verify_units import CURRENCY_SYMBOLS, UNITS, is_quantity
 
 ONES = {
     "zero": 0,
@@ -47,70 +47,17 @@ TENS = {
 }
 SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9}
 
-# Unit spellings -> canonical unit. Currency symbols are handled by the number pattern.
-UNITS: dict[str, str] = {}
-for _canonical, _spellings in {
-    "%": "% percent pct percentage",
-    "usd": "usd dollar dollars bucks",
-    "eur": "eur euro euros",
-    "gbp": "gbp",
-    "jpy": "jpy yen",
-    "inr": "inr rupee rupees",
-    "pound": "pound pounds",
-    "ms": "ms millisecond milliseconds",
-    "s": "s sec secs second seconds",
-    "min": "min mins minute minutes",
-    "h": "h hr hrs hour hours",
-    "d": "day days",
-    "wk": "wk week weeks",
-    "mo": "month months",
-    "y": "yr yrs year years",
-    "b": "b byte bytes",
-    "kb": "kb kib kilobyte kilobytes",
-    "mb": "mb mib megabyte megabytes",
-    "gb": "gb gib gigabyte gigabytes",
-    "tb": "tb tib terabyte terabytes",
-    "mm": "mm millimeter millimeters millimetre millimetres",
-    "cm": "cm centimeter centimeters centimetre centimetres",
-    "m": "m meter meters metre metres",
-    "km": "km kilometer kilometers kilometre kilometres",
-    "mi": "mi mile miles",
-    "ft": "ft foot feet",
-    "in": "inch inches",
-    "mg": "mg milligram milligrams",
-    "g": "g gram grams",
-    "kg": "kg kilo kilos kilogram kilograms",
-    "lb": "lb lbs",
-    "oz": "oz ounce ounces",
-    "t": "ton tons tonne tonnes",
-    "c": "°c celsius",
-    "f": "°f fahrenheit",
-    "deg": "° degree degrees",
-    "am": "am a.m.",
-    "pm": "pm p.m.",
-    "ord": "st nd rd th",
-    "x": "x times",
-    "px": "px pixel pixels",
-    "fps": "fps",
-    "hz": "hz",
-    "khz": "khz",
-    "mhz": "mhz",
-    "ghz": "ghz",
-    "mph": "mph",
-    "kph": "kph km/h",
-    "w": "w watt watts",
-    "kw": "kw",
-    "kwh": "kwh",
-    "v": "v volt volts",
-    "mah": "mah",
-    "k": "k",
-}.items():
-    for _spelling in _spellings.split():
-        UNITS[_spelling] = _canonical
-
-CURRENCY_SYMBOLS = {"$": "usd", "€": "eur", "£": "gbp", "¥": "jpy", "₹": "inr"}
 
 _MULTIPLES = frozenset({"twice", "thrice"})
+FRACTIONS = {"half": "0.5", "halve": "0.5", "quarter": "0.25"}
+"""Parts of a quantity ("half an hour" is 30 minutes; "half a cup" is not a cup)."""
+MULTIPLIERS = {"double": 2, "triple": 3, "quadruple": 4}
+"""Multiples written as one word: "double the dose" is "twice the dose"."""
+_FORTNIGHT = frozenset({"fortnight", "fortnights"})
+_ONE_OF = frozenset({"a", "an"})
+_RATE_WORDS = frozenset({"once", "times", "per"})
+_COUNTED_UNITS = frozenset({"h", "d", "wk", "mo", "y", "min", "mi", "km", "kg", "g", "oz", "t"})
+"""Units that "a" or "an" counts as one of: "within an hour" is "within 60 minutes"."""
 ORDINALS = {
     "third": 3,
     "fourth": 4,
@@ -127,6 +74,25 @@ ORDINALS = {
 }
 """Spelled-out ordinals ("the third week" / "the 3rd week"); "first" and "second" are left
 out: "first, log in", "wait a second" are rarely positions."""
+WORD_SPELLINGS = {"1st": "first", "2nd": "second", "1": "one"}
+"""The words of the numbers the extractor leaves uncounted when spelled out: the word checks
+read "the 1st floor" as "the first floor", "1 bitcoin" as "one bitcoin" (the number check reads
+the digits from the text)."""
+_INSIDE_NUMBER = re.compile(r"[.,/:]\d")
+
+
+def spelled(word: str, text: str, start: int) -> str:
+    """`word`, found at `start` of `text`, as `WORD_SPELLINGS` spells it, unless it is a part of
+    a longer number ("1.5", "1,000", "1/2", "1:30")."""
+    spelling = WORD_SPELLINGS.get(word)
+    if spelling is None:
+        return word
+    end = start + len(word)
+    if _INSIDE_NUMBER.match(text, end) or _INSIDE_NUMBER.match(text, max(start - 1, 0), end):
+        return word
+    return spelling
+
+
 CLOCK_WORDS = {"noon": "12:00", "midnight": "00:00"}
 NUMBER_WORDS = (
     frozenset(ONES)
@@ -134,6 +100,9 @@ NUMBER_WORDS = (
     | frozenset(SCALES)
     | frozenset(ORDINALS)
     | frozenset(CLOCK_WORDS)
+    | frozenset(FRACTIONS)
+    | frozenset(MULTIPLIERS)
+    | _FORTNIGHT
 )
 NUMBER_VALUES = {**ONES, **TENS}
 
@@ -142,50 +111,6 @@ _NUMBER = re.compile(
     r"(?:(?P<gap>[ \-]?)(?P<unit>%|°[cf]?|[$€£¥₹]|[a-zµ]+(?:/[a-z]+)?)(?!\w))?"
 )
 _THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
-_GLUED = re.compile(r"\d+(?:\.\d+)?([a-z%°]+)")
-
-
-_IN_BASE = {
-    "ms": ("s", Decimal("0.001")),
-    "min": ("s", Decimal(60)),
-    "h": ("s", Decimal(3600)),
-    "d": ("s", Decimal(86400)),
-    "wk": ("s", Decimal(604800)),
-    "mm": ("m", Decimal("0.001")),
-    "cm": ("m", Decimal("0.01")),
-    "km": ("m", Decimal(1000)),
-    "mg": ("g", Decimal("0.001")),
-    "kg": ("g", Decimal(1000)),
-}
-"""Units with one exact ratio to a base unit (not months, years or bytes: their lengths vary
-or are read two ways)."""
-_BASES = frozenset(base for base, _ in _IN_BASE.values())
-_ONE = Decimal(1)
-
-
-def in_base_units(numbers: Sequence[tuple[str, str]]) -> list[tuple[Decimal | str, str]] | None:
-    """`numbers` with lengths of time, distance and mass in one unit each, sorted: "5
-    seconds" and "5000 ms" alike, "90 minutes" and "1.5 hours". None when two of them would
-    share a unit: "5 min and 60 s" / "1 min and 300 s" hold the same values in other roles."""
-    converted: list[tuple[Decimal | str, str]] = []
-    for value, unit in numbers:
-        base, factor = _IN_BASE.get(unit, (unit, _ONE))
-        try:
-            amount = Decimal(value) * factor if base in _BASES else None
-        except InvalidOperation:
-            amount = None  # "1.2.3"
-        # Values in no such unit keep their spelling: "1.10" is not "1.1" when it is a version.
-        converted.append((value, unit) if amount is None else (amount.normalize(), base))
-    bases = [unit for value, unit in converted if unit in _BASES]
-    if len(bases) != len(set(bases)):
-        return None
-    return sorted(converted, key=lambda pair: (str(pair[0]), pair[1]))
-
-
-def is_quantity(word: str) -> bool:
-    """A lowercase token such as "16gb", "7pm" or "1st": digits glued to a known unit."""
-    glued = _GLUED.fullmatch(word)
-    return glued is not None and glued.group(1) in UNITS
 
 
 def counts(before: str, word: str) -> bool:
@@ -194,6 +119,36 @@ def counts(before: str, word: str) -> bool:
     if word not in UNITS:
         return False
     return before.isdigit() or before in NUMBER_WORDS or before == "one" or is_quantity(before)
+
+
+def _counted_unit(word: str) -> str | None:
+    """The unit a spelled-out unit word names, if "a" or "an" before it counts one of it (a
+    whole word, not a symbol: "a m" is no metre)."""
+    unit = UNITS.get(word)
+    return unit if unit in _COUNTED_UNITS and len(word) > 2 and word.isalpha() else None
+
+
+def one_of(words: Sequence[str], i: int) -> tuple[str, str] | None:
+    """ "a day", "an hour" at `i` as one of that unit, unless it is the per-unit of a rate
+    ("twice a day", "8 hours a day", "60 miles an hour") or the rest of a fraction ("half an
+    hour", counted with the fraction)."""
+    if words[i] not in _ONE_OF or i + 1 == len(words):
+        return None
+    unit = _counted_unit(words[i + 1])
+    before = words[i - 1] if i > 0 else ""
+    if unit is None or before in _RATE_WORDS or before in UNITS or before in NUMBER_WORDS:
+        return None
+    return None if before.isdigit() or is_quantity(before) else ("1", unit)
+
+
+def _unit_after(words: Sequence[str], i: int) -> str:
+    """The unit a fraction at `i` takes a part of: "half an hour", "a quarter of a mile"."""
+    for word in words[i + 1 : i + 4]:
+        if word in UNITS:
+            return UNITS[word]
+        if word not in _ONE_OF and word not in ("of", "the"):
+            break
+    return ""
 
 
 def number_words(words: list[str]) -> list[tuple[str, str]]:
@@ -205,6 +160,14 @@ def number_words(words: list[str]) -> list[tuple[str, str]]:
     for i, word in enumerate(padded):
         if word in CLOCK_WORDS:
             found.append((CLOCK_WORDS[word], "clock"))  # "noon" is 12pm is 12:00
+        elif word in FRACTIONS and not active:
+            found.append((FRACTIONS[word], _unit_after(words, i)))
+        elif word in MULTIPLIERS and not active:
+            found.append((str(MULTIPLIERS[word]), "x"))
+        elif word in _FORTNIGHT and not active:
+            found.append(("2", "wk"))
+        elif word in _ONE_OF and not active and (one := one_of(words, i)) is not None:
+            found.append(one)
         elif word in _MULTIPLES and not active:
             found.append((str(ONES[word]), "x"))  # "twice" is "two times" is "2x"
         elif word in ORDINALS:

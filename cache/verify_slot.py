@@ -34,7 +34,7 @@ from cache.slot import Region, SpanPair, Words, align, into_slot, spans, templat
 from cache.verify_abbrev import expands_to
 from cache.verify_features import stem
 from cache.verify_frames import framed
-from cache.verify_numbers import counts
+from cache.verify_numbers import counts, one_of
 from cache.verify_roles import rearranged, same_clauses
 from cache.verify_swaps import traded
 from cache.verify_transform import rewords_text
@@ -140,9 +140,11 @@ def _counted(words: Sequence[str]) -> set[str]:
     """The units of the clause that follow a number, and a "one" before a unit ("ten
     percent", "1,200 dollars", "one hour"): the number check compares them ("10%", "1 hr")."""
     counted = set()
-    for before, unit in pairwise(words):
+    for i, (before, unit) in enumerate(pairwise(words)):
         if counts(before, unit):
             counted |= {before, unit} if before == "one" else {unit}
+        elif one_of(words, i) is not None:
+            counted.add(unit)  # "an hour"
     return counted
 
 

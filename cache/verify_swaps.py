@@ -10,8 +10,9 @@ from difflib import SequenceMatcher
 from cache.verify_features import Features, stem
 from cache.verify_frames import framed
 from cache.verify_lexicon import FILLER
-from cache.verify_numbers import NUMBER_WORDS, counts, is_quantity
+from cache.verify_numbers import NUMBER_WORDS, counts, one_of
 from cache.verify_roles import same_roles
+from cache.verify_units import is_quantity
 from cache.verify_words import interchangeable, is_content
 
 _MAX_DIFF_WORDS = 400
@@ -68,8 +69,8 @@ def _filler(seq: Sequence[str], i: int, frame: frozenset[int]) -> bool:
     word = seq[i]
     if i in frame or word in FILLER or word.isdigit() or word in NUMBER_WORDS:
         return True
-    if i > 0 and counts(seq[i - 1], word):
-        return True
+    if i > 0 and (counts(seq[i - 1], word) or one_of(seq, i - 1) is not None):
+        return True  # "10 minutes", "an hour"
     return is_quantity(word)
 
 

@@ -17,9 +17,10 @@ from cache.slot import Words
 from cache.verify_abbrev import clipped_of, expands_to
 from cache.verify_features import stem
 from cache.verify_lexicon import FILLER, NEGATIONS, STOPWORDS
-from cache.verify_numbers import NUMBER_WORDS, UNITS, is_quantity
+from cache.verify_numbers import NUMBER_WORDS
 from cache.verify_poles import pole_phrases, poles_of
 from cache.verify_synonyms import IRREGULAR, PHRASES_OF, SYNONYMS
+from cache.verify_units import UNITS, is_quantity
 
 _NONE: frozenset[int] = frozenset()
 

@@ -197,15 +197,15 @@ def test_templated_holdout_does_not_regress(holdout: list[Scored]) -> None:
 
 
 def test_templated_fresh_set_does_not_regress(fresh: list[Scored]) -> None:
-    """The fresh set (never tuned on): 32.4% hits (33 of 102), no false hit (0 of 130), with the
-    clause judge; 21.6% with the plain model at 0.85, 26.5% at 0.79; 27.5%
+    """The fresh set (never tuned on): 33.3% hits (34 of 102), no false hit (0 of 130), with the
+    clause judge (32.4% before "a", "half", "double" and "1st" counted as numbers); 21.6% with the plain model at 0.85, 26.5% at 0.79; 27.5%
     since whole rewritten sentences are judged as short prompts, until thanks and greetings
     became content words inside a request ("write a [thank you] note" is another note); 15.7%
     before, 13.7% before the rules that came with the set."""
     measured = rates(fresh, DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\ntemplated fresh: {measured}")
     assert measured.false_hit_verified <= MAX_FALSE_HIT
-    assert measured.hit_verified >= 0.32
+    assert measured.hit_verified >= 0.33
 
 
 def test_blind_set_is_independent_split_and_covers_every_family() -> None:
@@ -223,15 +223,15 @@ def test_blind_set_is_independent_split_and_covers_every_family() -> None:
 
 
 def test_blind_set_does_not_regress(blind: list[Scored]) -> None:
-    """The blind set as measured with the clause judge: dev half (tuned on) 28.4% hits, no false
-    hit of 88; holdout half (not looked at) 33.3% hits, 2 false hits of 86 (adapters trained with
+    """The blind set as measured with the clause judge: dev half (tuned on) 29.7% hits, no false
+    hit of 88 (28.4% before "a", "half", "double" and "1st" counted as numbers); holdout half (not looked at) 33.3% hits, 2 false hits of 86 (adapters trained with
     the extra triplets served 3 of the 86, and were not shipped). With the plain model
     at 0.85: 21.6% and none, 22.7% and 2 (4 at 0.79; 20.0% hits before a translated text
     spelled another way was the same text)."""
     dev = rates([s for s in blind if s.pair.half == "train"], DEFAULT_SIMILARITY_THRESHOLD)
     holdout = rates([s for s in blind if s.pair.half == "test"], DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\nblind dev: {dev}\nblind holdout: {holdout}")
-    assert dev.false_hit_verified == 0 and dev.hit_verified >= 0.28
+    assert dev.false_hit_verified == 0 and dev.hit_verified >= 0.29
     assert holdout.false_hit_verified <= 0.024 and holdout.hit_verified >= 0.33
 
 
@@ -298,7 +298,7 @@ def test_stored_siblings_keep_reworded_templates_from_serving_other_slots(
 @pytest.mark.xfail(
     strict=True,
     reason="issue #12 targets not met on templated prompts: test half 60.5% hits / 0.9% false "
-    "hits, independent holdout 60.3% / 0%, fresh set 32% / 0%, blind holdout 33% / 2.3% "
+    "hits, independent holdout 60.3% / 0%, fresh set 33% / 0%, blind holdout 33% / 2.3% "
     "(targets >= 60% and <= 1%)",
 )
 def test_templated_test_half_and_holdout_meet_the_targets(
