@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections.abc import Mapping
 
 import orjson
 from starlette.responses import Response
@@ -32,6 +32,7 @@ from gateway.caller_tokens import (
     used_tokens,
     within_key_cap,
 )
+from gateway.coalescing import shared_budget, shared_stream, within
 from gateway.embeddings import embeddings_response
 from gateway.model_access import Body, routed
 from gateway.presentation import CompletionsPresentation, Presentation
@@ -199,9 +200,10 @@ class Pipeline:
             source = await self._fleet.open_stream(request, budget)
         else:
             # One backend stream per identical request in flight; it feeds the tap once.
-            source = await self._stream_flights.open(
-                f"{plan.tenant}:{plan.key}", self._shared_stream(request, budget), tap
+            flight = self._stream_flights.open(
+                f"{plan.tenant}:{plan.key}", shared_stream(self._fleet, request, budget), tap
             )
+            source = await within(flight, budget.first_token)
             tap = None
         response_headers["server-timing"] = timeline.server_timing()
 
@@ -255,24 +257,17 @@ class Pipeline:
     ) -> Completion:
         trace = writeback_trace(self._tracing, record)
         plan = outcome.plan
+        coalesced = plan.key is not None and self._coalesce
 
         async def call() -> Completion:
-            completion = await self._fleet.complete(request, budget)
+            shared = shared_budget(budget) if coalesced else budget
+            completion = await self._fleet.complete(request, shared)
             self._cache.remember(outcome, completion, trace)
             return completion
 
-        if plan.key is None or not self._coalesce:
+        if not coalesced:
             return await call()
-        return await self._flights.do(f"{plan.tenant}:{plan.key}", call)
-
-    def _shared_stream(
-        self, request: GenerationRequest, budget: RequestBudget
-    ) -> Callable[[], Awaitable[AsyncGenerator[StreamChunk, None]]]:
-        async def start() -> AsyncGenerator[StreamChunk, None]:
-            opened = await self._fleet.open_stream(request, budget)
-            return opened.iterate()
-
-        return start
+        return await within(self._flights.do(f"{plan.tenant}:{plan.key}", call), budget.total)
 
 
 def _json(body: bytes, headers: dict[str, str]) -> Response:
