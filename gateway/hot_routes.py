@@ -19,6 +19,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from core.errors import GatewayError
 from gateway.client_watch import CLIENT_WATCH_SCOPE_KEY, ClientWatch
+from gateway.drain import DRAIN, ShuttingDown
 from gateway.error_responses import error_response
 from gateway.observing import RECORD_SCOPE_KEY
 from obs.request_record import RequestRecord
@@ -46,6 +47,7 @@ class HotRoutes:
         # Started once the body is read (`read_json_body`), stopped when the answer is written:
         # a client that leaves meanwhile cancels this task wherever it waits.
         watch = scope[CLIENT_WATCH_SCOPE_KEY] = ClientWatch(receive, task)
+        answering = False
         try:
             try:
                 response = await endpoint(request)
@@ -57,12 +59,20 @@ class HotRoutes:
             except Exception as exc:
                 log.exception("unhandled error on %s", scope["path"], exc_info=exc)
                 response = error_response(GatewayError("The gateway failed unexpectedly."), request)
+            answering = True
             await response(scope, receive, send)
         except asyncio.CancelledError:
             watch.stop()
-            if not watch.left():
+            if watch.left():
+                _note_client_left(scope)
+            elif DRAIN.draining and not answering:
+                # The shutdown grace ran out before an answer: an error the client can read and
+                # retry elsewhere, not the server's bare 500 (a stream ends on its own).
+                task.uncancel()
+                stopped = ShuttingDown("The gateway shut down before the answer was ready.")
+                await error_response(stopped, request)(scope, receive, send)
+            else:
                 raise
-            _note_client_left(scope)
         finally:
             watch.stop()
 

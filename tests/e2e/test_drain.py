@@ -25,8 +25,9 @@ async def _wait_exit(popen_wait: asyncio.Future[int]) -> int:
 
 
 async def test_sigterm_drains_then_stops(tmp_path: Path) -> None:
-    """/readyz is 503 right after SIGTERM while requests are served; then the port refuses
-    and a stream still running at the end of the grace gets an error event and [DONE]."""
+    """/readyz is 503 right after SIGTERM while requests are served; then the port refuses,
+    a stream still running at the end of the grace gets an error event and [DONE], and an
+    answer not yet ready a 503 `shutting_down`."""
     with ProcessGroup(tmp_path) as group:
         _, sim_port = start_sim(group, "--itl-ms", "50", "--output-tokens", "1000")
         gateway, port = start_gateway(
@@ -44,6 +45,8 @@ async def test_sigterm_drains_then_stops(tmp_path: Path) -> None:
             stream = await session.post(f"{base}/v1/completions", json=long)
             assert stream.status == 200
             assert (await stream.content.readline()).startswith(b"data: ")
+            whole = {**long, "prompt": "long, not streamed", "stream": False}
+            unstreamed = asyncio.ensure_future(session.post(f"{base}/v1/completions", json=whole))
 
             gateway.popen.send_signal(signal.SIGTERM)
             async with asyncio.timeout(WAIT_S):
@@ -57,6 +60,10 @@ async def test_sigterm_drains_then_stops(tmp_path: Path) -> None:
                 assert response.status == 200, await response.text()
 
             code = await _wait_exit(asyncio.ensure_future(asyncio.to_thread(gateway.popen.wait)))
+            async with await unstreamed as cut:  # an answer the grace cut: JSON, not a bare 500
+                assert cut.status == 503, await cut.text()
+                assert (await cut.json())["error"]["code"] == "shutting_down"
+                assert "x-request-id" in cut.headers
             rest = (await stream.read()).decode()
             stream.release()
             assert '"shutting_down"' in rest, rest[-500:]
