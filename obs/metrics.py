@@ -132,6 +132,13 @@ class GatewayMetrics:
             ("reason", "priority"),
             registry=registry,
         )
+        self._stream_errors = Counter(
+            "gateway_stream_errors_total",
+            "Streams that ended with an error event after their first byte (their status stays"
+            " 200), by route, model and error code",
+            ("route", "model", "code"),
+            registry=registry,
+        )
         self._tokens = Counter(
             "gateway_tokens_total",
             "Prompt (type=input) and generated (type=output) tokens",
@@ -147,8 +154,9 @@ class GatewayMetrics:
         self._tpot_children: dict[str, HistogramBatch] = {}
         self._stage_children: dict[str, HistogramBatch] = {}
         self._cache_children: dict[tuple[str, str], CounterBatch] = {}
-        self._overrun_children: dict[str, CounterBatch] = {}
-        self._shed_children: dict[tuple[str, str], CounterBatch] = {}
+        self._overrun_children: dict[tuple[str, ...], CounterBatch] = {}
+        self._shed_children: dict[tuple[str, ...], CounterBatch] = {}
+        self._stream_error_children: dict[tuple[str, ...], CounterBatch] = {}
         self._token_children: dict[str, tuple[CounterBatch, CounterBatch]] = {}
 
         if self.multiprocess_dir is not None:
@@ -200,17 +208,22 @@ class GatewayMetrics:
 
     def budget_overrun(self, stage: str) -> None:
         """A request's budget ran out during `stage`."""
-        child = self._overrun_children.get(stage)
-        if child is None:
-            child = self._overrun_children[stage] = self._counter(self._overruns.labels(stage))
-        child.inc()
+        self._inc(self._overrun_children, self._overruns, stage)
 
     def shed(self, reason: str, priority: str) -> None:
         """Admission control refused a request."""
-        key = (reason, priority)
-        child = self._shed_children.get(key)
+        self._inc(self._shed_children, self._shed, reason, priority)
+
+    def stream_error(self, route: str, model: str, code: str) -> None:
+        """A stream ended with an error event (`code`) after its first byte."""
+        self._inc(self._stream_error_children, self._stream_errors, route, self._model(model), code)
+
+    def _inc(
+        self, children: dict[tuple[str, ...], CounterBatch], metric: Counter, *key: str
+    ) -> None:
+        child = children.get(key)
         if child is None:
-            child = self._shed_children[key] = self._counter(self._shed.labels(reason, priority))
+            child = children[key] = self._counter(metric.labels(*key))
         child.inc()
 
     def tokens(self, model: str, input: int, output: int) -> None:

@@ -75,6 +75,8 @@ class Observer:
         metrics = self.metrics
         model = record.model or NO_MODEL
         metrics.request(record.route, model, record.cache or "none", status, duration)
+        if record.error is not None and status < 400:
+            metrics.stream_error(record.route, model, record.error)
         timeline = record.timeline
         if timeline is not None:
             for stage in timeline.stages:

@@ -136,3 +136,38 @@ def _log_lines(path: Path, request_id: str) -> list[dict[str, Any]]:
             return lines
         time.sleep(0.05)
     raise AssertionError(f"no log line for {request_id} in {path}")
+
+
+async def test_a_stream_cut_after_its_first_byte_is_counted_as_an_error(stack: Stack) -> None:
+    """A stream the engine breaks mid-way keeps its 200 status; the error counter names it."""
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{stack.sim_ports[0]}")
+    sim = ControlClient(channel)
+    payload = {
+        "model": "sim",
+        "messages": [{"role": "user", "content": "a stream cut short"}],
+        "stream": True,
+    }
+    try:
+        await sim.configure(die_after_tokens=2)
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(f"{stack.api_url}/chat/completions", json=payload) as response,
+        ):
+            assert response.status == 200
+            assert b'"error"' in await response.read()
+            async with asyncio.timeout(30):
+                while True:
+                    async with session.get(f"{stack.base_url}/metrics") as scraped:
+                        text = await scraped.text()
+                    if _sample_sum(text, "gateway_stream_errors_total"):
+                        break
+    finally:
+        await sim.reset()
+        await channel.close(grace=None)
+    errors = [
+        sample.labels
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "gateway_stream_errors_total"
+    ]
+    assert errors == [{"route": "/v1/chat/completions", "model": "sim", "code": "backend_error"}]

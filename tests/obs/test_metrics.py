@@ -154,6 +154,19 @@ def test_unknown_models_share_one_label() -> None:
     assert {dict(sample_labels).get("model") for _, sample_labels in s} == {None, "other"}
 
 
+def test_streams_cut_after_their_first_byte_are_counted_by_code() -> None:
+    """A stream error keeps its request's 200; it is counted by route, model and code, and a
+    client-chosen model name adds no label value."""
+    metrics = GatewayMetrics(models=["sim"])
+    metrics.stream_error(ROUTE, "sim", "backend_error")
+    metrics.stream_error(ROUTE, "sim", "backend_error")
+    metrics.stream_error(ROUTE, "made-up", "deadline_exceeded")
+    s = parse(metrics.render()[0])
+    errors = "gateway_stream_errors_total"
+    assert value(s, errors, route=ROUTE, model="sim", code="backend_error") == 2
+    assert value(s, errors, route=ROUTE, model="other", code="deadline_exceeded") == 1
+
+
 def test_instances_are_independent() -> None:
     """Each instance owns a private registry (no duplicate-registration errors, no sharing)."""
     first, second = GatewayMetrics(), GatewayMetrics()
