@@ -104,7 +104,7 @@ class Fleet:
         return self.members.retiring()
 
     def ready(self) -> bool:
-        """Every model has at least one healthy replica."""
+        """Some model has a healthy replica (`FleetMembers.ready`)."""
         return self.members.ready()
 
     async def start(self) -> None:

@@ -72,8 +72,10 @@ class Members:
         return list(self._leaving)
 
     def ready(self) -> bool:
-        """Every model has at least one healthy replica."""
-        return all(any(r.healthy for r in rs) for rs in self._by_model.values())
+        """Some model has a healthy replica: this gateway can serve. Not "every model": with a
+        readiness probe on it, one model's lost pool would take every gateway out of the
+        Service, and the healthy models with them (that model's requests get a quick 503)."""
+        return any(r.healthy for rs in self._by_model.values() for r in rs)
 
     async def start(self) -> None:
         everyone = [r for rs in self._by_model.values() for r in rs]

@@ -209,7 +209,7 @@ async def readyz(request: Request) -> Response:
         raise ShuttingDown("The gateway is shutting down.")
     fleet: Fleet = request.state.fleet
     if not fleet.ready():
-        raise NoHealthyBackend("Not every model has a healthy backend.")
+        raise NoHealthyBackend("No model has a healthy backend.")
     return Response(b'{"status":"ready"}', media_type=_JSON)
 
 

@@ -36,6 +36,17 @@ async def test_start_probes_every_replica() -> None:
         await members.aclose()
 
 
+def test_one_model_without_a_healthy_replica_leaves_the_gateway_ready() -> None:
+    """The other model can still be served: the gateway stays in the Service; none can: out."""
+    up = Replica("a", FakeBackend(url="up"), healthy=True)
+    down = Replica("b", FakeBackend(url="down"), healthy=True)
+    down.eject("connection refused")
+    members = _members(up, down)
+    assert members.ready()
+    up.eject("connection refused")
+    assert not members.ready()
+
+
 def test_a_declared_model_without_replicas_is_not_ready() -> None:
     """A model declared before its replicas resolve keeps the fleet unready."""
     members = _members()
