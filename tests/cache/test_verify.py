@@ -168,6 +168,9 @@ def test_antonyms_reject(a: str, b: str) -> None:
         ("Call os.path.join", "Call os.path.split"),
         ("Why does my_func fail?", "Why does my_other_func fail?"),
         ("How do I say 谢谢 in English?", "How do I say 你好 in English?"),
+        ("Is C++ hard to learn?", "Is C hard to learn?"),
+        ("What is Next.js used for?", "What is Nuxt.js used for?"),
+        ("Why is my Wi-Fi so slow?", "Why is my Bluetooth so slow?"),
     ],
 )
 def test_entities_must_agree(a: str, b: str) -> None:
@@ -179,6 +182,21 @@ def test_entity_case_and_plural_are_tolerated() -> None:
     """An entity matches its lowercase or plural form in the other text."""
     assert verify("Why is my Docker container slow?", "why is my docker container slow") == ACCEPT
     assert verify("How do I version REST APIs?", "How do I version a REST API?") == ACCEPT
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("How do I install NodeJS on Ubuntu?", "How do I install Node.js on Ubuntu?"),
+        ("Why is my Wi-Fi so slow?", "Why is my WiFi so slow?"),
+        ("What's new in macOS Sonoma?", "What is new in Mac OS Sonoma?"),
+        ("Is Pay Pal safe for shopping?", "Is PayPal safe for shopping?"),
+    ],
+)
+def test_a_name_written_with_other_separators_is_the_same_name(a: str, b: str) -> None:
+    """Dots, hyphens and spaces inside a name may come and go ("Node.js" / "NodeJS")."""
+    assert _reason(a, b) != "entity"
+    assert _reason(b, a) != "entity"
 
 
 def test_sentence_start_and_title_case_are_not_entities() -> None:
