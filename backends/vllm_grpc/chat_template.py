@@ -244,7 +244,13 @@ def _alias_reasoning(message: dict[str, Any]) -> dict[str, Any]:
     reasoning = next((message[k] for k in _REASONING_FIELDS if message.get(k) is not None), None)
     if reasoning is None:
         return message
-    return {"thinking": reasoning, **message, "reasoning_content": reasoning}
+    # vLLM gives a history message's thinking to templates as both of its names.
+    return {
+        "thinking": reasoning,
+        **message,
+        "reasoning_content": reasoning,
+        "reasoning": reasoning,
+    }
 
 
 def _tag_final_message(chat: list[dict[str, Any]], source: str) -> str:

@@ -351,6 +351,16 @@ def test_tool_call_arguments_become_objects() -> None:
     assert render_chat(raw, [msg("assistant", tool_calls=[broken])]) == "{nope"
 
 
+def test_thinking_reaches_a_template_under_every_name() -> None:
+    """A message's thinking is `reasoning`, `reasoning_content` and `thinking` to a template,
+    as vLLM passes history (templates read one or another)."""
+    template = compile_chat_template(
+        "{{ messages[0].reasoning }}|{{ messages[0].reasoning_content }}|{{ messages[0].thinking }}"
+    )
+    message = msg("assistant", "a", reasoning_content="r")
+    assert render_chat(template, [message]) == "r|r|r"
+
+
 def test_template_failures_are_400s() -> None:
     """Type errors, undefined attributes and sandbox violations are InvalidRequest."""
     for source in (
