@@ -17,6 +17,7 @@ Penalty = Annotated[float, Field(ge=-2.0, le=2.0)]
 # serialization failure (500) on the way to the backend.
 TokenId = Annotated[int, Field(ge=0, le=2**32 - 1)]
 INT32_MAX = 2**31 - 1  # counts travel as protobuf int32: a larger one is a 400, not a 500
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 
 
 class StreamOptions(RequestModel):
@@ -128,7 +129,13 @@ class ChatCompletionRequest(_Sampling):
     parallel_tool_calls: bool | None = None
     metadata: dict[str, str] | None = None
     store: bool | None = None
+    """Accepted and ignored: this gateway keeps no chat completions to list or distil."""
     service_tier: Literal["auto", "default"] | None = None
+    reasoning_effort: ReasoningEffort | None = None
+    """A template variable, as vLLM passes it (gpt-oss reads it; other templates ignore it)."""
+    verbosity: Literal["low", "medium", "high"] | None = None
+    prompt_cache_key: str | None = None
+    safety_identifier: str | None = None
     chat_template_kwargs: dict[str, Any] | None = None
     add_generation_prompt: bool = True
     continue_final_message: bool = False
@@ -151,10 +158,6 @@ class ChatCompletionRequest(_Sampling):
             check_tools(self.tools)
         if self.tool_choice is not None:
             check_tool_choice(self.tool_choice, self.tools or [])
-        if self.store:
-            raise UnsupportedParameter(
-                "store=true is not supported by this gateway.", param="store"
-            )
         if self.top_logprobs and not self.logprobs:
             raise InvalidRequest("top_logprobs requires logprobs=true.", param="top_logprobs")
         if self.stream_options is not None and not self.stream:

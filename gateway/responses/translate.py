@@ -49,6 +49,10 @@ def chat_request(
         "top_p": request.top_p,
         "parallel_tool_calls": request.parallel_tool_calls,
         "user": request.user,
+        "safety_identifier": request.safety_identifier,
+        "prompt_cache_key": request.prompt_cache_key,
+        "reasoning_effort": request.reasoning.effort if request.reasoning else None,
+        "verbosity": request.text.verbosity if request.text else None,
     }
     body.update({key: value for key, value in optional.items() if value is not None})
     if request.tools:
@@ -58,9 +62,6 @@ def chat_request(
     response_format = _response_format(request)
     if response_format is not None:
         body["response_format"] = response_format
-    if request.reasoning is not None and request.reasoning.effort is not None:
-        # What vLLM passes to templates that take it (gpt-oss); others ignore the variable.
-        body["chat_template_kwargs"] = {"reasoning_effort": request.reasoning.effort}
     if not messages:
         raise InvalidRequest("The input holds no message to answer.", param="input")
     return validate_request(body, ChatCompletionRequest)

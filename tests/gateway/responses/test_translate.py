@@ -107,6 +107,25 @@ def test_tools_choice_format_and_limits() -> None:
     assert body.max_completion_tokens == 9 and body.include_usage
 
 
+def test_effort_verbosity_and_hints_carry_over() -> None:
+    """reasoning.effort and text.verbosity become chat's reasoning_effort and verbosity, and
+    the hints go along, so both APIs treat them alike."""
+    request = ResponsesRequest.model_validate(
+        {
+            "model": "m",
+            "input": "x",
+            "reasoning": {"effort": "low"},
+            "text": {"verbosity": "high"},
+            "prompt_cache_key": "p",
+            "safety_identifier": "s",
+        }
+    )
+    body = chat_request(request, [], input_items(request))
+    assert (body.reasoning_effort, body.verbosity) == ("low", "high")
+    assert (body.prompt_cache_key, body.safety_identifier) == ("p", "s")
+    assert body.chat_template_kwargs is None
+
+
 @pytest.mark.parametrize(
     ("item", "param"),
     [
