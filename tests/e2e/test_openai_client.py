@@ -92,6 +92,31 @@ def test_max_tokens_gives_length(stack: Stack) -> None:
     assert answer.choices[0].message.content == _expected_chat_text(5, max_tokens=4)
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_text_completion_without_max_tokens_stops_at_16(stack: Stack, stream: bool) -> None:
+    """OpenAI's and vLLM's default: 16 tokens, finish_reason length, not the whole context."""
+    client = openai.OpenAI(base_url=stack.api_url, api_key="k")
+    extra = {"ignore_eos": True}
+    if stream:
+        chunks = list(
+            client.completions.create(
+                model="sim",
+                prompt="a",
+                stream=True,
+                stream_options={"include_usage": True},
+                extra_body=extra,
+            )
+        )
+        finish = [c.choices[0].finish_reason for c in chunks if c.choices]
+        usage = chunks[-1].usage
+        assert finish[-1] == "length"
+    else:
+        answer = client.completions.create(model="sim", prompt="a", extra_body=extra)
+        usage = answer.usage
+        assert answer.choices[0].finish_reason == "length"
+    assert usage is not None and usage.completion_tokens == 16
+
+
 @pytest.mark.parametrize("model", MODELS)
 async def test_n_choices_stream_by_index(stack: Stack, model: str) -> None:
     """With n=2 each choice streams under its own index and both finish."""
