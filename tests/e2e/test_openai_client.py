@@ -182,6 +182,23 @@ def test_an_echoed_prompt_comes_with_its_logprobs(stack: Stack, stream: bool) ->
     assert "".join(tokens[:prompt_tokens]) == prompt and offsets[prompt_tokens] == len(prompt)
 
 
+@pytest.mark.parametrize("count", [2, 5])
+def test_tokens_of_part_of_a_character_keep_their_own_top_logprobs(
+    stack: Stack, count: int
+) -> None:
+    """Tokens that all decode to U+FFFD are `bytes:\\xNN` keys, as at OpenAI: each position
+    has `logprobs` distinct entries, the sampled token's holding its own logprob."""
+    client = openai.OpenAI(base_url=stack.api_url, api_key="k")
+    choice = client.completions.create(
+        model="sim", prompt="hello world", max_tokens=5, seed=2, logprobs=count
+    ).choices[0]
+    assert choice.logprobs is not None
+    tokens, tops = choice.logprobs.tokens or [], choice.logprobs.top_logprobs or []
+    assert any(token.startswith("bytes:\\x") for token in tokens)
+    for token, value, top in zip(tokens, choice.logprobs.token_logprobs or [], tops, strict=True):
+        assert len(top) == count and top[token] == value
+
+
 def test_stop_string_is_trimmed(stack: Stack) -> None:
     """A stop string ends the answer and never appears in it."""
     client = openai.OpenAI(base_url=stack.api_url, api_key="k")
