@@ -115,9 +115,8 @@ class ResponsesService:
             await asyncio.shield(task)
 
     def _keep(self, tenant: str, items: list[dict[str, Any]], response: dict[str, Any]) -> None:
-        """Store a final response off the response path; a failure is logged, never raised."""
-        if response["status"] == "failed":
-            return
+        """Store a final response (a failed one too: its id was given) off the response path;
+        a failure to store is logged, never raised."""
         value = orjson.dumps({"response": response, "items": [*items, *response["output"]]})
         slot = (tenant, response["id"])
         task = asyncio.get_running_loop().create_task(self._write(slot, value))

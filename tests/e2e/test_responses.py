@@ -10,8 +10,9 @@ from typing import Any
 import openai
 import orjson
 import pytest
-from openai.types.responses import FunctionToolParam
+from openai.types.responses import FunctionToolParam, ResponseFailedEvent
 
+from standin.vllm.control import ControlClient
 from tests.e2e.stack import Stack
 
 WEATHER: FunctionToolParam = {
@@ -134,6 +135,25 @@ async def test_deleted_and_unstored_responses_are_not_found(stack: Stack) -> Non
     fleeting = await client.responses.create(model="sim", input="Forget me", store=False)
     with pytest.raises(openai.NotFoundError):
         await client.responses.retrieve(fleeting.id)
+
+
+async def test_a_stream_that_fails_is_a_failed_response_kept(
+    stack: Stack, sims: list[ControlClient]
+) -> None:
+    """A stream that dies after its first tokens ends in response.failed with an error code
+    the SDK's types accept, and the response it announced is kept, as failed."""
+    for sim in sims:
+        await sim.configure(die_after_tokens=3)
+    client = _client(stack)
+    async with client.responses.stream(model="sim", input="Tell me a story") as stream:
+        events = [event async for event in stream]
+    created, failed = events[0], events[-1]
+    assert created.type == "response.created" and failed.type == "response.failed"
+    strict = ResponseFailedEvent.model_validate(failed.model_dump(), strict=True)
+    assert strict.response.error is not None and strict.response.error.code == "server_error"
+    kept = await client.responses.retrieve(created.response.id)
+    assert kept.status == "failed" and kept.error is not None
+    assert kept.error.code == "server_error"
 
 
 @pytest.mark.parametrize(
