@@ -163,17 +163,31 @@ async def test_a_stream_that_fails_is_a_failed_response_kept(
         ({"background": True}, "background"),
         ({"input": [{"type": "message", "role": "robot", "content": "x"}]}, "input[0].role"),
         ({"max_output_tokens": 0}, "max_output_tokens"),
+        ({"max_output_tokens": 100_000}, "max_output_tokens"),
+        ({"input": "word " * 40_000}, "input"),
+        (
+            {
+                "input": [
+                    {"role": "user", "content": "Hi"},
+                    {"type": "function_call_output", "call_id": "call_x", "output": "42"},
+                ]
+            },
+            "input[1].call_id",
+        ),
     ],
 )
 async def test_what_the_gateway_cannot_do_is_a_400_naming_it(
     stack: Stack, extra: dict[str, Any], param: str
 ) -> None:
-    """Hosted tools, background mode and malformed input are refused up front."""
+    """Hosted tools, background mode, malformed input and input or output over the context
+    are refused up front, naming the Responses field (not the chat field it became)."""
     client = _client(stack)
     request: dict[str, Any] = {"model": "sim", "input": "Hi", **extra}
     with pytest.raises(openai.BadRequestError) as refused:
         await client.responses.create(**request)
-    assert _error(refused.value)["param"] == param
+    error = _error(refused.value)
+    assert error["param"] == param
+    assert "messages" not in error["message"] and "max_completion_tokens" not in error["message"]
 
 
 def _error(exc: openai.APIStatusError) -> dict[str, Any]:

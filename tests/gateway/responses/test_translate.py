@@ -154,6 +154,22 @@ def test_bad_items_are_400s_naming_them(item: dict[str, Any], param: str) -> Non
     assert refused.value.param == param
 
 
+def test_a_chat_check_names_the_item_it_came_from() -> None:
+    """An output answering no call names its item's call_id, counted in the input (not in
+    the chat messages, which the instructions and merged calls shift)."""
+    items: list[dict[str, Any]] = [
+        {"role": "user", "content": "Hi"},
+        {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+        {"type": "function_call", "call_id": "c2", "name": "f", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "1"},
+        {"type": "function_call_output", "call_id": "c9", "output": "2"},
+    ]
+    request = ResponsesRequest(model="m", input=items, instructions="Be brief.")
+    with pytest.raises(InvalidRequest) as refused:
+        _messages(request)
+    assert refused.value.param == "input[4].call_id"
+
+
 def test_hosted_tools_and_background_are_refused() -> None:
     """The gateway runs no hosted tools and no background responses."""
     with pytest.raises(UnsupportedParameter) as tool:
