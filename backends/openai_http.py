@@ -28,6 +28,7 @@ from core.answers import (
     merge_chunks,
 )
 from core.errors import BackendError, BackendUnavailable, DeadlineExceeded, GatewayError
+from core.protocol import ChatCompletionRequest, CompletionRequest
 
 # uvicorn (vLLM's server) drops idle connections after 5 s; reusing one it is closing
 # at that moment fails the request, so idle connections are retired first.
@@ -93,14 +94,14 @@ class OpenAIHTTPBackend:
         self._session = self._probe_session = None
 
     async def complete(self, request: GenerationRequest, deadline: Deadline) -> Completion:
-        body = self._body(request.raw, request.body.model)
+        body = self._body(request.raw, request.body.model, _unset_max_tokens(request.body))
         response = await self._post(self._urls[request.endpoint], body, request.headers, deadline)
         return decode.completion(await _read(response, deadline), request.endpoint)
 
     async def stream(
         self, request: GenerationRequest, deadline: Deadline
     ) -> AsyncGenerator[StreamChunk, None]:
-        body = self._body(request.raw, request.body.model)
+        body = self._body(request.raw, request.body.model, _unset_max_tokens(request.body))
         response = await self._post(self._urls[request.endpoint], body, request.headers, deadline)
         endpoint = request.endpoint
         decoder = SSEDecoder()
@@ -183,11 +184,14 @@ class OpenAIHTTPBackend:
             return BackendHealth(False, f"model {self.model!r} is not served (serves {served})")
         return BackendHealth(True, "ok")
 
-    def _body(self, raw: bytes, model: str) -> bytes:
-        if model == self.model:
+    def _body(self, raw: bytes, model: str, max_tokens: int | None = None) -> bytes:
+        """The client's body, naming the served model, with `max_tokens` set when given."""
+        if model == self.model and max_tokens is None:
             return raw
         data = orjson.loads(raw)
         data["model"] = self.model
+        if max_tokens is not None:
+            data["max_tokens"] = max_tokens
         return orjson.dumps(data)
 
     async def _post(
@@ -227,6 +231,14 @@ async def _read(response: aiohttp.ClientResponse, deadline: Deadline) -> bytes:
     except BaseException:
         response.close()
         raise
+
+
+def _unset_max_tokens(body: ChatCompletionRequest | CompletionRequest) -> int | None:
+    """The default a completion that sets no `max_tokens` runs with (16), said explicitly:
+    not every OpenAI-compatible server shares it, and a null would mean no limit to vLLM."""
+    if isinstance(body, CompletionRequest) and body.max_tokens is None:
+        return body.max_output_tokens
+    return None
 
 
 def _release_at_body_end(response: aiohttp.ClientResponse) -> None:

@@ -25,6 +25,7 @@ KEYED_FIELDS = frozenset(
         "ignore_eos", "skip_special_tokens", "spaces_between_special_tokens",
         "include_stop_str_in_output", "stop_token_ids", "chat_template_kwargs",
         "add_generation_prompt", "continue_final_message", "echo", "best_of", "suffix",
+        "reasoning_effort", "verbosity",
     }
 )  # fmt: skip
 
@@ -34,7 +35,9 @@ EXCLUDED_FIELDS = {
     "stream": "one entry serves streaming and non-streaming requests",
     "stream_options": "only shapes the stream's framing (usage chunk)",
     "metadata": "request annotations, not model input",
-    "store": "only false is accepted",
+    "store": "nothing is kept for chat: accepted and ignored (an upstream may keep it)",
+    "prompt_cache_key": "a routing hint for an upstream's prefix cache, not model input",
+    "safety_identifier": "end-user identifier for abuse tracking, as user",
     "service_tier": "scheduling class, not model input",
 }
 
@@ -132,6 +135,9 @@ def canonical_chat(body: ChatCompletionRequest, normalize: bool) -> dict[str, An
         "chat_template_kwargs": body.chat_template_kwargs or {},
         "add_generation_prompt": body.add_generation_prompt,
         "continue_final_message": body.continue_final_message,
+        # Only when set, so the keys of requests without them did not change when they came.
+        **({"reasoning_effort": body.reasoning_effort} if body.reasoning_effort else {}),
+        **({"verbosity": body.verbosity} if body.verbosity else {}),
     }
 
 

@@ -2,10 +2,12 @@
 assistant message carries when a client appends the previous answer to its history.
 
 The official client's `message.model_dump()` writes `refusal`, `annotations`, `audio` and
-`function_call` (mostly null) beside `content`: a conversation that keeps its history that way
-must not fail on its second turn. A refusal is what the assistant said, so it becomes the
-content; annotations (citations) are not model input; audio and the deprecated function call
-cannot be replayed to a text model, so a non-null one is a 400 naming it.
+`function_call` (mostly null) beside `content`, and a reasoning model's answer carries its
+thinking as `reasoning` too (vLLM's new name for `reasoning_content`): a conversation that keeps
+its history that way must not fail on its second turn. A refusal is what the assistant said, so
+it becomes the content; `reasoning` is `reasoning_content`, as vLLM reads history (it wins where
+both are set); annotations (citations) are not model input; audio and the deprecated function
+call cannot be replayed to a text model, so a non-null one is a 400 naming it.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ class ChatTurn(Protocol):
     def reasoning_content(self) -> str | None: ...
 
 
-_REPLAYED = ("refusal", "annotations", "audio", "function_call")
+_REPLAYED = ("refusal", "annotations", "audio", "function_call", "reasoning")
 
 
 def from_history(message: Any, index: int) -> Any:
@@ -40,6 +42,13 @@ def from_history(message: Any, index: int) -> Any:
         return message
     message = dict(message)
     message.pop("annotations", None)
+    reasoning = message.pop("reasoning", None)
+    if reasoning is not None:
+        if not isinstance(reasoning, str):
+            raise InvalidRequest(
+                "reasoning must be a string.", param=f"messages[{index}].reasoning"
+            )
+        message["reasoning_content"] = reasoning
     for key in ("audio", "function_call"):
         if message.pop(key, None) is not None:
             raise UnsupportedParameter(

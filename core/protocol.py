@@ -17,6 +17,9 @@ Penalty = Annotated[float, Field(ge=-2.0, le=2.0)]
 # serialization failure (500) on the way to the backend.
 TokenId = Annotated[int, Field(ge=0, le=2**32 - 1)]
 INT32_MAX = 2**31 - 1  # counts travel as protobuf int32: a larger one is a 400, not a 500
+COMPLETION_MAX_TOKENS = 16
+"""A completion's `max_tokens` when the client sets none: OpenAI's default, and vLLM's."""
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 
 
 class StreamOptions(RequestModel):
@@ -128,7 +131,13 @@ class ChatCompletionRequest(_Sampling):
     parallel_tool_calls: bool | None = None
     metadata: dict[str, str] | None = None
     store: bool | None = None
+    """Accepted and ignored: this gateway keeps no chat completions to list or distil."""
     service_tier: Literal["auto", "default"] | None = None
+    reasoning_effort: ReasoningEffort | None = None
+    """A template variable, as vLLM passes it (gpt-oss reads it; other templates ignore it)."""
+    verbosity: Literal["low", "medium", "high"] | None = None
+    prompt_cache_key: str | None = None
+    safety_identifier: str | None = None
     chat_template_kwargs: dict[str, Any] | None = None
     add_generation_prompt: bool = True
     continue_final_message: bool = False
@@ -143,18 +152,11 @@ class ChatCompletionRequest(_Sampling):
     @model_validator(mode="after")
     def _check_combinations(self) -> ChatCompletionRequest:
         check_roles(self.messages)
-        self._check_min_tokens(
-            self.max_output_tokens,
-            "max_completion_tokens" if self.max_completion_tokens else "max_tokens",
-        )
+        self._check_min_tokens(self.max_output_tokens, self.max_tokens_param)
         if self.tools:
             check_tools(self.tools)
         if self.tool_choice is not None:
             check_tool_choice(self.tool_choice, self.tools or [])
-        if self.store:
-            raise UnsupportedParameter(
-                "store=true is not supported by this gateway.", param="store"
-            )
         if self.top_logprobs and not self.logprobs:
             raise InvalidRequest("top_logprobs requires logprobs=true.", param="top_logprobs")
         if self.stream_options is not None and not self.stream:
@@ -170,6 +172,16 @@ class ChatCompletionRequest(_Sampling):
     def max_output_tokens(self) -> int | None:
         return self.max_completion_tokens if self.max_completion_tokens else self.max_tokens
 
+    @property
+    def requested_max_tokens(self) -> int | None:
+        """The output cap the client set; None where it left it to the default."""
+        return self.max_output_tokens
+
+    @property
+    def max_tokens_param(self) -> str:
+        """The field that sets the output cap, for the errors that name it."""
+        return "max_completion_tokens" if self.max_completion_tokens else "max_tokens"
+
 
 class CompletionRequest(_Sampling):
     prompt: str | list[str] | list[TokenId] | list[list[TokenId]]
@@ -180,7 +192,7 @@ class CompletionRequest(_Sampling):
 
     @model_validator(mode="after")
     def _check_combinations(self) -> CompletionRequest:
-        self._check_min_tokens(self.max_tokens, "max_tokens")
+        self._check_min_tokens(self.max_output_tokens, "max_tokens")
         if self.suffix:
             raise UnsupportedParameter("suffix is not supported.", param="suffix")
         if self.best_of is not None and self.best_of != self.n:
@@ -201,8 +213,18 @@ class CompletionRequest(_Sampling):
         return self
 
     @property
-    def max_output_tokens(self) -> int | None:
+    def max_output_tokens(self) -> int:
+        return COMPLETION_MAX_TOKENS if self.max_tokens is None else self.max_tokens
+
+    @property
+    def requested_max_tokens(self) -> int | None:
+        """The output cap the client set; None where it left it to the default."""
         return self.max_tokens
+
+    @property
+    def max_tokens_param(self) -> str:
+        """The field that sets the output cap, for the errors that name it."""
+        return "max_tokens"
 
     @property
     def single_prompt(self) -> str | list[int]:

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from core.errors import InvalidRequest, UnsupportedParameter
+from core.protocol import ReasoningEffort
 from core.request_model import RequestModel
 
 
@@ -36,7 +37,7 @@ class TextConfig(RequestModel):
 
 
 class ReasoningConfig(RequestModel):
-    effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
+    effort: ReasoningEffort | None = None
     summary: Literal["auto", "concise", "detailed"] | None = None
     generate_summary: Literal["auto", "concise", "detailed"] | None = None
 

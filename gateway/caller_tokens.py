@@ -12,25 +12,30 @@ from core.protocol import ChatCompletionRequest, CompletionRequest
 from core.token_estimate import prompt_tokens
 from obs.request_record import RequestRecord
 
-
-def check_max_tokens(asked: int | None, caller: Caller) -> None:
-    """400 when the request asks for more output than the caller's key allows."""
-    cap = caller.limits.max_tokens
-    if cap is not None and asked is not None and asked > cap:
-        raise InvalidRequest(
-            f"max_tokens is {asked}, above this API key's limit of {cap}.", param="max_tokens"
-        )
-
-
 Body = ChatCompletionRequest | CompletionRequest
+
+
+def check_max_tokens(body: Body, caller: Caller) -> None:
+    """400, naming the field the client sent, when the request asks for more output than the
+    caller's key allows."""
+    cap = caller.limits.max_tokens
+    asked = body.requested_max_tokens
+    if cap is not None and asked is not None and asked > cap:
+        param = body.max_tokens_param
+        raise InvalidRequest(
+            f"{param} is {asked}, above this API key's limit of {cap}.", param=param
+        )
 
 
 def within_key_cap(body: Body, raw: bytes, caller: Caller) -> tuple[Body, bytes]:
     """The request as it may run: one that names no `max_tokens` gets its key's cap as
     `max_tokens` (in the raw body too, which an HTTP backend is sent), so leaving the field
-    out never lifts the cap."""
+    out never lifts the cap; a completion's default (16) is kept where it is within the cap."""
     cap = caller.limits.max_tokens
-    if cap is None or body.max_output_tokens is not None:
+    if cap is None or body.requested_max_tokens is not None:
+        return body, raw
+    default = body.max_output_tokens
+    if default is not None and default <= cap:
         return body, raw
     data = orjson.loads(raw)
     data["max_tokens"] = cap

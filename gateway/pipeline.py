@@ -134,7 +134,7 @@ class Pipeline:
         record.note_request(body.model, body.stream)
         if isinstance(body, ChatCompletionRequest):
             self.check_message_count(len(body.messages), "messages")
-        check_max_tokens(body.max_output_tokens, caller)
+        check_max_tokens(body, caller)
         body, raw = within_key_cap(body, raw, caller)
         default = self._default_output_tokens
         admission = await self._limiter.admit(

@@ -179,13 +179,16 @@ def render_chat_request(source: ChatTemplateSource, body: ChatCompletionRequest)
     them may write a call anyway, and with no parser for it the markup would be the answer."""
     tools = body.tools if body.tool_choice != "none" else None
     template = source.chat_template(tools=tools is not None)
+    kwargs = body.chat_template_kwargs
+    if body.reasoning_effort is not None:  # a template variable, as vLLM passes it
+        kwargs = {**(kwargs or {}), "reasoning_effort": body.reasoning_effort}
     return render_chat(
         template,
         body.messages,
         add_generation_prompt=body.add_generation_prompt,
         continue_final_message=body.continue_final_message,
         tools=tools,
-        extra_kwargs=body.chat_template_kwargs,
+        extra_kwargs=kwargs,
     )
 
 
@@ -244,7 +247,13 @@ def _alias_reasoning(message: dict[str, Any]) -> dict[str, Any]:
     reasoning = next((message[k] for k in _REASONING_FIELDS if message.get(k) is not None), None)
     if reasoning is None:
         return message
-    return {"thinking": reasoning, **message, "reasoning_content": reasoning}
+    # vLLM gives a history message's thinking to templates as both of its names.
+    return {
+        "thinking": reasoning,
+        **message,
+        "reasoning_content": reasoning,
+        "reasoning": reasoning,
+    }
 
 
 def _tag_final_message(chat: list[dict[str, Any]], source: str) -> str:

@@ -21,6 +21,7 @@ class TokenTexts:
         self._tokenizer = tokenizer
         self._texts: dict[int, str] = {}
         self._bytes: dict[int, bytes] = {}
+        self._keys: dict[int, str] = {}
         self._raw = raw_bytes_reader(tokenizer)
 
     def __call__(self, token_id: int) -> str:
@@ -36,6 +37,21 @@ class TokenTexts:
             raw = self._raw(token_id) or self(token_id).encode()
             self._bytes[token_id] = raw
         return raw
+
+    def key(self, token_id: int) -> str:
+        """The token as a text completion shows it: its text, or, where its bytes are not
+        UTF-8 on their own, `bytes:\\xNN...` (OpenAI's spelling), so that two such tokens
+        are not both U+FFFD, one key of a position's `top_logprobs` hiding the other."""
+        key = self._keys.get(token_id)
+        if key is None:
+            raw = self.raw(token_id)
+            try:
+                raw.decode()
+                key = self(token_id)
+            except UnicodeDecodeError:
+                key = "bytes:" + "".join(f"\\x{byte:02x}" for byte in raw)
+            self._keys[token_id] = key
+        return key
 
 
 class TextOffsets:
@@ -106,7 +122,7 @@ def format_prompt_logprobs(input_logprobs: Any, token_text: TokenTexts) -> dict[
 
 
 def _top_map(top: Any, token_text: TokenTexts) -> dict[str, float]:
-    return {token_text(a): v for a, v in zip(top.token_ids, top.values, strict=False)}
+    return {token_text.key(a): v for a, v in zip(top.token_ids, top.values, strict=False)}
 
 
 def _completion_shape(
@@ -118,7 +134,7 @@ def _completion_shape(
 ) -> dict[str, Any]:
     """A completion's logprobs: parallel lists, offsets counted from the tokens' bytes."""
     return {
-        "tokens": [token_text(t) for t in ids],
+        "tokens": [token_text.key(t) for t in ids],
         "token_logprobs": values,
         "top_logprobs": top_maps,
         "text_offset": [offsets.advance(token_text.raw(t)) for t in ids],

@@ -86,9 +86,7 @@ def prepare(
             f"This model's maximum context length is {limit} tokens. However, you requested "
             f"{len(ids) + max_tokens} tokens ({len(ids)} in the prompt, {max_tokens} for the "
             "completion). Please reduce the prompt or the completion length.",
-            param="max_completion_tokens"
-            if isinstance(body, ChatCompletionRequest) and body.max_completion_tokens
-            else "max_tokens",
+            param=body.max_tokens_param,
         )
     message = vllm_engine_pb2.GenerateRequest(
         request_id=backend_request_id,

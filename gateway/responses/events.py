@@ -21,6 +21,16 @@ from gateway.responses.objects import ResponseShell, output_text, status_of
 Finished = Callable[[dict[str, Any]], None]  # hears the final response object
 
 
+def response_error_code(error: GatewayError) -> str:
+    """A failed response's `error.code`: the SDK types it as an enum, in which a failure after
+    the first byte is a rate limit, a prompt refused, or the server's failure."""
+    if error.status == 429:
+        return "rate_limit_exceeded"
+    if 400 <= error.status < 500:
+        return "invalid_prompt"
+    return "server_error"
+
+
 class ResponseEvents:
     """Renders the chunks of one response; `close` or `fail` ends it."""
 
@@ -80,12 +90,18 @@ class ResponseEvents:
         return b"".join(events)
 
     def fail(self, error: GatewayError) -> bytes:
-        detail = {"code": error.code or error.type, "message": error.public_message}
+        """The `error` event (the gateway's own code) and `response.failed`, whose error code
+        is one of the SDK's enum; the failed response is kept too, as OpenAI keeps it: its id
+        was announced (`response.created`), so a GET must find it."""
+        message = error.public_message
         done = [item for item in self._output if item["status"] != "in_progress"]
+        detail = {"code": response_error_code(error), "message": message}
         failed = self._shell.response("failed", done, self._usage, error=detail)
-        return self._event("error", {**detail, "param": error.param}) + self._event(
-            "response.failed", {"response": failed}
-        )
+        if self._on_done is not None:
+            self._on_done(failed)
+        return self._event(
+            "error", {"code": error.code or error.type, "message": message, "param": error.param}
+        ) + self._event("response.failed", {"response": failed})
 
     def _delta(self, delta: ChoiceDelta, events: list[bytes]) -> None:
         if delta.reasoning:

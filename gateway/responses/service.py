@@ -19,13 +19,18 @@ from starlette.responses import Response
 from access.caller import Caller
 from budgets.request_budget import RequestBudget
 from cache.response_store import ResponseStore
-from core.errors import GatewayError, ResponseNotFound
+from core.errors import GatewayError, InvalidRequest, ResponseNotFound
 from core.request_parsing import parse_request
 from core.responses_protocol import ResponsesRequest
 from gateway.pipeline import Pipeline
 from gateway.responses.objects import ResponseShell
 from gateway.responses.presentation import ResponsesPresentation
-from gateway.responses.translate import chat_request, input_items
+from gateway.responses.translate import (
+    chat_request,
+    input_items,
+    rename_param,
+    responses_param,
+)
 from obs.request_record import RequestRecord
 
 log = logging.getLogger("gateway.responses")
@@ -70,16 +75,20 @@ class ResponsesService:
         if request.store:
             keep = functools.partial(self._keep, caller.tenant, [*history, *items])
         chat_raw = orjson.dumps(body.model_dump(mode="json", exclude_unset=True, by_alias=True))
-        return await self._pipeline.serve(
-            "chat",
-            body,
-            chat_raw,
-            headers,
-            budget,
-            record,
-            caller,
-            ResponsesPresentation(shell, keep),
-        )
+        try:
+            return await self._pipeline.serve(
+                "chat",
+                body,
+                chat_raw,
+                headers,
+                budget,
+                record,
+                caller,
+                ResponsesPresentation(shell, keep),
+            )
+        except InvalidRequest as exc:  # it names the chat field; the client sent another
+            rename_param(exc, responses_param(exc.param))
+            raise
 
     async def retrieve(self, tenant: str, response_id: str) -> Response:
         stored = await self._load(tenant, response_id)
@@ -115,9 +124,8 @@ class ResponsesService:
             await asyncio.shield(task)
 
     def _keep(self, tenant: str, items: list[dict[str, Any]], response: dict[str, Any]) -> None:
-        """Store a final response off the response path; a failure is logged, never raised."""
-        if response["status"] == "failed":
-            return
+        """Store a final response (a failed one too: its id was given) off the response path;
+        a failure to store is logged, never raised."""
         value = orjson.dumps({"response": response, "items": [*items, *response["output"]]})
         slot = (tenant, response["id"])
         task = asyncio.get_running_loop().create_task(self._write(slot, value))

@@ -9,6 +9,7 @@ assistant message that follows it.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from core.errors import InvalidRequest, UnsupportedParameter
@@ -18,6 +19,8 @@ from core.responses_protocol import ResponsesRequest
 
 _ROLES = frozenset({"system", "developer", "user", "assistant"})
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "refusal"})
+_MESSAGE_PARAM = re.compile(r"messages\[(\d+)\](.*)")
+_OUTPUT_FIELDS = {".tool_call_id": ".call_id", ".content": ".output"}
 
 
 def input_items(request: ResponsesRequest) -> list[dict[str, Any]]:
@@ -32,10 +35,12 @@ def chat_request(
 ) -> ChatCompletionRequest:
     """The chat completion that answers `request` after the stored `history` items."""
     messages: list[dict[str, Any]] = []
+    origins: list[tuple[str, str]] = []  # each message's item: where it is, its type
     if request.instructions:
         messages.append({"role": "system", "content": request.instructions})
-    messages.extend(_messages(history, "previous_response_id"))
-    messages.extend(_messages(items, "input"))
+        origins.append(("instructions", "instructions"))
+    messages.extend(_messages(history, "previous_response_id", origins))
+    messages.extend(_messages(items, "input", origins))
     body: dict[str, Any] = {
         "model": request.model,
         "messages": messages,
@@ -49,6 +54,10 @@ def chat_request(
         "top_p": request.top_p,
         "parallel_tool_calls": request.parallel_tool_calls,
         "user": request.user,
+        "safety_identifier": request.safety_identifier,
+        "prompt_cache_key": request.prompt_cache_key,
+        "reasoning_effort": request.reasoning.effort if request.reasoning else None,
+        "verbosity": request.text.verbosity if request.text else None,
     }
     body.update({key: value for key, value in optional.items() if value is not None})
     if request.tools:
@@ -58,15 +67,51 @@ def chat_request(
     response_format = _response_format(request)
     if response_format is not None:
         body["response_format"] = response_format
-    if request.reasoning is not None and request.reasoning.effort is not None:
-        # What vLLM passes to templates that take it (gpt-oss); others ignore the variable.
-        body["chat_template_kwargs"] = {"reasoning_effort": request.reasoning.effort}
     if not messages:
         raise InvalidRequest("The input holds no message to answer.", param="input")
-    return validate_request(body, ChatCompletionRequest)
+    try:
+        return validate_request(body, ChatCompletionRequest)
+    except InvalidRequest as exc:
+        rename_param(exc, _item_param(exc.param, origins))
+        raise
 
 
-def _messages(items: list[dict[str, Any]], param: str) -> list[dict[str, Any]]:
+def rename_param(exc: InvalidRequest, param: str | None) -> None:
+    """Let an error about the chat request name the Responses field the client sent."""
+    if exc.param and param and param != exc.param:
+        exc.message = exc.message.replace(exc.param, param)
+    exc.param = param
+
+
+def responses_param(param: str | None) -> str | None:
+    """A chat request's parameter as the Responses request that became it names it."""
+    if param == "messages":
+        return "input"
+    if param in ("max_tokens", "max_completion_tokens"):
+        return "max_output_tokens"
+    if param is not None and param.startswith(("tools[", "tool_choice.")):
+        return param.replace(".function", "", 1)  # Responses' function tools are flat
+    return param
+
+
+def _item_param(param: str | None, origins: list[tuple[str, str]]) -> str | None:
+    """`messages[i].tool_call_id` as the item it came from: `input[j].call_id`."""
+    match = _MESSAGE_PARAM.fullmatch(param or "")
+    if match is None:
+        return responses_param(param)
+    where, kind = origins[int(match[1])]
+    rest = match[2]
+    if kind == "function_call_output":
+        rest = _OUTPUT_FIELDS.get(rest, rest)
+    elif kind in ("function_call", "instructions"):
+        rest = ""
+    return where + rest
+
+
+def _messages(
+    items: list[dict[str, Any]], param: str, origins: list[tuple[str, str]]
+) -> list[dict[str, Any]]:
+    """Chat messages of `items`; each one's item (where, type) is appended to `origins`."""
     messages: list[dict[str, Any]] = []
     reasoning: str | None = None
     for i, item in enumerate(items):
@@ -82,6 +127,7 @@ def _messages(items: list[dict[str, Any]], param: str) -> list[dict[str, Any]]:
             if role == "assistant" and reasoning is not None:
                 message["reasoning_content"], reasoning = reasoning, None
             messages.append(message)
+            origins.append((where, kind))
         elif kind == "function_call":
             call = {
                 "id": _string(item, "call_id", where),
@@ -101,6 +147,7 @@ def _messages(items: list[dict[str, Any]], param: str) -> list[dict[str, Any]]:
                 if reasoning is not None:
                     message["reasoning_content"], reasoning = reasoning, None
                 messages.append(message)
+                origins.append((where, kind))
         elif kind == "function_call_output":
             messages.append(
                 {
@@ -109,6 +156,7 @@ def _messages(items: list[dict[str, Any]], param: str) -> list[dict[str, Any]]:
                     "content": _text(item.get("output"), where, field="output"),
                 }
             )
+            origins.append((where, kind))
         elif kind == "reasoning":
             reasoning = _reasoning_text(item)
         else:

@@ -17,7 +17,7 @@ from budgets.request_budget import ClassBudgets, RequestBudget
 from budgets.settings import BudgetSettings
 from core.answers import BackendHealth, Completion
 from core.errors import ModelNotFound, NoHealthyBackend, Overloaded
-from core.protocol import CompletionRequest
+from core.protocol import ChatCompletionRequest, CompletionRequest
 from core.request_parsing import parse_request
 from tests.support.fake_backend import FakeBackend
 
@@ -111,7 +111,7 @@ def _admitting(*replicas: Replica) -> Fleet:
 
 async def test_completions_teach_the_estimate_and_uncapped_lengths() -> None:
     """A finished answer is an observation of its replica; only answers without max_tokens
-    join the model's output lengths."""
+    join the model's output lengths (a chat's: a text completion's default of 16 is a cap)."""
     backend = TimedBackend(url="a", seconds=0.25)
     replica = Replica("m", backend, healthy=True)
     fleet = _admitting(replica)
@@ -119,6 +119,10 @@ async def test_completions_teach_the_estimate_and_uncapped_lengths() -> None:
     assert replica.estimate.expected(40, 3) == pytest.approx(0.25)  # 3 words, 3 tokens
     assert fleet.lengths("m").value() is None
     await fleet.complete(_request(), _budget(backend.clock))
+    assert fleet.lengths("m").value() is None
+    raw = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "x"}]})
+    chat = GenerationRequest("chat", parse_request(raw, ChatCompletionRequest), raw, "r2")
+    await fleet.complete(chat, _budget(backend.clock))
     assert fleet.lengths("m").value() == 3
 
 

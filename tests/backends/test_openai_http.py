@@ -197,6 +197,19 @@ async def test_rewrites_the_model_for_a_differently_named_backend(
     assert orjson.loads(mock.last_body)["model"] == "served-name"
 
 
+@pytest.mark.parametrize("sent", [{}, {"max_tokens": None}])
+async def test_a_completion_without_max_tokens_is_sent_the_default(
+    mock: MockOpenAIServer, backend: OpenAIHTTPBackend, sent: dict[str, Any]
+) -> None:
+    """A text completion that sets no max_tokens (or null) says 16 upstream, OpenAI's and
+    vLLM's default, whatever the server's own; one that sets it is forwarded as it is."""
+    await backend.complete(completion(**sent), soon())
+    assert orjson.loads(mock.last_body)["max_tokens"] == 16
+    request = completion(max_tokens=3)
+    await backend.complete(request, soon())
+    assert mock.last_body == request.raw
+
+
 async def test_upstream_400_is_rejected_with_message_and_param(
     backend: OpenAIHTTPBackend,
 ) -> None:

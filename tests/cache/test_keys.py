@@ -98,11 +98,24 @@ def test_explicit_defaults_equal_omitted() -> None:
 
 
 def test_excluded_fields_do_not_change_key() -> None:
-    """user, stream, stream_options and metadata are not part of the key."""
+    """user, stream, stream_options, metadata and the hints that are no model input (store,
+    prompt_cache_key, safety_identifier) are not part of the key."""
     noisy = _chat(
-        user="u1", stream=True, stream_options={"include_usage": True}, metadata={"a": "b"}
-    )
+        user="u1", stream=True, stream_options={"include_usage": True}, metadata={"a": "b"},
+        store=True, prompt_cache_key="p", safety_identifier="s",
+    )  # fmt: skip
     assert exact_key(noisy, CTX) == exact_key(_chat(), CTX)
+
+
+def test_reasoning_effort_and_verbosity_change_key() -> None:
+    """A template reads the effort and an upstream may honour verbosity: other entries."""
+    keys = {
+        exact_key(_chat(), CTX),
+        exact_key(_chat(reasoning_effort="low"), CTX),
+        exact_key(_chat(reasoning_effort="high"), CTX),
+        exact_key(_chat(verbosity="low"), CTX),
+    }
+    assert len(keys) == 4
 
 
 def test_sampling_and_context_change_key() -> None:

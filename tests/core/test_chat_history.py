@@ -36,6 +36,16 @@ def test_an_appended_answer_is_accepted() -> None:
     assert body.messages[1].content == "Hello"
 
 
+@pytest.mark.parametrize(
+    "thinking",
+    [{"reasoning": "r"}, {"reasoning": "r", "reasoning_content": "r"}, {"reasoning_content": "r"}],
+)
+def test_an_appended_thinking_is_reasoning_content(thinking: dict[str, str]) -> None:
+    """A reasoning answer's `reasoning` (vLLM's new name) is read as `reasoning_content`."""
+    body = _parse(USER, {"role": "assistant", "content": "a", **thinking}, USER)
+    assert body.messages[1].reasoning_content == "r"
+
+
 def test_a_refusal_is_what_the_assistant_said() -> None:
     """An appended refusal becomes the assistant message's content."""
     body = _parse(USER, {"role": "assistant", "content": None, "refusal": "I can't help."})
@@ -57,6 +67,7 @@ def test_a_refusal_is_what_the_assistant_said() -> None:
         ),
         ({"role": "assistant", "content": "a", "refusal": "b"}, "refusal", InvalidRequest),
         ({"role": "user", "content": None, "refusal": "b"}, "refusal", InvalidRequest),
+        ({"role": "assistant", "content": "a", "reasoning": ["r"]}, "reasoning", InvalidRequest),
     ],
 )
 def test_response_fields_that_cannot_be_replayed(

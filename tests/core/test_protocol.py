@@ -35,6 +35,8 @@ def _chat(**fields: object) -> bytes:
         ({"seed": 2**40}, "seed"),
         ({"min_tokens": 5, "max_completion_tokens": 2}, "min_tokens"),
         ({"min_tokens": 5, "max_tokens": 4}, "min_tokens"),
+        ({"reasoning_effort": "extreme"}, "reasoning_effort"),
+        ({"verbosity": "loud"}, "verbosity"),
     ],
 )
 def test_invalid_chat_fields_name_param(fields: dict[str, object], param: str) -> None:
@@ -46,7 +48,7 @@ def test_invalid_chat_fields_name_param(fields: dict[str, object], param: str) -
 
 @pytest.mark.parametrize(
     ("fields", "param"),
-    [({"functions": []}, "functions"), ({"store": True}, "store"), ({"audio": {}}, "audio")],
+    [({"functions": []}, "functions"), ({"audio": {}}, "audio")],
 )
 def test_unsupported_fields_are_rejected(fields: dict[str, object], param: str) -> None:
     """Fields the gateway cannot honour are refused, never dropped."""
@@ -134,3 +136,19 @@ def test_stream_obfuscation_is_accepted_and_ignored() -> None:
         ChatCompletionRequest,
     )
     assert body.include_usage
+
+
+def test_the_settings_responses_accepts_are_accepted_in_chat() -> None:
+    """reasoning_effort, store, prompt_cache_key, safety_identifier and verbosity: the
+    settings an agent sends to either API are no 400 in chat."""
+    body = parse_request(
+        _chat(
+            reasoning_effort="low",
+            store=True,
+            prompt_cache_key="k",
+            safety_identifier="s",
+            verbosity="low",
+        ),
+        ChatCompletionRequest,
+    )
+    assert (body.reasoning_effort, body.verbosity, body.store) == ("low", "low", True)

@@ -101,6 +101,19 @@ async def test_max_tokens_above_the_keys_cap_is_rejected(guarded: Stack) -> None
     assert info.value.param == "max_tokens"
 
 
+async def test_the_cap_error_names_the_field_sent(guarded: Stack) -> None:
+    """Over the cap, max_completion_tokens (chat) and max_output_tokens (Responses) are named
+    as the client sent them."""
+    client = _client(guarded, LIMITED)
+    with pytest.raises(openai.BadRequestError) as chat:
+        await client.chat.completions.create(model="sim", messages=HELLO, max_completion_tokens=9)
+    assert chat.value.param == "max_completion_tokens"
+    with pytest.raises(openai.BadRequestError) as responses:
+        await client.responses.create(model="sim", input="Hi", max_output_tokens=20)
+    assert responses.value.param == "max_output_tokens"
+    assert "max_output_tokens is 20" in responses.value.message
+
+
 async def test_leaving_max_tokens_out_runs_at_the_keys_cap(guarded: Stack) -> None:
     """A request that names no max_tokens (chat, streamed, Responses) generates at most the
     key's cap, not up to the context."""

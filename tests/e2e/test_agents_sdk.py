@@ -6,16 +6,28 @@ from __future__ import annotations
 
 import openai
 import pytest
-from agents import Agent, RunConfig, Runner, function_tool
+from agents import Agent, ModelSettings, RunConfig, Runner, function_tool
 from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
 from agents.models.openai_responses import OpenAIResponsesModel
 
 from tests.e2e.stack import Stack
 
+SETTINGS = {
+    "plain": ModelSettings(),
+    "effort_and_store": ModelSettings(
+        reasoning={"effort": "low"},
+        store=True,
+        verbosity="low",
+        extra_args={"prompt_cache_key": "weather", "safety_identifier": "u1"},
+    ),
+}
 
+
+@pytest.mark.parametrize("settings", list(SETTINGS))
 @pytest.mark.parametrize("api", ["responses", "chat_completions"])
-async def test_an_agent_calls_its_tool_and_finishes(stack: Stack, api: str) -> None:
-    """The tool runs once with the arguments the model chose, and the run ends with text."""
+async def test_an_agent_calls_its_tool_and_finishes(stack: Stack, api: str, settings: str) -> None:
+    """The tool runs once with the arguments the model chose, and the run ends with text;
+    the settings an agent may carry (effort, store, verbosity, hints) work over both APIs."""
     seen: list[str] = []
 
     @function_tool
@@ -35,6 +47,7 @@ async def test_an_agent_calls_its_tool_and_finishes(stack: Stack, api: str) -> N
         instructions="Answer with the tool's help.",
         tools=[get_weather],
         model=model,
+        model_settings=SETTINGS[settings],
     )
     result = await Runner.run(
         agent, "What is the weather in Paris?", run_config=RunConfig(tracing_disabled=True)

@@ -92,6 +92,31 @@ def test_max_tokens_gives_length(stack: Stack) -> None:
     assert answer.choices[0].message.content == _expected_chat_text(5, max_tokens=4)
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_text_completion_without_max_tokens_stops_at_16(stack: Stack, stream: bool) -> None:
+    """OpenAI's and vLLM's default: 16 tokens, finish_reason length, not the whole context."""
+    client = openai.OpenAI(base_url=stack.api_url, api_key="k")
+    extra = {"ignore_eos": True}
+    if stream:
+        chunks = list(
+            client.completions.create(
+                model="sim",
+                prompt="a",
+                stream=True,
+                stream_options={"include_usage": True},
+                extra_body=extra,
+            )
+        )
+        finish = [c.choices[0].finish_reason for c in chunks if c.choices]
+        usage = chunks[-1].usage
+        assert finish[-1] == "length"
+    else:
+        answer = client.completions.create(model="sim", prompt="a", extra_body=extra)
+        usage = answer.usage
+        assert answer.choices[0].finish_reason == "length"
+    assert usage is not None and usage.completion_tokens == 16
+
+
 @pytest.mark.parametrize("model", MODELS)
 async def test_n_choices_stream_by_index(stack: Stack, model: str) -> None:
     """With n=2 each choice streams under its own index and both finish."""
@@ -155,6 +180,23 @@ def test_an_echoed_prompt_comes_with_its_logprobs(stack: Stack, stream: bool) ->
     assert offsets[0] == 0 and offsets == sorted(offsets)
     prompt_tokens = len(tokens) - 3
     assert "".join(tokens[:prompt_tokens]) == prompt and offsets[prompt_tokens] == len(prompt)
+
+
+@pytest.mark.parametrize("count", [2, 5])
+def test_tokens_of_part_of_a_character_keep_their_own_top_logprobs(
+    stack: Stack, count: int
+) -> None:
+    """Tokens that all decode to U+FFFD are `bytes:\\xNN` keys, as at OpenAI: each position
+    has `logprobs` distinct entries, the sampled token's holding its own logprob."""
+    client = openai.OpenAI(base_url=stack.api_url, api_key="k")
+    choice = client.completions.create(
+        model="sim", prompt="hello world", max_tokens=5, seed=2, logprobs=count
+    ).choices[0]
+    assert choice.logprobs is not None
+    tokens, tops = choice.logprobs.tokens or [], choice.logprobs.top_logprobs or []
+    assert any(token.startswith("bytes:\\x") for token in tokens)
+    for token, value, top in zip(tokens, choice.logprobs.token_logprobs or [], tops, strict=True):
+        assert len(top) == count and top[token] == value
 
 
 def test_stop_string_is_trimmed(stack: Stack) -> None:

@@ -6,6 +6,7 @@ the Responses API, with calls after the thinking and `enable_thinking: false` ho
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import openai
 import orjson
@@ -80,6 +81,21 @@ async def test_enable_thinking_false_answers_at_once(thinking: Stack) -> None:
     )
     message = answer.choices[0].message
     assert _reasoning(message) is None and message.content
+
+
+@pytest.mark.parametrize("exclude_none", [False, True])
+async def test_an_answer_with_thinking_goes_back_as_history(
+    thinking: Stack, exclude_none: bool
+) -> None:
+    """The second turn of a conversation that appends `message.model_dump()` of a thinking
+    answer (which carries `reasoning` beside `reasoning_content`) is answered."""
+    client = _client(thinking)
+    first = await client.chat.completions.create(model="sim", messages=ASK, seed=3)
+    answer = first.choices[0].message.model_dump(exclude_none=exclude_none)
+    assert answer["reasoning"]
+    messages: list[Any] = [*ASK, answer, {"role": "user", "content": "And at sunset?"}]
+    second = await client.chat.completions.create(model="sim", messages=messages, max_tokens=20)
+    assert second.choices[0].message.content is not None
 
 
 async def test_a_call_after_thinking(thinking: Stack) -> None:

@@ -10,8 +10,9 @@ from typing import Any
 import openai
 import orjson
 import pytest
-from openai.types.responses import FunctionToolParam
+from openai.types.responses import FunctionToolParam, ResponseFailedEvent
 
+from standin.vllm.control import ControlClient
 from tests.e2e.stack import Stack
 
 WEATHER: FunctionToolParam = {
@@ -136,6 +137,25 @@ async def test_deleted_and_unstored_responses_are_not_found(stack: Stack) -> Non
         await client.responses.retrieve(fleeting.id)
 
 
+async def test_a_stream_that_fails_is_a_failed_response_kept(
+    stack: Stack, sims: list[ControlClient]
+) -> None:
+    """A stream that dies after its first tokens ends in response.failed with an error code
+    the SDK's types accept, and the response it announced is kept, as failed."""
+    for sim in sims:
+        await sim.configure(die_after_tokens=3)
+    client = _client(stack)
+    async with client.responses.stream(model="sim", input="Tell me a story") as stream:
+        events = [event async for event in stream]
+    created, failed = events[0], events[-1]
+    assert created.type == "response.created" and failed.type == "response.failed"
+    strict = ResponseFailedEvent.model_validate(failed.model_dump(), strict=True)
+    assert strict.response.error is not None and strict.response.error.code == "server_error"
+    kept = await client.responses.retrieve(created.response.id)
+    assert kept.status == "failed" and kept.error is not None
+    assert kept.error.code == "server_error"
+
+
 @pytest.mark.parametrize(
     ("extra", "param"),
     [
@@ -143,17 +163,31 @@ async def test_deleted_and_unstored_responses_are_not_found(stack: Stack) -> Non
         ({"background": True}, "background"),
         ({"input": [{"type": "message", "role": "robot", "content": "x"}]}, "input[0].role"),
         ({"max_output_tokens": 0}, "max_output_tokens"),
+        ({"max_output_tokens": 100_000}, "max_output_tokens"),
+        ({"input": "word " * 40_000}, "input"),
+        (
+            {
+                "input": [
+                    {"role": "user", "content": "Hi"},
+                    {"type": "function_call_output", "call_id": "call_x", "output": "42"},
+                ]
+            },
+            "input[1].call_id",
+        ),
     ],
 )
 async def test_what_the_gateway_cannot_do_is_a_400_naming_it(
     stack: Stack, extra: dict[str, Any], param: str
 ) -> None:
-    """Hosted tools, background mode and malformed input are refused up front."""
+    """Hosted tools, background mode, malformed input and input or output over the context
+    are refused up front, naming the Responses field (not the chat field it became)."""
     client = _client(stack)
     request: dict[str, Any] = {"model": "sim", "input": "Hi", **extra}
     with pytest.raises(openai.BadRequestError) as refused:
         await client.responses.create(**request)
-    assert _error(refused.value)["param"] == param
+    error = _error(refused.value)
+    assert error["param"] == param
+    assert "messages" not in error["message"] and "max_completion_tokens" not in error["message"]
 
 
 def _error(exc: openai.APIStatusError) -> dict[str, Any]:

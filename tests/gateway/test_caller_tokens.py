@@ -10,7 +10,7 @@ import pytest
 from access.caller import Caller, KeyLimits
 from access.limiter import Admission
 from core.errors import InvalidRequest
-from core.protocol import ChatCompletionRequest
+from core.protocol import ChatCompletionRequest, CompletionRequest
 from core.request_parsing import parse_request
 from core.token_estimate import prompt_tokens
 from gateway.caller_tokens import check_max_tokens, reserved_tokens, used_tokens, within_key_cap
@@ -24,14 +24,44 @@ def _body(max_tokens: int | None = None) -> ChatCompletionRequest:
     return parse_request(orjson.dumps(payload), ChatCompletionRequest)
 
 
+def _completion(max_tokens: int | None = None) -> CompletionRequest:
+    payload: dict[str, object] = {"model": "m", "prompt": "hi"}
+    if max_tokens is not None:
+        payload["max_tokens"] = max_tokens
+    return parse_request(orjson.dumps(payload), CompletionRequest)
+
+
 def test_asking_for_more_than_the_key_allows_names_max_tokens() -> None:
     """Above the key's cap is a 400 naming the parameter; at it, or without a cap, passes."""
     capped = Caller("t", limits=KeyLimits(max_tokens=100))
     with pytest.raises(InvalidRequest) as raised:
-        check_max_tokens(101, capped)
+        check_max_tokens(_body(101), capped)
     assert raised.value.param == "max_tokens"
-    check_max_tokens(100, capped)
-    check_max_tokens(10_000, Caller("t"))
+    check_max_tokens(_body(100), capped)
+    check_max_tokens(_body(10_000), Caller("t"))
+
+
+def test_the_cap_error_names_the_field_sent() -> None:
+    """max_completion_tokens over the cap is a 400 naming max_completion_tokens."""
+    payload = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    body = parse_request(
+        orjson.dumps({**payload, "max_completion_tokens": 101}), ChatCompletionRequest
+    )
+    with pytest.raises(InvalidRequest) as raised:
+        check_max_tokens(body, Caller("t", limits=KeyLimits(max_tokens=100)))
+    assert raised.value.param == "max_completion_tokens"
+    assert "max_completion_tokens is 101" in raised.value.message
+
+
+def test_a_completions_default_is_no_cap_violation() -> None:
+    """A completion that sets no max_tokens runs at its default of 16, or at a lower cap."""
+    raw = orjson.dumps({"model": "m", "prompt": "hi"})
+    check_max_tokens(_completion(), Caller("t", limits=KeyLimits(max_tokens=8)))
+    low = Caller("t", limits=KeyLimits(max_tokens=8))
+    body, sent = within_key_cap(_completion(), raw, low)
+    assert body.max_output_tokens == 8 and orjson.loads(sent)["max_tokens"] == 8
+    high = Caller("t", limits=KeyLimits(max_tokens=50))
+    assert within_key_cap(_completion(), raw, high) == (_completion(), raw)
 
 
 def test_leaving_max_tokens_out_does_not_lift_the_key_cap() -> None:

@@ -351,6 +351,32 @@ def test_tool_call_arguments_become_objects() -> None:
     assert render_chat(raw, [msg("assistant", tool_calls=[broken])]) == "{nope"
 
 
+def test_thinking_reaches_a_template_under_every_name() -> None:
+    """A message's thinking is `reasoning`, `reasoning_content` and `thinking` to a template,
+    as vLLM passes history (templates read one or another)."""
+    template = compile_chat_template(
+        "{{ messages[0].reasoning }}|{{ messages[0].reasoning_content }}|{{ messages[0].thinking }}"
+    )
+    message = msg("assistant", "a", reasoning_content="r")
+    assert render_chat(template, [message]) == "r|r|r"
+
+
+def test_reasoning_effort_is_a_template_variable(tmp_path: Path) -> None:
+    """Chat's reasoning_effort reaches the template beside chat_template_kwargs, as vLLM
+    passes it."""
+    source = "{{ reasoning_effort | default('unset') }}/{{ x | default('-') }}"
+    shutil.copy(tokenizer_dir() / "tokenizer.json", tmp_path / "tokenizer.json")
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"chat_template": source}))
+    bundle = load_tokenizer_bundle(tmp_path)
+    base = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
+    plain = ChatCompletionRequest.model_validate(base)
+    effort = ChatCompletionRequest.model_validate(
+        {**base, "reasoning_effort": "low", "chat_template_kwargs": {"x": 1}}
+    )
+    assert render_chat_request(bundle, plain) == "unset/-"
+    assert render_chat_request(bundle, effort) == "low/1"
+
+
 def test_template_failures_are_400s() -> None:
     """Type errors, undefined attributes and sandbox violations are InvalidRequest."""
     for source in (

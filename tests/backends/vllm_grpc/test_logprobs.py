@@ -45,3 +45,21 @@ def test_completion_offsets_follow_the_characters_across_deltas() -> None:
     whole = [(start, texts(t)) for start, t in zip(starts, ids, strict=True)]
     assert all(text[s : s + len(t)] == t for s, t in whole if "\ufffd" not in t)
     assert all(0 <= start < len(text) for start in starts)
+
+
+def test_completion_tokens_of_part_of_a_character_are_their_bytes() -> None:
+    """A text completion shows a token that is not UTF-8 on its own as `bytes:\\xNN`, as
+    OpenAI does, so a position's top entries keep distinct keys and the sampled token its own
+    logprob; whole-character tokens are their text."""
+    texts, ids = _setup()
+    partial = [t for t in ids if texts(t) == "\ufffd"]
+    assert len(partial) >= 2 and len({texts.raw(t) for t in partial}) >= 2
+    top = SimpleNamespace(token_ids=partial, values=[-0.1 * (i + 1) for i in range(len(partial))])
+    lp = SimpleNamespace(token_ids=[partial[0]], token_logprobs=[-0.1], top_logprobs=[top])
+    shown = format_logprobs("completion", lp, texts, TextOffsets(0))
+    (token,) = shown["tokens"]
+    assert token == "bytes:" + "".join(f"\\x{b:02x}" for b in texts.raw(partial[0]))
+    (entries,) = shown["top_logprobs"]
+    assert len(entries) == len(set(partial)) and entries[token] == -0.1
+    whole = format_logprobs("completion", _logprobs(ids[:1]), texts, TextOffsets(0))
+    assert whole["tokens"] == [texts(ids[0])]

@@ -57,7 +57,18 @@ def test_prompt_plus_max_tokens_over_the_context(bundle: TokenizerBundle) -> Non
 def test_min_tokens_beyond_what_the_context_leaves(bundle: TokenizerBundle) -> None:
     """Without max_tokens, a min_tokens the context cannot hold after the prompt names
     min_tokens here, before the engine (which would say max_tokens, with no param)."""
+    room = FACTS.max_context_length - len(prepare(_chat("hi"), bundle, FACTS, "r1").prompt_ids)
     with pytest.raises(ContextLengthExceeded) as info:
-        prepare(_completion(prompt=[1, 2, 3], min_tokens=62), bundle, FACTS, "r1")
+        prepare(_chat("hi", min_tokens=room + 1), bundle, FACTS, "r1")
     assert info.value.param == "min_tokens"
-    assert prepare(_completion(prompt=[1, 2, 3], min_tokens=61), bundle, FACTS, "r1")
+    assert prepare(_chat("hi", min_tokens=room), bundle, FACTS, "r1")
+
+
+def test_a_completion_without_max_tokens_gets_16(bundle: TokenizerBundle) -> None:
+    """OpenAI's and vLLM's default for a text completion; a chat completion without one
+    gets the room left in the context."""
+    completion = prepare(_completion(prompt=[1, 2, 3]), bundle, FACTS, "r1")
+    assert completion.message.sampling_params.max_tokens == 16
+    chat = prepare(_chat("hi"), bundle, FACTS, "r1")
+    room = FACTS.max_context_length - len(chat.prompt_ids)
+    assert chat.message.sampling_params.max_tokens == room

@@ -6,9 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+import pytest
+from openai.types.responses import ResponseFailedEvent
 
 from core.answers import Choice, ChoiceDelta, StreamChunk, Usage
-from core.errors import BackendError
+from core.errors import (
+    BackendError,
+    DeadlineExceeded,
+    GatewayError,
+    InvalidRequest,
+    RateLimited,
+)
 from core.responses_protocol import ResponsesRequest
 from gateway.responses.events import ResponseEvents
 from gateway.responses.objects import ResponseShell
@@ -116,16 +124,30 @@ def test_a_length_stop_is_incomplete() -> None:
     assert last["response"]["incomplete_details"] == {"reason": "max_output_tokens"}
 
 
-def test_a_failure_is_an_error_then_failed_and_nothing_is_kept() -> None:
-    """After the first byte a failure is an error event and response.failed; nothing stored."""
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (BackendError("engine died"), "server_error"),
+        (DeadlineExceeded("total"), "server_error"),
+        (RateLimited("slow down", headers={}), "rate_limit_exceeded"),
+        (InvalidRequest("bad prompt"), "invalid_prompt"),
+    ],
+)
+def test_a_failure_is_an_error_then_failed_and_kept(error: GatewayError, code: str) -> None:
+    """After the first byte a failure is an error event (the gateway's code) and
+    response.failed, which parses strictly with the SDK's types (its code from the SDK's enum)
+    and is handed on to be stored, as OpenAI keeps failed responses."""
     kept: list[dict[str, Any]] = []
     events = ResponseEvents(SHELL, kept.append)
     raw = events.render(StreamChunk([ChoiceDelta(0, "partial")]))
-    raw += events.fail(BackendError("engine died"))
+    raw += events.fail(error)
     parsed = _events(raw)
     assert [e["type"] for e in parsed[-2:]] == ["error", "response.failed"]
-    assert parsed[-2]["message"] == BackendError("engine died").public_message
-    assert parsed[-1]["response"]["status"] == "failed" and kept == []
+    assert parsed[-2]["message"] == error.public_message and parsed[-2]["code"] == error.code
+    failed = ResponseFailedEvent.model_validate(parsed[-1], strict=True)
+    assert failed.response.status == "failed" and failed.response.error is not None
+    assert failed.response.error.code == code
+    assert kept == [parsed[-1]["response"]]
 
 
 def _through_the_sdk(raw: bytes) -> Any:

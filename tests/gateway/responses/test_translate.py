@@ -107,6 +107,25 @@ def test_tools_choice_format_and_limits() -> None:
     assert body.max_completion_tokens == 9 and body.include_usage
 
 
+def test_effort_verbosity_and_hints_carry_over() -> None:
+    """reasoning.effort and text.verbosity become chat's reasoning_effort and verbosity, and
+    the hints go along, so both APIs treat them alike."""
+    request = ResponsesRequest.model_validate(
+        {
+            "model": "m",
+            "input": "x",
+            "reasoning": {"effort": "low"},
+            "text": {"verbosity": "high"},
+            "prompt_cache_key": "p",
+            "safety_identifier": "s",
+        }
+    )
+    body = chat_request(request, [], input_items(request))
+    assert (body.reasoning_effort, body.verbosity) == ("low", "high")
+    assert (body.prompt_cache_key, body.safety_identifier) == ("p", "s")
+    assert body.chat_template_kwargs is None
+
+
 @pytest.mark.parametrize(
     ("item", "param"),
     [
@@ -133,6 +152,22 @@ def test_bad_items_are_400s_naming_them(item: dict[str, Any], param: str) -> Non
     with pytest.raises(InvalidRequest) as refused:
         _messages(ResponsesRequest(model="m", input=[item]))
     assert refused.value.param == param
+
+
+def test_a_chat_check_names_the_item_it_came_from() -> None:
+    """An output answering no call names its item's call_id, counted in the input (not in
+    the chat messages, which the instructions and merged calls shift)."""
+    items: list[dict[str, Any]] = [
+        {"role": "user", "content": "Hi"},
+        {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+        {"type": "function_call", "call_id": "c2", "name": "f", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "1"},
+        {"type": "function_call_output", "call_id": "c9", "output": "2"},
+    ]
+    request = ResponsesRequest(model="m", input=items, instructions="Be brief.")
+    with pytest.raises(InvalidRequest) as refused:
+        _messages(request)
+    assert refused.value.param == "input[4].call_id"
 
 
 def test_hosted_tools_and_background_are_refused() -> None:
