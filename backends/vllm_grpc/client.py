@@ -96,6 +96,8 @@ class VllmGrpcBackend(VllmGrpcConnection):
                     reasoning or None,
                 )
         except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                self._abort(request.request_id)  # the engine may not have heard yet
             raise map_rpc_error(exc, self.url, deadline) from exc
         except asyncio.CancelledError:
             call.cancel()
@@ -134,7 +136,7 @@ class VllmGrpcBackend(VllmGrpcConnection):
                 yield StreamChunk([delta], decoder.total_usage() if last else None)
             ended = True
         except grpc.aio.AioRpcError as exc:
-            ended = True
+            ended = exc.code() != grpc.StatusCode.DEADLINE_EXCEEDED  # else Abort it too
             raise map_rpc_error(exc, self.url, deadline) from exc
         finally:
             if not ended:
