@@ -23,6 +23,7 @@ from backends.prefix.prompt import PromptBlocks
 from backends.replica import Replica
 from backends.replica_choice import ReplicaChoice
 from backends.routes import ModelRoutes
+from backends.whole_answer import complete_within_budget
 from budgets.deadline import Deadline
 from budgets.priority import Priority
 from budgets.recent import RecentQuantile
@@ -158,13 +159,13 @@ class Fleet:
         return await self.choice.prompt_blocks(self.replicas(request.body.model), request)
 
     async def complete(self, request: GenerationRequest, budget: RequestBudget) -> Completion:
-        deadline, clock = budget.total, budget.timeline.clock
+        clock = budget.timeline.clock
         demand = Demand.of(request.body)
         prefix = await self.prompt_blocks(request)
 
         async def call(replica: Replica) -> Completion:
             started = clock()
-            completion = await replica.backend.complete(request, deadline)
+            completion = await complete_within_budget(replica.backend, request, budget)
             self.learning.answered(replica, demand, completion.usage, clock() - started)
             return completion
 

@@ -90,3 +90,10 @@ def test_outlier_detection_settings() -> None:
     assert BackendSettings.from_env(env).outliers == OutlierPolicy(0, 2.0, 9.0)
     with pytest.raises(SettingsError, match="GATEWAY_OUTLIER_EJECTION_S"):
         BackendSettings.from_env({**LLAMA, "GATEWAY_OUTLIER_EJECTION_S": "0"})
+
+
+def test_whole_answers_are_watched_unless_turned_off() -> None:
+    """GATEWAY_GRPC_WATCH_WHOLE_ANSWERS is on unless set to false."""
+    assert BackendSettings.from_env(LLAMA).watch_whole_answers
+    env = {**LLAMA, "GATEWAY_GRPC_WATCH_WHOLE_ANSWERS": "false"}
+    assert not BackendSettings.from_env(env).watch_whole_answers
