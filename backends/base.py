@@ -27,6 +27,14 @@ class GenerationRequest:
     # What a backend prepared (rendered, tokenized) to route the request by its prompt's
     # prefix; the replica chosen reuses it instead of preparing again.
     prepared: object | None = None
+    # Told of each token of a whole answer, by backends that see them (`reports_progress`).
+    progress: Progress | None = None
+
+
+class Progress(Protocol):
+    """Hears that tokens of a whole answer arrived (`budgets.progress_watch`)."""
+
+    def tick(self) -> None: ...
 
 
 @dataclass(slots=True)
@@ -37,6 +45,12 @@ class EmbeddingCall:
     raw: bytes
     request_id: str
     headers: Mapping[str, str] = field(default_factory=dict)
+
+
+def reports_progress(backend: Backend) -> bool:
+    """Whether `backend.complete` ticks `request.progress` as tokens arrive, so the first-token
+    and stall budgets can bound a whole answer as they bound a stream."""
+    return getattr(backend, "reports_progress", False) is True
 
 
 class Backend(Protocol):

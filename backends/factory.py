@@ -23,6 +23,7 @@ def build_backend(model: str, url: str, settings: BackendSettings) -> Backend:
             tokenizer_cache_dir=settings.tokenizer_cache_dir,
             tool_format=settings.tool_parsers.get(model),
             reasoning_format=settings.reasoning_parsers.get(model),
+            watch_whole_answers=settings.watch_whole_answers,
         )
     from backends.openai_http import OpenAIHTTPBackend
 

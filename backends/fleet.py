@@ -14,25 +14,24 @@ from typing import TypeVar
 from backends.admission_config import AdmissionConfig as AdmissionConfig
 from backends.base import EmbeddingCall, GenerationRequest
 from backends.fleet_members import Members
+from backends.learning import Learning
 from backends.open_stream import OpenStream, close_quietly
-from backends.outlook import Demand, first_chunk_tokens
+from backends.outliers import OutlierPolicy, Outliers
+from backends.outlook import Demand
 from backends.overloaded import overloaded
 from backends.prefix.prompt import PromptBlocks
 from backends.replica import Replica
 from backends.replica_choice import ReplicaChoice
 from backends.routes import ModelRoutes
+from backends.whole_answer import complete_within_budget
 from budgets.deadline import Deadline
 from budgets.priority import Priority
 from budgets.recent import RecentQuantile
 from budgets.request_budget import RequestBudget
 from budgets.shed import Shed
 from budgets.slots import Slot
-from core.answers import Completion, Embeddings, StreamChunk, Usage
-from core.errors import (
-    BackendError,
-    BackendUnavailable,
-    DeadlineExceeded,
-)
+from core.answers import Completion, Embeddings, StreamChunk
+from core.errors import BackendError, DeadlineExceeded
 from core.stages import StageName
 
 log = logging.getLogger("gateway.fleet")
@@ -55,6 +54,7 @@ class Fleet:
         clock: Callable[[], float] = time.monotonic,
         chance: Callable[[], float] = random.random,
         prefix_weight: float = 0.0,
+        outliers: OutlierPolicy | None = None,
     ) -> None:
         self._clock = clock
         self.routes = routes or ModelRoutes()
@@ -75,6 +75,8 @@ class Fleet:
             clock=clock,
             chance=chance,
         )
+        self.outliers = Outliers(outliers or OutlierPolicy(), self.members.replicas, clock)
+        self.learning = Learning(self.outliers, self.choice.lengths)
         self._retry_attempts = retry_attempts
 
     def declare(self, model: str) -> None:
@@ -152,29 +154,19 @@ class Fleet:
         finally:
             timeline.record(StageName.ADMISSION, started)
 
-    def _learn(self, replica: Replica, demand: Demand, usage: Usage, seconds: float) -> None:
-        """A request ended cleanly `seconds` after admission: teach the replica's estimate,
-        and the model's output lengths when the request set no cap."""
-        tokens = demand.output_tokens(usage)
-        if tokens < 1:
-            return
-        replica.estimate.observe(demand.prompt_tokens, tokens, seconds)
-        if demand.max_tokens is None:
-            self.lengths(replica.model).add(tokens)
-
     async def prompt_blocks(self, request: GenerationRequest) -> PromptBlocks | None:
         """The prompt's block keys for prefix-aware routing (`ReplicaChoice.prompt_blocks`)."""
         return await self.choice.prompt_blocks(self.replicas(request.body.model), request)
 
     async def complete(self, request: GenerationRequest, budget: RequestBudget) -> Completion:
-        deadline, clock = budget.total, budget.timeline.clock
+        clock = budget.timeline.clock
         demand = Demand.of(request.body)
         prefix = await self.prompt_blocks(request)
 
         async def call(replica: Replica) -> Completion:
             started = clock()
-            completion = await replica.backend.complete(request, deadline)
-            self._learn(replica, demand, completion.usage, clock() - started)
+            completion = await complete_within_budget(replica.backend, request, budget)
+            self.learning.answered(replica, demand, completion.usage, clock() - started)
             return completion
 
         return await self._with_retry(request.body.model, budget, call, demand, prefix)
@@ -199,10 +191,17 @@ class Fleet:
             started = budget.timeline.clock()
             try:
                 # The backend enforces the deadline itself (gRPC deadline, HTTP timeout).
-                return await call(replica)
+                result = await call(replica)
             except BackendError as exc:
+                self.outliers.failed(replica, exc)
                 if not self._may_retry(exc, replica, tried, model, budget.total):
                     raise
+            except DeadlineExceeded as exc:
+                self.outliers.failed(replica, exc)
+                raise
+            else:
+                self.outliers.succeeded(replica)
+                return result
             finally:
                 slot.release()
                 budget.timeline.record(StageName.BACKEND, started)
@@ -245,12 +244,15 @@ class Fleet:
             except TimeoutError:
                 slot.release()
                 await close_quietly(chunks)
-                raise DeadlineExceeded(first_token.stage) from None
+                late = DeadlineExceeded(first_token.stage)
+                self.outliers.failed(replica, late)
+                raise late from None
             except StopAsyncIteration:
                 first = None
             except BackendError as exc:
                 slot.release()
                 await close_quietly(chunks)
+                self.outliers.failed(replica, exc)
                 if not self._may_retry(exc, replica, tried, model, budget.total):
                     raise
                 continue
@@ -261,25 +263,10 @@ class Fleet:
             finally:
                 timeline.record(StageName.TTFT, started)
             now = timeline.first_token_at = timeline.clock()
-            if first is not None:
-                replica.estimate.observe(
-                    demand.prompt_tokens, first_chunk_tokens(first), now - started
-                )
-            return OpenStream(
-                replica,
-                slot,
-                first,
-                chunks,
-                self._stream_end(replica, demand, started, timeline.clock),
+            finished, failed = self.learning.stream_end(
+                replica, demand, first, now - started, started, timeline.clock
             )
-
-    def _stream_end(
-        self, replica: Replica, demand: Demand, started: float, clock: Callable[[], float]
-    ) -> Callable[[Usage], None]:
-        def finished(usage: Usage) -> None:
-            self._learn(replica, demand, usage, clock() - started)
-
-        return finished
+            return OpenStream(slot, first, chunks, finished, failed)
 
     def _may_retry(
         self,
@@ -289,11 +276,10 @@ class Fleet:
         model: str,
         deadline: Deadline,
     ) -> bool:
-        if isinstance(exc, BackendUnavailable):
-            replica.eject(str(exc))
         if not exc.retryable or len(tried) > self._retry_attempts or deadline.expired:
             return False
-        others = [r for r in self.replicas(model) if r.healthy and r not in tried]
+        now = self._clock()
+        others = [r for r in self.replicas(model) if r.routable(now) and r not in tried]
         if others:
             log.info("retrying request on another replica of %s after: %s", model, exc)
         return bool(others)

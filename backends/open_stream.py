@@ -5,12 +5,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncGenerator, Callable
 
-from backends.replica import Replica
 from budgets.slots import Slot
 from core.answers import StreamChunk, Usage
-from core.errors import BackendUnavailable
 
 Finished = Callable[[Usage], None]  # hears a stream's usage once it ended cleanly
+Failed = Callable[[BaseException], None]  # hears why a stream broke
 
 
 class OpenStream:
@@ -18,38 +17,42 @@ class OpenStream:
     until `close()`.
 
     Its one consumer reads `first`, then `chunks` directly (no wrapping generator per chunk),
-    reports a failure with `failed()`, may report a clean end with `finished(usage)` (the
-    replica's service estimate learns from it), and calls `close()` exactly once at the end,
-    which releases the slot and, if the stream had not ended, cancels the request upstream.
+    reports a failure with `failed()` (its replica may be ejected), may report a clean end
+    with `finished(usage)` (the replica's service estimate learns from it), and calls
+    `close()` exactly once at the end, which releases the slot and, if the stream had not
+    ended, cancels the request upstream. Only the first of the two reports counts.
     """
 
-    __slots__ = ("_closed", "_finished", "_replica", "_slot", "chunks", "first")
+    __slots__ = ("_closed", "_failed", "_finished", "_slot", "chunks", "first")
 
     def __init__(
         self,
-        replica: Replica,
         slot: Slot,
         first: StreamChunk | None,
         chunks: AsyncGenerator[StreamChunk, None],
         finished: Finished | None = None,
+        failed: Failed | None = None,
     ) -> None:
-        self._replica = replica
         self._slot = slot
         self._finished = finished
+        self._failed = failed
         self._closed = False
         self.first = first
         self.chunks = chunks
 
     def failed(self, exc: BaseException) -> None:
-        """The stream broke: a replica that became unreachable is taken out of rotation."""
-        if isinstance(exc, BackendUnavailable):
-            self._replica.eject(str(exc))
+        """The stream broke with `exc`."""
+        report = self._failed
+        self._failed = self._finished = None
+        if report is not None:
+            report(exc)
 
     def finished(self, usage: Usage) -> None:
         """The stream ended cleanly with this usage (call before `close()`)."""
-        if self._finished is not None and not self._closed:
-            self._finished(usage)
-            self._finished = None
+        report = self._finished
+        self._failed = self._finished = None
+        if report is not None and not self._closed:
+            report(usage)
 
     async def close(self) -> None:
         if self._closed:

@@ -43,6 +43,11 @@ class Replica:
     healthy_since: float = -math.inf
     # The KV-cache blocks its event stream reports (not `live`: it reports none).
     prefix: PrefixIndex = field(default_factory=PrefixIndex)
+    # Passive outlier detection (`backends.outliers`): calls failed in a row, ejections since
+    # the last success, and until when it is out of routing though its probe passes.
+    failures: int = 0
+    ejections: int = 0
+    ejected_until: float = -math.inf
 
     @property
     def url(self) -> str:
@@ -51,6 +56,10 @@ class Replica:
     @property
     def inflight(self) -> int:
         return self.admission.inflight
+
+    def routable(self, now: float) -> bool:
+        """Healthy and not ejected as an outlier at `now`."""
+        return self.healthy and self.ejected_until <= now
 
     def load_score(self) -> float:
         """Lower is less loaded: our own in-flight requests plus the server's own queue."""

@@ -61,25 +61,30 @@ class ReplicaChoice:
         budget: RequestBudget | None = None,
         prefix: PromptBlocks | None = None,
     ) -> Replica:
-        """The healthy replica of `replicas` (`model`'s) predicted to reach the request's goal
-        soonest (queue wait plus service time), then the least load; ties rotate so equal
-        replicas share work.
+        """The healthy replica of `replicas` (`model`'s), not ejected as an outlier, predicted
+        to reach the request's goal soonest (queue wait plus service time), then the least
+        load; ties rotate so equal replicas share work.
 
         With the prompt's blocks (`prefix`, prefix-aware routing on) the least load net of the
         cached share of the prompt comes first: load minus `prefix_weight` times the fraction
         of the prompt's blocks the replica holds, then the prediction."""
-        candidates = [r for r in replicas if r.healthy and r not in exclude]
+        now = self._clock()
+        candidates = [r for r in replicas if r.routable(now) and r not in exclude]
         if not candidates:
-            raise NoHealthyBackend(f"No healthy backend for model {model!r}.")
+            # Outlier ejection never takes a model's last replica, but probes may eject the
+            # rest meanwhile: then a replica that keeps failing beats none.
+            candidates = [r for r in replicas if r.healthy and r not in exclude]
+            if not candidates:
+                raise NoHealthyBackend(f"No healthy backend for model {model!r}.")
         if self._slow_start_s > 0 and len(candidates) > 1:
-            candidates = ramped(candidates, self._clock(), self._slow_start_s, self._chance)
+            candidates = ramped(candidates, now, self._slow_start_s, self._chance)
         if len(candidates) == 1:
             return candidates[0]
         turn = next(self._tiebreak)
         n = len(candidates)
         service = self._service_times(candidates, demand, budget)
         if prefix is not None:
-            weight, now = self._prefix_weight, self._clock()
+            weight = self._prefix_weight
             return min(
                 candidates,
                 key=lambda r: (

@@ -7,11 +7,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from backends.outliers import OutlierPolicy
 from backends.reasoning.choice import FORMATS as REASONING_FORMATS
 from backends.reasoning.choice import NO_REASONING
 from backends.routes import ModelRoutes, parse_routes
 from backends.tool_calls.choice import FORMATS as TOOL_FORMATS
-from core.env import SettingsError, env_float, env_int, env_map
+from core.env import SettingsError, env_bool, env_float, env_int, env_map
 
 EMBEDDED = "embedded"
 """`GATEWAY_BACKENDS=embedded`: the built-in vLLM stand-in serves model `sim` (a demo)."""
@@ -64,6 +65,8 @@ class BackendSettings:
     health_timeout_s: float = 1.0
     retry_attempts: int = 1
     slow_start_s: float = 30.0  # a replica that turns healthy ramps up over this (0: off)
+    outliers: OutlierPolicy = field(default_factory=OutlierPolicy)
+    watch_whole_answers: bool = True  # gRPC: stream whole answers on the wire to watch them
     dns_refresh_s: float = 5.0  # how often `+dns` replica sets are re-resolved
     prefix_routing_weight: float = 0.0  # cached share of the prompt against load (0: off)
     routes: ModelRoutes = field(default_factory=ModelRoutes)  # public name -> versions
@@ -109,6 +112,10 @@ class BackendSettings:
                 env, "GATEWAY_RETRY_ATTEMPTS", defaults.retry_attempts, low=0, high=5
             ),
             slow_start_s=env_float(env, "GATEWAY_SLOW_START_S", defaults.slow_start_s, low=0.0),
+            outliers=_outlier_policy(env, defaults.outliers),
+            watch_whole_answers=env_bool(
+                env, "GATEWAY_GRPC_WATCH_WHOLE_ANSWERS", defaults.watch_whole_answers
+            ),
             dns_refresh_s=env_float(env, "GATEWAY_DNS_REFRESH_S", defaults.dns_refresh_s, low=0.1),
             prefix_routing_weight=env_float(
                 env, "GATEWAY_PREFIX_ROUTING_WEIGHT", defaults.prefix_routing_weight, low=0.0
@@ -117,6 +124,18 @@ class BackendSettings:
             tool_parsers=_tool_parsers(env),
             reasoning_parsers=_reasoning_parsers(env),
         )
+
+
+def _outlier_policy(env: Mapping[str, str], defaults: OutlierPolicy) -> OutlierPolicy:
+    return OutlierPolicy(
+        consecutive_failures=env_int(
+            env, "GATEWAY_OUTLIER_FAILURES", defaults.consecutive_failures, low=0, high=1000
+        ),
+        ejection_s=env_float(env, "GATEWAY_OUTLIER_EJECTION_S", defaults.ejection_s, low=0.1),
+        max_ejection_s=env_float(
+            env, "GATEWAY_OUTLIER_MAX_EJECTION_S", defaults.max_ejection_s, low=0.1
+        ),
+    )
 
 
 def _tool_parsers(env: Mapping[str, str]) -> dict[str, str]:

@@ -219,7 +219,8 @@ class DeadlineExceeded(GatewayError):
     code = "deadline_exceeded"
 
     def __init__(self, stage: str) -> None:
-        super().__init__(f"Deadline exceeded in stage {stage!r}.")
+        stage = str(stage)  # a StageName's value, not its enum repr
+        super().__init__(f"Deadline exceeded in stage {stage}.")
         self.stage = stage
 
 

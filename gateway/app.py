@@ -70,6 +70,7 @@ def create_app(
                 health_timeout_s=effective.backends.health_timeout_s,
                 admission=AdmissionConfig.from_settings(effective.budgets),
                 slow_start_s=effective.backends.slow_start_s,
+                outliers=effective.backends.outliers,
                 routes=effective.backends.routes,
                 prefix_weight=effective.backends.prefix_routing_weight,
             )

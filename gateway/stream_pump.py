@@ -114,6 +114,7 @@ class StreamPump(Response):
             if stage is not None:
                 task.uncancel()
                 error = DeadlineExceeded(budget.total.stage if stage == TOTAL else stage)
+                self._source.failed(error)  # a stalled replica counts as failing
             elif watch.left():  # the client left: a normal end, which the access log says
                 self._record.note_failure("client_closed_request")
             elif DRAIN.draining:  # the shutdown grace ran out: end with an error event

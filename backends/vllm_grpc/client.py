@@ -11,6 +11,7 @@ import grpc
 from smg_grpc_proto.generated import vllm_engine_pb2
 
 from backends.base import EmbeddingCall, GenerationRequest
+from backends.vllm_grpc.collected import CollectedOutput
 from backends.vllm_grpc.connection import VllmGrpcConnection
 from backends.vllm_grpc.decoding import ResponseDecoder
 from backends.vllm_grpc.errors import map_rpc_error
@@ -37,6 +38,7 @@ class VllmGrpcBackend(VllmGrpcConnection):
         tokenizer_cache_dir: Path,
         tool_format: str | None = None,
         reasoning_format: str | None = None,
+        watch_whole_answers: bool = True,
     ) -> None:
         super().__init__(
             url,
@@ -46,6 +48,8 @@ class VllmGrpcBackend(VllmGrpcConnection):
             tokenizer_cache_dir=tokenizer_cache_dir,
         )
         self._formats = OutputFormats(tool_format, reasoning_format)
+        # A whole answer streamed on the wire, so that its tokens are seen (`complete`).
+        self.reports_progress = watch_whole_answers
 
     async def _prepare(self, request: GenerationRequest) -> PreparedPrompt:
         if isinstance(request.prepared, PreparedPrompt):
@@ -67,20 +71,34 @@ class VllmGrpcBackend(VllmGrpcConnection):
         return self._formats.decoder(request, prepared, bundle, token_texts)
 
     async def complete(self, request: GenerationRequest, deadline: Deadline) -> Completion:
+        """A whole answer, decoded once at its end. Unless told not to watch whole answers,
+        it is streamed on the wire so that `request.progress` hears each chunk (the
+        first-token and stall budgets then bound it), at ~50 us of CPU per chunk."""
         prepared = await self._prepare(request)
         decoder = self._decoder(request, prepared)
+        prepared.message.stream = self.reports_progress
         call = self._stub().Generate(
             prepared.message, timeout=deadline.remaining(), metadata=_metadata(request)
         )
+        progress = request.progress
+        parts: dict[int, CollectedOutput] = {}
         choices: dict[int, Choice] = {}
         try:
             async for response in call:
+                if response.HasField("chunk"):
+                    chunk = response.chunk
+                    part = parts.get(chunk.index)
+                    if part is None:
+                        part = parts[chunk.index] = CollectedOutput()
+                    part.add(chunk)
+                    if progress is not None:
+                        progress.tick()
+                    continue
                 done = response.complete
                 decoder.note_prompt(done.prompt_tokens, done.cached_tokens)
                 state = decoder.choices[done.index]
-                logprobs = done.output_logprobs if done.HasField("output_logprobs") else None
-                prompt = done.input_logprobs if done.HasField("input_logprobs") else None
-                body = state.feed(done.output_ids, logprobs, prompt)
+                part = parts.pop(done.index, None) or CollectedOutput.of_complete(done)
+                body = state.feed(part.token_ids, part.logprobs, part.prompt_logprobs)
                 tail = state.finish(_finish_reason(done.finish_reason))
                 calls = [
                     {key: value for key, value in call.items() if key != "index"}
@@ -96,6 +114,8 @@ class VllmGrpcBackend(VllmGrpcConnection):
                     reasoning or None,
                 )
         except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                self._abort(request.request_id)  # the engine may not have heard yet
             raise map_rpc_error(exc, self.url, deadline) from exc
         except asyncio.CancelledError:
             call.cancel()
@@ -134,7 +154,7 @@ class VllmGrpcBackend(VllmGrpcConnection):
                 yield StreamChunk([delta], decoder.total_usage() if last else None)
             ended = True
         except grpc.aio.AioRpcError as exc:
-            ended = True
+            ended = exc.code() != grpc.StatusCode.DEADLINE_EXCEEDED  # else Abort it too
             raise map_rpc_error(exc, self.url, deadline) from exc
         finally:
             if not ended:

@@ -16,7 +16,7 @@ from budgets.deadline import Deadline
 from budgets.request_budget import ClassBudgets, RequestBudget
 from budgets.settings import BudgetSettings
 from core.answers import BackendHealth, Completion
-from core.errors import ModelNotFound, NoHealthyBackend, Overloaded
+from core.errors import BackendError, ModelNotFound, NoHealthyBackend, Overloaded
 from core.protocol import ChatCompletionRequest, CompletionRequest
 from core.request_parsing import parse_request
 from tests.support.fake_backend import FakeBackend
@@ -127,17 +127,31 @@ async def test_completions_teach_the_estimate_and_uncapped_lengths() -> None:
 
 
 async def test_streams_teach_first_token_and_end() -> None:
-    """A stream's first chunk is an observation at one token, its clean end one at all."""
+    """A stream that ends cleanly is an observation at its first token and one at its end,
+    both learned at its end."""
     clock = Clock()
     replica = Replica("m", FakeBackend(url="a"), healthy=True)
     fleet = _admitting(replica)
     opened = await fleet.open_stream(_request(stream=True), _budget(clock))
-    assert replica.estimate.fit() is not None
+    assert replica.estimate.fit() is None
     clock.now += 1.0
     async for _chunk in opened.iterate():
         pass
     assert replica.inflight == 0
+    assert replica.estimate.expected(40, 1) == pytest.approx(0.0)
     assert replica.estimate.expected(40, 3) == pytest.approx(1.0)  # its usage: 3 tokens
+
+
+async def test_a_stream_that_breaks_teaches_nothing() -> None:
+    """A stream that dies after a fast first token is no evidence of fast service: else a
+    replica that breaks every stream would look the fastest and draw the traffic."""
+    backend = FakeBackend(url="a", fail_with=BackendError("died"), fail_after=1)
+    replica = Replica("m", backend, healthy=True)
+    opened = await _admitting(replica).open_stream(_request(stream=True), _budget(Clock()))
+    with pytest.raises(BackendError):
+        async for _chunk in opened.iterate():
+            pass
+    assert replica.estimate.fit() is None and replica.failures == 1
 
 
 async def test_a_request_that_cannot_finish_is_a_429_before_the_backend_sees_it() -> None:

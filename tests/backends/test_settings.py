@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from backends.outliers import OutlierPolicy
 from backends.settings import BackendSettings
 from core.env import SettingsError
 
@@ -75,3 +76,24 @@ def test_prefix_routing_weight_defaults_off_and_rejects_negatives() -> None:
     assert BackendSettings.from_env(env).prefix_routing_weight == 2.5
     with pytest.raises(SettingsError, match="GATEWAY_PREFIX_ROUTING_WEIGHT"):
         BackendSettings.from_env({**LLAMA, "GATEWAY_PREFIX_ROUTING_WEIGHT": "-1"})
+
+
+def test_outlier_detection_settings() -> None:
+    """GATEWAY_OUTLIER_* set the failures in a row that eject a replica and for how long."""
+    assert BackendSettings.from_env(LLAMA).outliers == OutlierPolicy(5, 30.0, 300.0)
+    env = {
+        **LLAMA,
+        "GATEWAY_OUTLIER_FAILURES": "0",
+        "GATEWAY_OUTLIER_EJECTION_S": "2",
+        "GATEWAY_OUTLIER_MAX_EJECTION_S": "9",
+    }
+    assert BackendSettings.from_env(env).outliers == OutlierPolicy(0, 2.0, 9.0)
+    with pytest.raises(SettingsError, match="GATEWAY_OUTLIER_EJECTION_S"):
+        BackendSettings.from_env({**LLAMA, "GATEWAY_OUTLIER_EJECTION_S": "0"})
+
+
+def test_whole_answers_are_watched_unless_turned_off() -> None:
+    """GATEWAY_GRPC_WATCH_WHOLE_ANSWERS is on unless set to false."""
+    assert BackendSettings.from_env(LLAMA).watch_whole_answers
+    env = {**LLAMA, "GATEWAY_GRPC_WATCH_WHOLE_ANSWERS": "false"}
+    assert not BackendSettings.from_env(env).watch_whole_answers

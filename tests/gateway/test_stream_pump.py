@@ -172,6 +172,7 @@ async def test_stall_ends_stream_and_closes_backend() -> None:
     error = _error_of(client)
     assert error["code"] == "deadline_exceeded" and "stall" in str(error["message"])
     assert source.closed and record.overruns == ["stall"] and not tap.finished
+    assert [str(exc) for exc in source.failures] == ["Deadline exceeded in stage stall."]
 
 
 async def test_total_budget_ends_a_stream_that_never_stalls() -> None:

@@ -1,0 +1,96 @@
+"""Passive outlier detection, as Envoy's consecutive-5xx ejection: a replica whose calls keep
+failing (before or after their first token) is taken out of routing for a while, longer each
+time it fails again, even though its health probe still passes (a replica that breaks every
+stream mid-way, or accepts requests and never answers them, looks healthy to a probe)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from backends.replica import Replica
+from core.errors import BackendError, BackendUnavailable, DeadlineExceeded
+from core.stages import StageName
+
+log = logging.getLogger("gateway.fleet")
+
+# Budgets whose overrun is the replica's doing; an overrun of the total may be the caller's
+# own tight deadline, and says nothing about the replica.
+_REPLICA_STAGES = frozenset({StageName.TTFT.value, StageName.STALL.value})
+
+
+@dataclass(frozen=True, slots=True)
+class OutlierPolicy:
+    """When a replica is ejected and for how long; `consecutive_failures` 0 turns it off."""
+
+    consecutive_failures: int = 5
+    ejection_s: float = 30.0  # the first ejection; each further one adds as much
+    max_ejection_s: float = 300.0
+
+    def ejection_for(self, ejections: int) -> float:
+        return min(self.ejection_s * ejections, self.max_ejection_s)
+
+
+def is_replica_failure(exc: BaseException) -> bool:
+    """Whether a call's failure counts against the replica that served it: the backend failed
+    or broke the connection, or gave no first token (or no next one) within its budget. A
+    request the backend rejected as invalid, or one that ran out of its total, does not."""
+    if isinstance(exc, BackendError):
+        return True
+    return isinstance(exc, DeadlineExceeded) and exc.stage in _REPLICA_STAGES
+
+
+class Outliers:
+    """Hears how each call ended and ejects the replicas that keep failing. A failure counts
+    until the replica's next success, so a replica back from an ejection that fails again is
+    ejected again at once, for longer. The last replica of a model still in routing is never
+    ejected: a failing replica is still better than none."""
+
+    __slots__ = ("_clock", "_policy", "_replicas")
+
+    def __init__(
+        self,
+        policy: OutlierPolicy,
+        replicas: Callable[[str], Sequence[Replica]],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._policy = policy
+        self._replicas = replicas
+        self._clock = clock
+
+    def succeeded(self, replica: Replica) -> None:
+        replica.failures = 0
+        replica.ejections = 0
+
+    def failed(self, replica: Replica, exc: BaseException) -> None:
+        """A call on `replica` ended with `exc`: an unreachable replica is ejected until its
+        probe passes, one that failed too many times in a row for a while."""
+        if isinstance(exc, BackendUnavailable):
+            replica.eject(str(exc))
+        if not is_replica_failure(exc):
+            return
+        replica.failures += 1
+        threshold = self._policy.consecutive_failures
+        if threshold <= 0 or replica.failures < threshold:
+            return
+        now = self._clock()
+        if replica.ejected_until > now or not self._others_serve(replica, now):
+            return
+        replica.ejections += 1
+        seconds = self._policy.ejection_for(replica.ejections)
+        replica.ejected_until = now + seconds
+        # Back from the ejection it ramps up again (slow start), as after a failed probe.
+        replica.healthy_since = max(replica.healthy_since, replica.ejected_until)
+        log.warning(
+            "replica %s of %s ejected for %.0f s after %d failures in a row: %s",
+            replica.url,
+            replica.model,
+            seconds,
+            replica.failures,
+            exc,
+        )
+
+    def _others_serve(self, replica: Replica, now: float) -> bool:
+        return any(r is not replica and r.routable(now) for r in self._replicas(replica.model))

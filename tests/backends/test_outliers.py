@@ -1,0 +1,139 @@
+"""Passive outlier detection: replicas whose calls keep failing leave routing for a while."""
+
+from __future__ import annotations
+
+import contextlib
+
+import orjson
+
+from backends.base import GenerationRequest
+from backends.fleet import Fleet
+from backends.outliers import OutlierPolicy, Outliers, is_replica_failure
+from backends.replica import Replica
+from budgets.request_budget import ClassBudgets, RequestBudget
+from core.errors import BackendError, BackendRejected, BackendUnavailable, DeadlineExceeded
+from core.protocol import CompletionRequest
+from core.request_parsing import parse_request
+from core.stages import StageName
+from tests.support.fake_backend import FakeBackend
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _replica(url: str, **faults: object) -> Replica:
+    return Replica("m", FakeBackend(url=url, **faults), healthy=True)  # type: ignore[arg-type]
+
+
+def _outliers(clock: Clock, *replicas: Replica, failures: int = 3) -> Outliers:
+    policy = OutlierPolicy(consecutive_failures=failures, ejection_s=10.0, max_ejection_s=25.0)
+    return Outliers(policy, lambda model: replicas, clock)
+
+
+def test_which_failures_count_against_a_replica() -> None:
+    """Backend failures and first-token or stall overruns count; a rejected request or a
+    caller's total deadline does not."""
+    assert is_replica_failure(BackendError("INTERNAL"))
+    assert is_replica_failure(DeadlineExceeded(StageName.TTFT))
+    assert is_replica_failure(DeadlineExceeded(StageName.STALL))
+    assert not is_replica_failure(DeadlineExceeded(StageName.TOTAL))
+    assert not is_replica_failure(BackendRejected("bad"))
+
+
+def test_consecutive_failures_eject_for_longer_each_time() -> None:
+    """The third failure in a row ejects for 10 s; back, one more failure ejects for 20 s,
+    then at most 25 s; a success starts the count over."""
+    clock = Clock()
+    bad, good = _replica("a"), _replica("b")
+    outliers = _outliers(clock, bad, good)
+    for _ in range(2):
+        outliers.failed(bad, BackendError("x"))
+    assert bad.routable(clock.now)
+    outliers.failed(bad, BackendError("x"))
+    assert not bad.routable(clock.now) and bad.healthy
+    clock.now += 10.0
+    assert bad.routable(clock.now)
+    assert bad.warmth(clock.now, 5.0) == 0.0  # it ramps up again from here
+    outliers.failed(bad, BackendError("x"))
+    assert not bad.routable(clock.now + 19.9) and bad.routable(clock.now + 20.0)
+    clock.now += 20.0
+    outliers.failed(bad, BackendError("x"))
+    assert bad.ejected_until == clock.now + 25.0
+    clock.now += 25.0
+    outliers.succeeded(bad)
+    outliers.failed(bad, BackendError("x"))
+    assert bad.routable(clock.now)
+
+
+def test_the_last_routable_replica_is_never_ejected() -> None:
+    """A model's only replica left in routing stays, however often it fails."""
+    clock = Clock()
+    bad, good = _replica("a"), _replica("b")
+    good.healthy = False
+    outliers = _outliers(clock, bad, good)
+    for _ in range(10):
+        outliers.failed(bad, BackendError("x"))
+    assert bad.routable(clock.now)
+
+
+def test_unreachable_replica_is_ejected_until_its_probe_passes() -> None:
+    """A dropped connection takes the replica out at once, as before."""
+    clock = Clock()
+    bad, good = _replica("a"), _replica("b")
+    _outliers(clock, bad, good).failed(bad, BackendUnavailable("reset"))
+    assert not bad.healthy
+
+
+def _fleet(clock: Clock, *replicas: Replica) -> Fleet:
+    return Fleet(
+        list(replicas),
+        retry_attempts=1,
+        health_interval_s=60,
+        health_timeout_s=1,
+        clock=clock,
+        outliers=OutlierPolicy(consecutive_failures=3, ejection_s=30.0),
+    )
+
+
+def _request(stream: bool) -> GenerationRequest:
+    raw = orjson.dumps({"model": "m", "prompt": "hi", "stream": stream})
+    return GenerationRequest("completion", parse_request(raw, CompletionRequest), raw, "r1")
+
+
+def _budget(clock: Clock) -> RequestBudget:
+    budgets = ClassBudgets(total_s=10.0, ttft_s=10.0, admission_s=10.0, stall_s=10.0)
+    return RequestBudget.start("interactive", budgets, clock, clock.now)
+
+
+async def test_a_replica_breaking_every_stream_midway_loses_its_share() -> None:
+    """Streams that die after their first token (nothing can be retried then) eject their
+    replica after three in a row: the healthy one serves the rest."""
+    clock = Clock()
+    broken = _replica("a", fail_with=BackendError("died"), fail_after=1)
+    healthy = _replica("b")
+    fleet = _fleet(clock, broken, healthy)
+    for _ in range(20):
+        opened = await fleet.open_stream(_request(stream=True), _budget(clock))
+        with contextlib.suppress(BackendError):
+            async for _chunk in opened.iterate():
+                pass
+    assert isinstance(broken.backend, FakeBackend) and isinstance(healthy.backend, FakeBackend)
+    assert broken.backend.calls == 3 and healthy.backend.calls == 17
+
+
+async def test_a_replica_failing_before_the_first_token_loses_its_share() -> None:
+    """Calls failing at once are retried elsewhere, but the failing replica is soon skipped
+    and no longer costs every other request a wasted hop."""
+    clock = Clock()
+    broken = _replica("a", fail_with=BackendError("INTERNAL"))
+    healthy = _replica("b")
+    fleet = _fleet(clock, broken, healthy)
+    for _ in range(20):
+        await fleet.complete(_request(stream=False), _budget(clock))
+    assert isinstance(broken.backend, FakeBackend)
+    assert broken.backend.calls == 3

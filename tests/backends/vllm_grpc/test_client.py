@@ -1,0 +1,155 @@
+"""The gRPC client against the stand-in over loopback: whole answers, deadlines, aborts."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from backends.base import GenerationRequest
+from backends.fleet import Fleet
+from backends.replica import Replica
+from backends.vllm_grpc.client import VllmGrpcBackend
+from budgets.deadline import Deadline
+from budgets.request_budget import ClassBudgets, RequestBudget
+from core.errors import DeadlineExceeded
+from core.protocol import ChatCompletionRequest
+from core.request_parsing import parse_request
+from standin.vllm.config import SimConfig
+from standin.vllm.server import SimServer
+from tests.standin.vllm.helpers import wait_until
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[SimServer]:
+    server = SimServer(SimConfig(port=0))
+    await server.start()
+    yield server
+    await server.stop(grace=0)
+
+
+@pytest.fixture
+async def backend(sim: SimServer, tmp_path: Path) -> AsyncIterator[VllmGrpcBackend]:
+    client = VllmGrpcBackend(
+        f"grpc://{sim.address}",
+        model="sim",
+        channels=1,
+        tokenizer_dir=None,
+        tokenizer_cache_dir=tmp_path,
+    )
+    await client.start()
+    yield client
+    await client.aclose()
+
+
+def _request(request_id: str, *, stream: bool = False, **fields: Any) -> GenerationRequest:
+    body = {"model": "sim", "messages": [{"role": "user", "content": "hi"}], "stream": stream}
+    raw = orjson.dumps({**body, **fields})
+    return GenerationRequest("chat", parse_request(raw, ChatCompletionRequest), raw, request_id)
+
+
+def _budget(*, ttft_s: float = 60.0, stall_s: float = 60.0) -> RequestBudget:
+    budgets = ClassBudgets(total_s=60.0, ttft_s=ttft_s, admission_s=ttft_s, stall_s=stall_s)
+    return RequestBudget.start("interactive", budgets, time.monotonic, time.monotonic())
+
+
+def _fleet(backend: VllmGrpcBackend) -> Fleet:
+    replica = Replica("sim", backend, healthy=True)
+    return Fleet([replica], retry_attempts=1, health_interval_s=60, health_timeout_s=1)
+
+
+async def test_whole_answer_equals_the_streamed_one(backend: VllmGrpcBackend) -> None:
+    """A whole answer (streamed on the wire, decoded at its end) has the text, logprobs and
+    usage the same request gets as a stream, for every choice."""
+    fields: dict[str, Any] = {"n": 2, "logprobs": True, "top_logprobs": 2, "max_tokens": 12}
+    whole = await backend.complete(_request("w-1", **fields), Deadline.after(30))
+    texts: dict[int, str] = {0: "", 1: ""}
+    logprobs: dict[int, list[Any]] = {0: [], 1: []}
+    usage = None
+    async for chunk in backend.stream(_request("w-2", stream=True, **fields), Deadline.after(30)):
+        for delta in chunk.deltas:
+            texts[delta.index] += delta.text
+            logprobs[delta.index] += (delta.logprobs or {}).get("content") or []
+        usage = chunk.usage or usage
+    assert [c.text for c in whole.choices] == [texts[0], texts[1]] and texts[0]
+    assert [c.logprobs["content"] for c in whole.choices] == [logprobs[0], logprobs[1]]
+    assert usage is not None and whole.usage.completion_tokens == usage.completion_tokens
+    assert whole.usage.prompt_tokens == usage.prompt_tokens > 0
+
+
+async def test_unwatched_whole_answer_is_the_same(
+    sim: SimServer, backend: VllmGrpcBackend, tmp_path: Path
+) -> None:
+    """GATEWAY_GRPC_WATCH_WHOLE_ANSWERS=false asks for the answer unstreamed (cheaper, bound
+    by the total only) and decodes the same answer."""
+    plain = VllmGrpcBackend(
+        f"grpc://{sim.address}",
+        model="sim",
+        channels=1,
+        tokenizer_dir=None,
+        tokenizer_cache_dir=tmp_path,
+        watch_whole_answers=False,
+    )
+    await plain.start()
+    try:
+        fields: dict[str, Any] = {"n": 2, "logprobs": True, "max_tokens": 12}
+        unwatched = await plain.complete(_request("u-1", **fields), Deadline.after(30))
+        watched = await backend.complete(_request("u-2", **fields), Deadline.after(30))
+    finally:
+        await plain.aclose()
+    assert not plain.reports_progress and backend.reports_progress
+    assert unwatched.choices == watched.choices
+    assert unwatched.usage.completion_tokens == watched.usage.completion_tokens
+
+
+async def test_whole_answer_with_no_first_token_fails_at_the_first_token_budget(
+    sim: SimServer, backend: VllmGrpcBackend
+) -> None:
+    """A replica that takes the request and never answers holds a non-streamed request only
+    until the first-token budget (504 naming ttft, the engine told to abort), not the total."""
+    sim.configure(hang_rate=1.0)
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceeded) as info:
+        await _fleet(backend).complete(_request("hung-1"), _budget(ttft_s=0.3))
+    assert info.value.stage == "ttft" and time.monotonic() - started < 30.0
+    await wait_until(lambda: "hung-1" in sim.state.aborted_request_ids)
+
+
+async def test_whole_answer_that_stalls_fails_at_the_stall_budget(
+    sim: SimServer, backend: VllmGrpcBackend
+) -> None:
+    """A gap between two tokens of a non-streamed answer longer than the stall budget ends
+    it, as it ends a stream."""
+    sim.configure(itl_ms=60_000)
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceeded) as info:
+        await _fleet(backend).complete(_request("slow-1"), _budget(stall_s=0.3))
+    assert info.value.stage == "stall" and time.monotonic() - started < 30.0
+    await wait_until(lambda: "slow-1" in sim.state.aborted_request_ids)
+
+
+async def test_answer_past_its_deadline_is_aborted(
+    sim: SimServer, backend: VllmGrpcBackend
+) -> None:
+    """A whole answer whose gRPC deadline fires is a 504 naming it, and the engine gets
+    Abort, as when a client leaves."""
+    sim.configure(ttft_ms=60_000)
+    with pytest.raises(DeadlineExceeded) as info:
+        await backend.complete(_request("late-1"), Deadline.after(0.2))
+    assert info.value.stage == "total"
+    await wait_until(lambda: "late-1" in sim.state.aborted_request_ids)
+
+
+async def test_stream_past_its_deadline_is_aborted(
+    sim: SimServer, backend: VllmGrpcBackend
+) -> None:
+    """The same for a stream whose gRPC deadline fires before any chunk."""
+    sim.configure(ttft_ms=60_000)
+    with pytest.raises(DeadlineExceeded):
+        async for _chunk in backend.stream(_request("late-2", stream=True), Deadline.after(0.2)):
+            pass
+    await wait_until(lambda: "late-2" in sim.state.aborted_request_ids)
