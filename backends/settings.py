@@ -66,7 +66,7 @@ class BackendSettings:
     retry_attempts: int = 1
     slow_start_s: float = 30.0  # a replica that turns healthy ramps up over this (0: off)
     outliers: OutlierPolicy = field(default_factory=OutlierPolicy)
-    watch_whole_answers: bool = True  # gRPC: stream whole answers on the wire to watch them
+    watch_whole_answers: bool = False  # gRPC: stream whole answers on the wire to watch them
     dns_refresh_s: float = 5.0  # how often `+dns` replica sets are re-resolved
     prefix_routing_weight: float = 0.0  # cached share of the prompt against load (0: off)
     routes: ModelRoutes = field(default_factory=ModelRoutes)  # public name -> versions

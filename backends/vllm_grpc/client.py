@@ -38,7 +38,7 @@ class VllmGrpcBackend(VllmGrpcConnection):
         tokenizer_cache_dir: Path,
         tool_format: str | None = None,
         reasoning_format: str | None = None,
-        watch_whole_answers: bool = True,
+        watch_whole_answers: bool = False,
     ) -> None:
         super().__init__(
             url,

@@ -92,8 +92,8 @@ def test_outlier_detection_settings() -> None:
         BackendSettings.from_env({**LLAMA, "GATEWAY_OUTLIER_EJECTION_S": "0"})
 
 
-def test_whole_answers_are_watched_unless_turned_off() -> None:
-    """GATEWAY_GRPC_WATCH_WHOLE_ANSWERS is on unless set to false."""
-    assert BackendSettings.from_env(LLAMA).watch_whole_answers
-    env = {**LLAMA, "GATEWAY_GRPC_WATCH_WHOLE_ANSWERS": "false"}
-    assert not BackendSettings.from_env(env).watch_whole_answers
+def test_whole_answers_are_watched_only_when_asked() -> None:
+    """GATEWAY_GRPC_WATCH_WHOLE_ANSWERS is off unless set to true (it costs CPU per token)."""
+    assert not BackendSettings.from_env(LLAMA).watch_whole_answers
+    env = {**LLAMA, "GATEWAY_GRPC_WATCH_WHOLE_ANSWERS": "true"}
+    assert BackendSettings.from_env(env).watch_whole_answers

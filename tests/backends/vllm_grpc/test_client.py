@@ -40,6 +40,7 @@ async def backend(sim: SimServer, tmp_path: Path) -> AsyncIterator[VllmGrpcBacke
         channels=1,
         tokenizer_dir=None,
         tokenizer_cache_dir=tmp_path,
+        watch_whole_answers=True,
     )
     await client.start()
     yield client
@@ -84,8 +85,8 @@ async def test_whole_answer_equals_the_streamed_one(backend: VllmGrpcBackend) ->
 async def test_unwatched_whole_answer_is_the_same(
     sim: SimServer, backend: VllmGrpcBackend, tmp_path: Path
 ) -> None:
-    """GATEWAY_GRPC_WATCH_WHOLE_ANSWERS=false asks for the answer unstreamed (cheaper, bound
-    by the total only) and decodes the same answer."""
+    """Unwatched (GATEWAY_GRPC_WATCH_WHOLE_ANSWERS=false, the default) the answer is asked for
+    unstreamed (cheaper, bound by the total only) and decodes the same."""
     plain = VllmGrpcBackend(
         f"grpc://{sim.address}",
         model="sim",
