@@ -43,6 +43,7 @@ from bench.semantic_sets import (
     load_holdout,
     load_pairs,
     load_reworded,
+    load_spellings,
     load_templated,
 )
 from cache.embedder import SentenceEmbedder
@@ -50,22 +51,6 @@ from cache.semantic_defaults import DEFAULT_SIMILARITY_THRESHOLD
 from cache.semantic_factory import load_clause_embedder
 from cache.settings import CacheSettings
 from cache.verify_confirm import SLOT_SIMILARITY
-
-__all__ = [
-    "Pair",
-    "Scored",
-    "choose_threshold",
-    "load_additions",
-    "load_blind",
-    "load_edits",
-    "load_fresh",
-    "load_holdout",
-    "load_pairs",
-    "load_reworded",
-    "load_templated",
-    "rates",
-    "score",
-]
 
 
 def rates_table(scored: Sequence[Scored], thresholds: Iterable[float]) -> str:
@@ -177,35 +162,43 @@ def report(sets: Evaluation, max_false_hit: float) -> str:
                 if sets.blind
                 else []
             ),
-            *(
-                [
-                    f"## Near-identical short pairs ({len(additions)}), by kind",
-                    "One prompt is the other with a few words added, dropped or changed "
-                    "(tests/data/semantic_additions.jsonl, written by someone who had not seen "
-                    "the verifier): train is its dev half, looked at once; test its holdout "
-                    "half, not looked at.",
-                    family_table(additions, by_kind=True),
-                ]
-                if additions
-                else []
+            *_split_section(
+                f"Near-identical short pairs ({len(additions)}), by kind",
+                "One prompt is the other with a few words added, dropped or changed "
+                "(tests/data/semantic_additions.jsonl, written by someone who had not seen "
+                "the verifier): train is its dev half, looked at once; test its holdout "
+                "half, not looked at.",
+                additions,
+                by_kind=True,
             ),
-            *(
-                [
-                    f"## Near-identical pairs by edit ({len(edits)})",
-                    "Twelve kinds of small edit, five keeping the answer (synonym, "
-                    "abbreviation, filler, question frame, spelling) and seven changing it "
-                    "(tests/data/semantic_edits.jsonl, written by someone who had not seen the "
-                    "verifier or the other sets): train is its dev half, looked at once; test "
-                    "its holdout half, not looked at.",
-                    family_table(edits),
-                ]
-                if edits
-                else []
+            *_split_section(
+                f"Near-identical pairs by edit ({len(edits)})",
+                "Twelve kinds of small edit, five keeping the answer (synonym, "
+                "abbreviation, filler, question frame, spelling) and seven changing it "
+                "(tests/data/semantic_edits.jsonl, written by someone who had not seen the "
+                "verifier or the other sets): train is its dev half, looked at once; test "
+                "its holdout half, not looked at.",
+                edits,
+            ),
+            *_split_section(
+                f"One quantity or name written two ways ({len(sets.spellings)})",
+                'Short pairs (tests/data/semantic_spellings.jsonl): quantities ("half an '
+                'hour" / "30 minutes", "1st" / "first") and names ("Node.js" / '
+                '"NodeJS") written two ways, beside hard negatives; train is its dev half, '
+                "tuned on; test its holdout half, written before the rules it measures.",
+                sets.spellings,
             ),
             *_reworded_section(sets.reworded, sets.reworded_alone),
             *ranking_section(sets.ranked),
         ]
     )
+
+
+def _split_section(
+    title: str, about: str, scored: Sequence[Scored], *, by_kind: bool = False
+) -> list[str]:
+    """A short set with a dev and a holdout half (nothing when the set is empty)."""
+    return [f"## {title}", about, family_table(scored, by_kind=by_kind)] if scored else []
 
 
 def _reworded_section(reworded: Sequence[Scored], alone: Sequence[Scored]) -> list[str]:
@@ -234,6 +227,7 @@ class Evaluation:
     fresh: list[Scored]
     additions: list[Scored] = field(default_factory=list)
     edits: list[Scored] = field(default_factory=list)
+    spellings: list[Scored] = field(default_factory=list)
     blind: list[Scored] = field(default_factory=list)
     reworded: list[Scored] = field(default_factory=list)
     """The reworded-template pairs, each with a sibling of its candidate stored."""
@@ -274,6 +268,7 @@ async def evaluate() -> Evaluation:
             await scored(load_fresh()),
             await scored(load_additions()),
             await scored(load_edits()),
+            await scored(load_spellings()),
             await scored(load_blind()),
             await scored(load_reworded()),
             await scored(load_reworded(siblings=False)),

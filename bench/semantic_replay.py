@@ -19,7 +19,8 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from bench.semantic_quality import Evaluation, Scored, evaluate
+from bench.semantic_quality import Evaluation, evaluate
+from bench.semantic_scoring import Scored
 from cache.error_bound import ErrorBound, match_score, wilson_upper
 from cache.semantic_defaults import DEFAULT_SIMILARITY_THRESHOLD
 

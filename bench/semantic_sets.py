@@ -39,6 +39,7 @@ HOLDOUT_TEMPLATES_PATH = DATA / "semantic_holdout_templates.json"
 FRESH_PATH = DATA / "semantic_templated_fresh.jsonl"
 ADDITIONS_PATH = DATA / "semantic_additions.jsonl"
 EDITS_PATH = DATA / "semantic_edits.jsonl"
+SPELLINGS_PATH = DATA / "semantic_spellings.jsonl"
 FRESH_TEMPLATES_PATH = DATA / "semantic_fresh_templates.json"
 BLIND_PATH = DATA / "semantic_templated_blind.jsonl"
 BLIND_TEMPLATES_PATH = DATA / "semantic_blind_templates.json"
@@ -74,6 +75,13 @@ def load_edits(split: str = "all") -> list[Pair]:
     """Near-identical short pairs over twelve kinds of small edit, the edit as the family (dev:
     looked at; holdout: not)."""
     return load_pairs(EDITS_PATH, split)
+
+
+def load_spellings(split: str = "all") -> list[Pair]:
+    """Short pairs that write one quantity or name two ways ("half an hour" / "30 minutes",
+    "Node.js" / "NodeJS") beside hard negatives, the kind as the family (dev: tuned on;
+    holdout: written before the rules it measures, measured once)."""
+    return load_pairs(SPELLINGS_PATH, split)
 
 
 def load_pairs(path: Path = PAIRS_PATH, split: str = "all") -> list[Pair]:

@@ -26,6 +26,7 @@ from bench.semantic_sets import (
     load_fresh,
     load_holdout,
     load_pairs,
+    load_spellings,
     load_templated,
 )
 from cache.clause_adapter import adapter_deltas, merge, trained_on
@@ -64,6 +65,7 @@ def test_triplets_are_many_split_and_share_no_sentence_with_an_evaluation_set() 
             load_blind(),
             load_additions(),
             load_edits(),
+            load_spellings(),
         )
         for p in pairs
         for text in (p.a, p.b)
