@@ -9,6 +9,11 @@ class SettingsError(ValueError):
     """A configuration value is invalid; the message names the variable."""
 
 
+def env_str(env: Mapping[str, str], name: str, default: str) -> str:
+    """A string setting, stripped; empty or blank means the default, as for every reader."""
+    return env.get(name, "").strip() or default
+
+
 def env_int(env: Mapping[str, str], name: str, default: int, *, low: int, high: int = 2**62) -> int:
     raw = env.get(name)
     if raw is None or raw == "":
