@@ -102,7 +102,7 @@ def _ask_for_embedded(environ: MutableMapping[str, str]) -> None:
     current = environ.get("GATEWAY_BACKENDS", "").strip()
     if current and current.lower() != EMBEDDED:
         raise SettingsError(
-            f"--embedded conflicts with GATEWAY_BACKENDS={current!r}: use one or the other"
+            "--embedded conflicts with GATEWAY_BACKENDS, which names servers: use one or the other"
         )
     environ["GATEWAY_BACKENDS"] = EMBEDDED
 
