@@ -152,7 +152,8 @@ def new_key() -> str:
 
 
 def key_set_entry(digest: str, tenant: str, **fields: Any) -> str:
-    """The JSON entry of a key for the key set (fields left out when None or empty)."""
+    """The JSON entry of a key for the key set (fields left out when None; a zero or an empty
+    list is kept, for the key set's checks to refuse rather than read as no limit)."""
     entry = {"sha256": digest, "tenant": tenant}
-    entry.update({name: value for name, value in fields.items() if value})
+    entry.update({name: value for name, value in fields.items() if value is not None})
     return orjson.dumps(entry).decode()

@@ -27,7 +27,7 @@ class KeyRegistry:
 
     def __init__(self, settings: AccessSettings) -> None:
         self._settings = settings
-        self._keys: Mapping[str, Caller] = MappingProxyType(dict(settings.inline_keys))
+        self._keys: Mapping[str, Caller] = MappingProxyType(dict(settings.inline_keys or {}))
         self._stamp: _FileStamp | None = None
         self._watcher: asyncio.Task[None] | None = None
         self._pending: asyncio.Task[bool] | None = None  # a SIGHUP reload, kept referenced
@@ -107,13 +107,14 @@ class KeyRegistry:
             self.reload_failures += 1
             log.error("keeping the last good key set (%d keys): %s", len(self._keys), exc)
             return False
-        clash = keys.keys() & self._settings.inline_keys.keys()
+        inline = self._settings.inline_keys or {}
+        clash = keys.keys() & inline.keys()
         if clash:
             self._stamp = stamp
             self.reload_failures += 1
             log.error("keeping the last good key set: key file %s repeats GATEWAY_API_KEYS", path)
             return False
-        self._keys = MappingProxyType({**self._settings.inline_keys, **keys})
+        self._keys = MappingProxyType({**inline, **keys})
         self._stamp = stamp
         self.reloads += 1
         log.info("key set loaded: %d keys", len(self._keys))

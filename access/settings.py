@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from access.caller import Caller
@@ -16,14 +16,15 @@ _RELOAD_INTERVAL_S = 2.0
 
 @dataclass(frozen=True, slots=True)
 class AccessSettings:
-    """Access control is on when a key file or inline keys are given, off otherwise.
+    """Access control is on when a key file or inline keys are given (even an empty set, which
+    admits nobody), off otherwise.
 
     `GATEWAY_API_KEYS_FILE` (a mounted Secret) is re-read when it changes or on SIGHUP;
     `GATEWAY_API_KEYS` holds keys inline (same JSON), fixed for the process's life.
     """
 
     keys_file: Path | None = None
-    inline_keys: Mapping[str, Caller] = field(default_factory=dict)
+    inline_keys: Mapping[str, Caller] | None = None  # None: not configured
     reload_interval_s: float = _RELOAD_INTERVAL_S
     redis_url: str = ""  # shared limits (a single Redis or a cluster); empty: each replica alone
     limit_replicas: int = 1  # a replica's share of each limit when it decides alone
@@ -32,16 +33,16 @@ class AccessSettings:
 
     @property
     def enabled(self) -> bool:
-        return self.keys_file is not None or bool(self.inline_keys)
+        return self.keys_file is not None or self.inline_keys is not None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AccessSettings:
-        raw_file = env.get("GATEWAY_API_KEYS_FILE", "").strip()
-        keys_file = Path(raw_file) if raw_file else None
-        inline: dict[str, Caller] = {}
-        raw_inline = env.get("GATEWAY_API_KEYS", "").strip()
+        raw_file = _set_value(env, "GATEWAY_API_KEYS_FILE")
+        keys_file = Path(raw_file) if raw_file is not None else None
+        inline: dict[str, Caller] | None = None
+        raw_inline = _set_value(env, "GATEWAY_API_KEYS")
         try:
-            if raw_inline:
+            if raw_inline is not None:
                 inline = parse_key_set(raw_inline, "GATEWAY_API_KEYS")
             if keys_file is not None:
                 # Read once here so a missing or broken file stops the gateway at startup.
@@ -66,6 +67,21 @@ class AccessSettings:
                 high=10_000_000,
             ),
         )
+
+
+def _set_value(env: Mapping[str, str], name: str) -> str | None:
+    """The variable's value, None when unset. Unlike other variables, set but blank is an
+    error, not the default: the default here is access control off, and a key set emptied by a
+    template must not open the gateway."""
+    raw = env.get(name)
+    if raw is None:
+        return None
+    if not raw.strip():
+        raise SettingsError(
+            f"{name} is set but empty: give a key set ('{{\"keys\": []}}' admits nobody), "
+            "or unset it to turn access control off"
+        )
+    return raw.strip()
 
 
 def _read(path: Path) -> bytes:

@@ -21,19 +21,19 @@ import contextlib
 import logging
 import socket
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from backends.base import Backend
 from backends.fleet import Fleet
 from backends.replica import Replica
-from backends.settings import DnsTarget, split_dns_url
+from backends.replica_urls import DnsTarget, split_dns_url
 
 log = logging.getLogger("gateway.discovery")
 
 Resolver = Callable[[str, int], Awaitable[Sequence[tuple[str, int]]]]
 """(host, port) -> the (address, port) pairs serving it; tests hand out ports as well."""
 
-BuildBackend = Callable[[str, str], Backend]
+BuildBackend = Callable[[str, str, str | None], Backend]  # model, URL, API key
 """(model, replica URL) -> its backend."""
 
 EMPTY_TO_RETIRE = 3
@@ -70,7 +70,8 @@ class ReplicaSet:
     """A model's replicas named by one `+dns` URL."""
 
     model: str
-    url: str
+    url: str  # without credentials
+    api_key: str | None = field(default=None, repr=False, compare=False)
 
     @property
     def target(self) -> DnsTarget:
@@ -192,7 +193,8 @@ class Discovery:
         known = self._known[replica_set]
         model = replica_set.model
         joining = {
-            url: Replica(model, self._build(model, url)) for url in sorted(wanted - known.keys())
+            url: Replica(model, self._build(model, url, replica_set.api_key))
+            for url in sorted(wanted - known.keys())
         }
         known.update(joining)
         # Newcomers are probed before the vanished leave, so a replaced pod leaves no gap.

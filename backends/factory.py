@@ -10,7 +10,10 @@ from backends.replica import Replica
 from backends.settings import BackendSettings
 
 
-def build_backend(model: str, url: str, settings: BackendSettings) -> Backend:
+def build_backend(
+    model: str, url: str, settings: BackendSettings, api_key: str | None = None
+) -> Backend:
+    """The backend of one replica at `url` (without credentials); `api_key` is HTTP's."""
     scheme = url.split("://", 1)[0]
     if scheme == "grpc":
         from backends.vllm_grpc.client import VllmGrpcBackend
@@ -27,13 +30,15 @@ def build_backend(model: str, url: str, settings: BackendSettings) -> Backend:
         )
     from backends.openai_http import OpenAIHTTPBackend
 
-    return OpenAIHTTPBackend(url, model=model, max_connections=settings.http_connections)
+    return OpenAIHTTPBackend(
+        url, model=model, max_connections=settings.http_connections, api_key=api_key
+    )
 
 
 def build_replicas(settings: BackendSettings) -> list[Replica]:
     """The statically named replicas (`+dns` sets are the discovery's)."""
     return [
-        Replica(spec.name, build_backend(spec.name, replica.url, settings))
+        Replica(spec.name, build_backend(spec.name, replica.url, settings, replica.api_key))
         for spec in settings.models
         for replica in spec.replicas
         if not replica.dns
@@ -45,7 +50,7 @@ def build_discovery(
 ) -> Discovery | None:
     """The discovery of the `+dns` replica sets, or None when every replica is static."""
     sets = [
-        ReplicaSet(spec.name, replica.url)
+        ReplicaSet(spec.name, replica.url, replica.api_key)
         for spec in settings.models
         for replica in spec.replicas
         if replica.dns
@@ -55,7 +60,7 @@ def build_discovery(
     return Discovery(
         fleet,
         sets,
-        lambda model, url: build_backend(model, url, settings),
+        lambda model, url, api_key: build_backend(model, url, settings, api_key),
         refresh_s=settings.dns_refresh_s,
         resolver=resolver or resolve_dns,
     )

@@ -76,8 +76,11 @@ class Replica:
         """Apply a health probe (taken at `now`, monotonic); logs transitions. A replica that
         turns healthy starts its slow start; one not serving (loading, draining) is out."""
         if health.healthy != self.healthy:
-            state = "admitted" if health.healthy else "ejected"
-            log.warning("replica %s of %s %s: %s", self.url, self.model, state, health.detail)
+            # Turning healthy is routine (every start); only losing a replica is a warning.
+            state, level = (
+                ("admitted", logging.INFO) if health.healthy else ("ejected", logging.WARNING)
+            )
+            log.log(level, "replica %s of %s %s: %s", self.url, self.model, state, health.detail)
             if health.healthy:
                 self.healthy_since = time.monotonic() if now is None else now
         self.healthy = health.healthy

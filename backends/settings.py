@@ -10,6 +10,7 @@ from pathlib import Path
 from backends.outliers import OutlierPolicy
 from backends.reasoning.choice import FORMATS as REASONING_FORMATS
 from backends.reasoning.choice import NO_REASONING
+from backends.replica_urls import ReplicaSpec, parse_replica_url, redact
 from backends.routes import ModelRoutes, parse_routes
 from backends.tool_calls.choice import FORMATS as TOOL_FORMATS
 from core.env import SettingsError, env_bool, env_float, env_int, env_map
@@ -18,28 +19,6 @@ EMBEDDED = "embedded"
 """`GATEWAY_BACKENDS=embedded`: the built-in vLLM stand-in serves model `sim` (a demo)."""
 
 EMBEDDED_MODEL = "sim"
-
-
-@dataclass(frozen=True, slots=True)
-class ReplicaSpec:
-    """One backend replica, `grpc://host:port` or `http(s)://host:port/v1`, or a set of them
-    named in DNS, `grpc+dns://name:port` or `http(s)+dns://name:port/v1` (every A/AAAA record
-    of `name` is a replica, re-resolved every `GATEWAY_DNS_REFRESH_S`)."""
-
-    url: str
-
-    @property
-    def scheme(self) -> str:
-        return self.url.split("://", 1)[0]
-
-    @property
-    def dns(self) -> bool:
-        """The URL names a DNS replica set rather than one replica."""
-        return self.scheme.endswith(DNS_SUFFIX)
-
-
-DNS_SUFFIX = "+dns"
-_SCHEMES = ("grpc", "http", "https")
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,58 +148,22 @@ def parse_backends(raw: str) -> tuple[ModelSpec, ...]:
         name = name.strip()
         if not sep or not name:
             raise SettingsError(
-                f"GATEWAY_BACKENDS entry {entry!r} must look like MODEL=URL[,URL...]"
+                f"GATEWAY_BACKENDS entry {redact(entry)!r} must look like MODEL=URL[,URL...]"
             )
         if name in seen:
             raise SettingsError(f"GATEWAY_BACKENDS names model {name!r} twice")
         seen.add(name)
-        replicas = []
-        for url in filter(None, (u.strip() for u in urls.split(","))):
-            scheme, sep, rest = url.partition("://")
-            base = scheme.removesuffix(DNS_SUFFIX)
-            if not sep or base not in _SCHEMES or not rest:
-                raise SettingsError(
-                    f"GATEWAY_BACKENDS: replica {url!r} of model {name!r} must be "
-                    "grpc://host:port or http(s)://host:port/v1 (grpc+dns://name:port for "
-                    "every address of a DNS name)"
-                )
-            if base != scheme:
-                _check_dns_target(url, name)
-            replicas.append(ReplicaSpec(url.rstrip("/")))
-        if not replicas:
+        if not urls.strip():
             raise SettingsError(f"GATEWAY_BACKENDS: model {name!r} has no replica URL")
+        replicas: list[ReplicaSpec] = []
+        for url in (u.strip() for u in urls.split(",")):
+            if not url:
+                raise SettingsError(f"GATEWAY_BACKENDS: model {name!r} has an empty replica URL")
+            replica = parse_replica_url(url, name)
+            if replica.url in (r.url for r in replicas):
+                raise SettingsError(
+                    f"GATEWAY_BACKENDS: model {name!r} names replica {replica.url!r} twice"
+                )
+            replicas.append(replica)
         models.append(ModelSpec(name, tuple(replicas)))
     return tuple(models)
-
-
-@dataclass(frozen=True, slots=True)
-class DnsTarget:
-    """A `+dns` URL taken apart: resolve `host`, and each address at `port` is a replica
-    reached as `scheme://ADDRESS:port{path}`."""
-
-    scheme: str
-    host: str
-    port: int
-    path: str
-
-    def replica_url(self, address: str, port: int | None = None) -> str:
-        host = f"[{address}]" if ":" in address else address
-        return f"{self.scheme}://{host}:{self.port if port is None else port}{self.path}"
-
-
-def split_dns_url(url: str) -> DnsTarget:
-    """`grpc+dns://name:port[/path]` as a DnsTarget; ValueError names what is missing."""
-    scheme, _, rest = url.partition("://")
-    hostport, slash, path = rest.partition("/")
-    host, colon, port = hostport.rpartition(":")
-    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"{url!r} must name a host and a port (grpc+dns://name:port)")
-    return DnsTarget(scheme.removesuffix(DNS_SUFFIX), host, int(port), (slash + path).rstrip("/"))
-
-
-def _check_dns_target(url: str, model: str) -> None:
-    """A `+dns` URL must name a host and a port: the records give addresses, never ports."""
-    try:
-        split_dns_url(url)
-    except ValueError as exc:
-        raise SettingsError(f"GATEWAY_BACKENDS: replica set of model {model!r}: {exc}") from None

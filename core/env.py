@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 
 class SettingsError(ValueError):
     """A configuration value is invalid; the message names the variable."""
+
+
+def env_str(env: Mapping[str, str], name: str, default: str) -> str:
+    """A string setting, stripped; empty or blank means the default, as for every reader."""
+    return env.get(name, "").strip() or default
 
 
 def env_int(env: Mapping[str, str], name: str, default: int, *, low: int, high: int = 2**62) -> int:
@@ -32,8 +38,11 @@ def env_float(
         value = float(raw)
     except ValueError:
         raise SettingsError(f"{name} must be a number, got {raw!r}") from None
+    if not math.isfinite(value):  # an infinite time or size is never meant, and breaks timers
+        raise SettingsError(f"{name} must be a finite number, got {raw!r}")
     if not low <= value <= high:
-        raise SettingsError(f"{name} must be between {low:g} and {high:g}, got {raw!r}")
+        bounds = f"at least {low:g}" if math.isinf(high) else f"between {low:g} and {high:g}"
+        raise SettingsError(f"{name} must be {bounds}, got {raw!r}")
     return value
 
 
@@ -51,7 +60,7 @@ def env_bool(env: Mapping[str, str], name: str, default: bool) -> bool:
         return True
     if value in ("0", "false", "no", "off"):
         return False
-    raise SettingsError(f"{name} must be true or false, got {raw!r}")
+    raise SettingsError(f"{name} must be true or false (or on/off, yes/no, 1/0), got {raw!r}")
 
 
 def env_choice(env: Mapping[str, str], name: str, default: str, options: tuple[str, ...]) -> str:

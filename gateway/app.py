@@ -20,7 +20,8 @@ from backends.discovery import Resolver
 from backends.factory import build_discovery, build_replicas
 from backends.fleet import AdmissionConfig, Fleet
 from backends.replica import Replica
-from backends.settings import EMBEDDED_MODEL, ModelSpec, ReplicaSpec
+from backends.replica_urls import ReplicaSpec
+from backends.settings import EMBEDDED_MODEL, ModelSpec
 from cache.factory import build_cache_layer
 from cache.response_store import ResponseStore
 from core.errors import GatewayError

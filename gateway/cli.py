@@ -23,6 +23,7 @@ from cache.clause_adapter import check_clause_judge
 from gateway import keys_cli
 from gateway.drain import DrainSettings
 from gateway.settings import Settings, SettingsError
+from gateway.variables import check_variable_names
 from obs.logs import log_format_from_env, logging_config
 from obs.multiproc import prepare_multiprocess
 from obs.tracing_config import record_content, tracing_config
@@ -49,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def serve(*, embedded: bool = False) -> int:
     try:
+        check_variable_names(os.environ)
         if embedded:
             _ask_for_embedded(os.environ)
         settings = Settings.from_env()
@@ -102,7 +104,7 @@ def _ask_for_embedded(environ: MutableMapping[str, str]) -> None:
     current = environ.get("GATEWAY_BACKENDS", "").strip()
     if current and current.lower() != EMBEDDED:
         raise SettingsError(
-            f"--embedded conflicts with GATEWAY_BACKENDS={current!r}: use one or the other"
+            "--embedded conflicts with GATEWAY_BACKENDS, which names servers: use one or the other"
         )
     environ["GATEWAY_BACKENDS"] = EMBEDDED
 

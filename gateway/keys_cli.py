@@ -17,16 +17,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="print a new API key (shown once, stored nowhere) and its key-set entry",
     )
     new.add_argument("--tenant", required=True, help="whose caches, limits and audit trail")
-    new.add_argument("--name", default="", help="a label for operators")
+    new.add_argument("--name", default=None, help="a label for operators")
     new.add_argument("--priority", choices=PRIORITIES, default=None, help="highest class")
-    new.add_argument("--models", default="", help="comma-separated models (default: every)")
+    new.add_argument("--models", default=None, help="comma-separated models (default: every)")
     for flag in ("requests-per-minute", "tokens-per-minute", "tokens-per-day", "max-tokens"):
         new.add_argument(f"--{flag}", type=int, default=None, metavar="N")
 
 
 def run(args: argparse.Namespace) -> int:
     key = new_key()
-    models = [m.strip() for m in args.models.split(",") if m.strip()] or None
+    models = None
+    if args.models is not None:
+        models = [m.strip() for m in args.models.split(",") if m.strip()]
+        if not models:
+            print(
+                "gateway keys: --models names no model (leave it out for every model)",
+                file=sys.stderr,
+            )
+            return 2
     entry = key_set_entry(
         key_digest(key),
         args.tenant,

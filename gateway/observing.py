@@ -17,8 +17,25 @@ log = logging.getLogger("gateway.observing")
 
 RECORD_SCOPE_KEY = "gateway.record"
 OBSERVED_ROUTES = frozenset(
-    {"/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/models"}
+    {"/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses", "/v1/models"}
 )
+# Paths with an id, observed under their route template: the id (a client's) never becomes a
+# metric label or a span name.
+TEMPLATED_ROUTES = (
+    ("/v1/responses/", "/v1/responses/{response_id}"),
+    ("/v1/models/", "/v1/models/{model}"),
+)
+
+
+def observed_route(path: str) -> str | None:
+    """The route a request to `path` is observed under, or None for probes, /metrics and the
+    rest of the unobserved paths."""
+    if path in OBSERVED_ROUTES:
+        return path
+    for prefix, template in TEMPLATED_ROUTES:
+        if path.startswith(prefix) and len(path) > len(prefix):
+            return template
+    return None
 
 
 class ObservingMiddleware:
@@ -29,7 +46,8 @@ class ObservingMiddleware:
         self._clock = clock
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] not in OBSERVED_ROUTES:
+        route = observed_route(scope["path"]) if scope["type"] == "http" else None
+        if route is None:
             await self._app(scope, receive, send)
             return
         observer: Observer | None = scope.get("state", {}).get("observer")
@@ -37,12 +55,12 @@ class ObservingMiddleware:
             await self._app(scope, receive, send)
             return
         clock = self._clock
-        method, path, started, wall_ns = scope["method"], scope["path"], clock(), time.time_ns()
+        method, started, wall_ns = scope["method"], clock(), time.time_ns()
         tracing = observer.tracing
         span = None
         if tracing.enabled:
-            span = tracing.start_server_span(path, method, scope["headers"], wall_ns)
-        record = scope[RECORD_SCOPE_KEY] = RequestRecord(method, path, started, wall_ns, span)
+            span = tracing.start_server_span(route, method, scope["headers"], wall_ns)
+        record = scope[RECORD_SCOPE_KEY] = RequestRecord(method, route, started, wall_ns, span)
         try:
             await self._app(scope, receive, send)
         except BaseException:

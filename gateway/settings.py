@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -11,9 +13,11 @@ from access.settings import AccessSettings
 from backends.settings import BackendSettings
 from budgets.settings import BudgetSettings
 from cache.settings import CacheSettings
-from core.env import SettingsError, env_choice, env_int
+from core.env import SettingsError, env_choice, env_int, env_str
 
 __all__ = ["Settings", "SettingsError"]
+
+_HOSTNAME = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)(\.(?!-)[A-Za-z0-9-]{1,63}(?<!-))*\.?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +42,7 @@ class Settings:
         env = os.environ if environ is None else environ
         defaults = cls()
         return cls(
-            host=env.get("GATEWAY_HOST", defaults.host),
+            host=_host(env_str(env, "GATEWAY_HOST", defaults.host)),
             port=env_int(env, "GATEWAY_PORT", defaults.port, low=0, high=65535),
             workers=env_int(env, "GATEWAY_WORKERS", defaults.workers, low=1, high=256),
             log_level=env_choice(
@@ -54,9 +58,24 @@ class Settings:
                 env, "GATEWAY_MAX_HEADER_BYTES", defaults.max_header_bytes, low=1024
             ),
             max_messages=env_int(env, "GATEWAY_MAX_MESSAGES", defaults.max_messages, low=1),
-            system_fingerprint=env.get("GATEWAY_SYSTEM_FINGERPRINT", defaults.system_fingerprint),
+            system_fingerprint=env_str(
+                env, "GATEWAY_SYSTEM_FINGERPRINT", defaults.system_fingerprint
+            ),
             access=AccessSettings.from_env(env),
             backends=BackendSettings.from_env(env),
             cache=CacheSettings.from_env(env),
             budgets=BudgetSettings.from_env(env),
         )
+
+
+def _host(value: str) -> str:
+    """An IP address or a host name to listen on; anything else stops the gateway here
+    rather than in the server's own bind."""
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        if len(value) > 253 or not _HOSTNAME.fullmatch(value):
+            raise SettingsError(
+                f"GATEWAY_HOST must be an IP address or a host name, got {value!r}"
+            ) from None
+    return value

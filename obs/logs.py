@@ -85,14 +85,22 @@ class TextFormatter(logging.Formatter):
     def __init__(self) -> None:
         super().__init__(TEXT_FORMAT)
 
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        # Messages quote what clients send (a model name): a line break would forge a record.
+        return super().formatMessage(record).translate(_ESCAPES)
+
     def format(self, record: logging.LogRecord) -> str:
         line = super().format(record)
         fields = _fields(record)
         if not fields:
             return line
-        pairs = " ".join(f"{k}={_text(v)}" for k, v in fields.items())
+        pairs = " ".join(f"{k}={_text(v).translate(_ESCAPES)}" for k, v in fields.items())
         head, sep, tail = line.partition("\n")  # keep a traceback after the fields
         return f"{head} {pairs}{sep}{tail}"
+
+
+# Control characters as Python writes them in a string literal (`\n`, `\x1b`).
+_ESCAPES = {code: repr(chr(code))[1:-1] for code in (*range(32), 127)}
 
 
 def _text(value: object) -> str:

@@ -57,6 +57,15 @@ def test_missing_or_unknown_key_is_401(key_file: Path, header: str | None) -> No
     assert BOB not in info.value.message
 
 
+@pytest.mark.parametrize("header", [None, f"Bearer {ALICE}"])
+def test_an_empty_inline_key_set_admits_nobody(header: str | None) -> None:
+    """`GATEWAY_API_KEYS='[]'`: access control is on and every caller gets 401."""
+    registry = KeyRegistry(AccessSettings.from_env({"GATEWAY_API_KEYS": "[]"}))
+    assert registry.enabled
+    with pytest.raises(InvalidApiKey):
+        registry.caller(header)
+
+
 def test_access_off_keeps_a_tenant_per_credential() -> None:
     """Without keys every caller is let in; distinct credentials get distinct tenants."""
     registry = KeyRegistry(AccessSettings())

@@ -45,3 +45,19 @@ def test_broken_file_at_startup_is_an_error(tmp_path: Path) -> None:
 def test_shared_limits_take_a_single_redis_or_a_cluster(url: str) -> None:
     """Limits are shared through a single Redis or a Redis Cluster alike."""
     assert AccessSettings.from_env({"GATEWAY_REDIS_URL": f" {url} "}).redis_url == url
+
+
+@pytest.mark.parametrize("inline", ["[]", '{"keys": []}'])
+def test_an_empty_inline_key_set_turns_access_control_on(inline: str) -> None:
+    """An inline key set with no keys is on and admits nobody, as the same set in a file."""
+    settings = AccessSettings.from_env({"GATEWAY_API_KEYS": inline})
+    assert settings.enabled
+    assert settings.inline_keys == {}
+
+
+@pytest.mark.parametrize("name", ["GATEWAY_API_KEYS", "GATEWAY_API_KEYS_FILE"])
+@pytest.mark.parametrize("value", ["", "  "])
+def test_a_set_but_blank_key_variable_stops_the_gateway(name: str, value: str) -> None:
+    """A key variable set to blanks is an error naming it, never access control off."""
+    with pytest.raises(SettingsError, match=f"{name} is set but empty"):
+        AccessSettings.from_env({name: value})

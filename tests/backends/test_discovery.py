@@ -12,7 +12,8 @@ from backends.base import Backend
 from backends.discovery import EMPTY_TO_RETIRE, Discovery, ReplicaSet, resolve_dns
 from backends.factory import build_discovery, build_replicas
 from backends.fleet import Fleet
-from backends.settings import BackendSettings, split_dns_url
+from backends.replica_urls import split_dns_url
+from backends.settings import BackendSettings
 from budgets.deadline import Deadline
 from core.env import SettingsError
 from core.errors import ModelNotFound, NoHealthyBackend
@@ -51,11 +52,13 @@ class Built:
 
     def __init__(self) -> None:
         self.by_url: dict[str, ClosingBackend] = {}
+        self.keys: dict[str, str | None] = {}
         self.unhealthy: set[str] = set()
 
-    def __call__(self, model: str, url: str) -> Backend:
+    def __call__(self, model: str, url: str, api_key: str | None) -> Backend:
         backend = ClosingBackend(url=url, healthy=url not in self.unhealthy)
         self.by_url[url] = backend
+        self.keys[url] = api_key
         return backend
 
 
@@ -123,6 +126,21 @@ async def test_each_resolved_address_joins_once_healthy() -> None:
         assert all(b.started for b in built.by_url.values())
     finally:
         await discovery.aclose()
+        await fleet.aclose()
+
+
+async def test_a_sets_api_key_reaches_each_replica_not_its_url() -> None:
+    """`http+dns://:KEY@name:port/v1`: every resolved replica gets KEY; no URL shows it."""
+    settings = BackendSettings.from_env({"GATEWAY_BACKENDS": "m=http+dns://:sk-up@svc:8000/v1"})
+    fleet = Fleet([], retry_attempts=1, health_interval_s=60, health_timeout_s=1)
+    discovery = build_discovery(settings, fleet, FakeResolver({"svc": [("10.0.0.1", 8000)]}))
+    assert discovery is not None
+    built = Built()
+    discovery._build = built
+    await discovery.refresh()
+    try:
+        assert built.keys == {"http://10.0.0.1:8000/v1": "sk-up"}
+    finally:
         await fleet.aclose()
 
 
@@ -208,7 +226,7 @@ async def test_a_replica_that_cannot_start_is_tried_again() -> None:
     """A newcomer whose backend fails to start stays out, and the next refresh retries it."""
     fleet, discovery, *_ = _setup("10.0.0.1")
     builders = iter([FailingStart, ClosingBackend])
-    discovery._build = lambda model, url: next(builders)(url=url)
+    discovery._build = lambda model, url, api_key: next(builders)(url=url)
     await discovery.refresh()
     assert discovery.urls(SET) == [] and fleet.replicas("m") == []
     await discovery.refresh()

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+
+import pytest
 
 from backends.fleet_members import Members
 from backends.replica import Replica
@@ -22,6 +25,19 @@ def test_a_probe_readmits_an_ejected_replica() -> None:
     assert not members.ready()
     replica.observe(BackendHealth(True, "serving"))
     assert replica.healthy and members.ready()
+
+
+def test_admission_is_info_and_ejection_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """A replica turning healthy (every start) logs at info; one lost logs a warning."""
+    replica = Replica("m", FakeBackend(url="a"))
+    with caplog.at_level(logging.INFO, logger="gateway.fleet"):
+        replica.observe(BackendHealth(True, "serving"))
+        replica.observe(BackendHealth(False, "draining"))
+    levels = [(r.levelno, r.getMessage().split(": ")[0]) for r in caplog.records]
+    assert levels == [
+        (logging.INFO, "replica a of m admitted"),
+        (logging.WARNING, "replica a of m ejected"),
+    ]
 
 
 async def test_start_probes_every_replica() -> None:

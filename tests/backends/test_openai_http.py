@@ -12,7 +12,9 @@ import pytest
 from aiohttp import web
 
 from backends.base import EmbeddingCall, GenerationRequest
+from backends.factory import build_replicas
 from backends.openai_http import OpenAIHTTPBackend
+from backends.settings import BackendSettings
 from budgets.deadline import Deadline
 from core.answers import StreamChunk
 from core.errors import BackendError, BackendRejected, BackendUnavailable, DeadlineExceeded
@@ -182,6 +184,20 @@ async def test_forwards_raw_body_and_trace_headers(
     assert mock.last_body == raw
     assert mock.last_headers["traceparent"] == TRACEPARENT
     assert mock.last_headers["content-type"] == "application/json"
+
+
+async def test_the_url_password_is_sent_as_a_bearer_key(mock: MockOpenAIServer) -> None:
+    """`http://user:KEY@host/v1` sends `Authorization: Bearer KEY`; the URL shown drops it."""
+    url = mock.url.replace("http://", "http://user:sk-upstream@")
+    settings = BackendSettings.from_env({"GATEWAY_BACKENDS": f"mock={url}"})
+    (replica,) = build_replicas(settings)
+    assert replica.url == mock.url.rstrip("/")
+    await replica.backend.start()
+    try:
+        await replica.backend.complete(chat(), soon())
+    finally:
+        await replica.backend.aclose()
+    assert mock.last_headers["authorization"] == "Bearer sk-upstream"
 
 
 async def test_rewrites_the_model_for_a_differently_named_backend(

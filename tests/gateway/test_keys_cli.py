@@ -26,3 +26,23 @@ def test_invalid_tenant_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["keys", "new", "--tenant", "no spaces"]) == 2
     captured = capsys.readouterr()
     assert "tenant" in captured.err and "sk-gw-" not in captured.out
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "named"),
+    [
+        ("--max-tokens", "0", "max_tokens"),
+        ("--requests-per-minute", "0", "requests_per_minute"),
+        ("--tokens-per-minute", "0", "tokens_per_minute"),
+        ("--tokens-per-day", "0", "tokens_per_day"),
+        ("--models", ",,", "--models"),
+        ("--models", "", "--models"),
+    ],
+)
+def test_zero_limits_and_empty_model_lists_are_refused(
+    capsys: pytest.CaptureFixture[str], flag: str, value: str, named: str
+) -> None:
+    """A zero limit or an empty model list is refused, never printed as an unlimited key."""
+    assert main(["keys", "new", "--tenant", "acme", flag, value]) == 2
+    captured = capsys.readouterr()
+    assert named in captured.err and "sk-gw-" not in captured.out

@@ -30,6 +30,8 @@ def test_missing_backends_stops_the_gateway() -> None:
         ({"GATEWAY_LOG_LEVEL": "loud"}, "GATEWAY_LOG_LEVEL"),
         ({"GATEWAY_BUDGET_TOTAL_MS": "-5"}, "GATEWAY_BUDGET_TOTAL_MS"),
         ({"GATEWAY_BACKENDS": "llama=ftp://x"}, "GATEWAY_BACKENDS"),
+        ({"GATEWAY_HOST": "bad..host"}, "GATEWAY_HOST"),
+        ({"GATEWAY_HOST": "two words"}, "GATEWAY_HOST"),
     ],
 )
 def test_invalid_values_name_the_variable(env: dict[str, str], name: str) -> None:
@@ -46,3 +48,15 @@ def test_ttft_budget_over_total_names_both() -> None:
         )
     assert "GATEWAY_BUDGET_TTFT_MS" in str(info.value)
     assert "GATEWAY_BUDGET_TOTAL_MS" in str(info.value)
+
+
+@pytest.mark.parametrize("host", ["", "  "])
+def test_blank_host_listens_on_loopback(host: str) -> None:
+    """An empty GATEWAY_HOST means the default 127.0.0.1, never every interface."""
+    assert Settings.from_env({**EMBEDDED, "GATEWAY_HOST": host}).host == "127.0.0.1"
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "localhost", "gateway.svc.cluster.local"])
+def test_addresses_and_host_names_are_listen_hosts(host: str) -> None:
+    """IPv4, IPv6 and host names are accepted as they are."""
+    assert Settings.from_env({**EMBEDDED, "GATEWAY_HOST": host}).host == host

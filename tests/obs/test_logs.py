@@ -80,6 +80,16 @@ def test_text_format_appends_fields() -> None:
     assert line.endswith('INFO gateway: request request_id=req-4 stages={"backend":1.5}')
 
 
+def test_text_format_escapes_line_breaks_clients_could_send() -> None:
+    """A model name with a line break stays on its line, escaped: no forged record."""
+    forged = "evil\nINFO gateway.access: request request_id=FORGED status=200"
+    record = logging.LogRecord("gateway", logging.WARNING, __file__, 1, "model %s", (forged,), None)
+    record.model = forged
+    line = TextFormatter().format(record)
+    assert "\n" not in line
+    assert line.count("evil\\nINFO") == 2
+
+
 @pytest.mark.parametrize(
     ("env", "expected"),
     [

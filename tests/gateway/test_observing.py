@@ -1,0 +1,81 @@
+"""The observing middleware: which paths get a record, and under which bounded route."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import pytest
+from starlette.types import Receive, Scope, Send
+
+from gateway.observing import ObservingMiddleware, observed_route
+from obs.observer import Observer
+from obs.request_record import RequestRecord
+from obs.tracing import Tracing
+
+
+@pytest.mark.parametrize(
+    ("path", "route"),
+    [
+        ("/v1/chat/completions", "/v1/chat/completions"),
+        ("/v1/responses", "/v1/responses"),
+        ("/v1/responses/resp_0123abcd", "/v1/responses/{response_id}"),
+        ("/v1/models", "/v1/models"),
+        ("/v1/models/sim", "/v1/models/{model}"),
+        ("/v1/models/org/name", "/v1/models/{model}"),
+        ("/v1/models/", None),
+        ("/healthz", None),
+        ("/metrics", None),
+    ],
+)
+def test_routes_with_an_id_are_observed_under_their_template(path: str, route: str | None) -> None:
+    """Every API route is observed; an id in the path is replaced by its template's name."""
+    assert observed_route(path) == route
+
+
+@dataclass
+class StubObserver:
+    """Keeps the records it is handed."""
+
+    tracing: Tracing = field(default_factory=Tracing.disabled)
+    finished: list[RequestRecord] = field(default_factory=list)
+
+    def finish(self, record: RequestRecord, status: int, ended: float) -> None:
+        self.finished.append(record)
+
+
+async def _answer(scope: Scope, receive: Receive, send: Send) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"{}"})
+
+
+async def _nothing() -> dict[str, Any]:
+    return {"type": "http.request", "body": b""}
+
+
+async def _drop(message: Any) -> None:
+    return None
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "route"),
+    [
+        ("POST", "/v1/responses", "/v1/responses"),
+        ("GET", "/v1/responses/resp_secretid", "/v1/responses/{response_id}"),
+        ("DELETE", "/v1/responses/resp_secretid", "/v1/responses/{response_id}"),
+        ("GET", "/v1/models/sim", "/v1/models/{model}"),
+    ],
+)
+async def test_responses_and_model_routes_are_reported(method: str, path: str, route: str) -> None:
+    """The Responses API and GET /v1/models/{id} reach the observer, labelled by template."""
+    observer = StubObserver()
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "headers": [],
+        "state": {"observer": cast(Observer, observer)},
+    }
+    await ObservingMiddleware(_answer)(scope, _nothing, _drop)
+    (record,) = observer.finished
+    assert (record.method, record.route) == (method, route)
