@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from backends.replica import Replica
-from core.errors import BackendError, BackendUnavailable, DeadlineExceeded
+from core.errors import BackendError, BackendOverloaded, BackendUnavailable, DeadlineExceeded
 from core.stages import StageName
 
 log = logging.getLogger("gateway.fleet")
@@ -36,9 +36,10 @@ class OutlierPolicy:
 def is_replica_failure(exc: BaseException) -> bool:
     """Whether a call's failure counts against the replica that served it: the backend failed
     or broke the connection, or gave no first token (or no next one) within its budget. A
-    request the backend rejected as invalid, or one that ran out of its total, does not."""
+    request the backend rejected as invalid or refused for lack of room (a full engine is a
+    busy one, not a broken one), or one that ran out of its total, does not."""
     if isinstance(exc, BackendError):
-        return True
+        return not isinstance(exc, BackendOverloaded)
     return isinstance(exc, DeadlineExceeded) and exc.stage in _REPLICA_STAGES
 
 

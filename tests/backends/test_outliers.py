@@ -11,7 +11,13 @@ from backends.fleet import Fleet
 from backends.outliers import OutlierPolicy, Outliers, is_replica_failure
 from backends.replica import Replica
 from budgets.request_budget import ClassBudgets, RequestBudget
-from core.errors import BackendError, BackendRejected, BackendUnavailable, DeadlineExceeded
+from core.errors import (
+    BackendError,
+    BackendOverloaded,
+    BackendRejected,
+    BackendUnavailable,
+    DeadlineExceeded,
+)
 from core.protocol import CompletionRequest
 from core.request_parsing import parse_request
 from core.stages import StageName
@@ -43,6 +49,18 @@ def test_which_failures_count_against_a_replica() -> None:
     assert is_replica_failure(DeadlineExceeded(StageName.STALL))
     assert not is_replica_failure(DeadlineExceeded(StageName.TOTAL))
     assert not is_replica_failure(BackendRejected("bad"))
+
+
+def test_a_full_engine_is_never_ejected() -> None:
+    """Refusals for lack of room (RESOURCE_EXHAUSTED, HTTP 429/503) neither count against a
+    replica nor eject it: it is busy, not broken."""
+    clock = Clock()
+    busy, other = _replica("a"), _replica("b")
+    outliers = _outliers(clock, busy, other)
+    for _ in range(10):
+        outliers.failed(busy, BackendOverloaded("queue full"))
+    assert not is_replica_failure(BackendOverloaded("queue full"))
+    assert busy.failures == 0 and busy.routable(clock.now) and busy.healthy
 
 
 def test_consecutive_failures_eject_for_longer_each_time() -> None:
