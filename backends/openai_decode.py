@@ -124,11 +124,14 @@ def _reasoning(message: Any) -> str | None:
 
 def status_error(status: int, body: bytes, retry_after_s: float | None = None) -> GatewayError:
     """The error for an upstream answer with a status other than 200: the client's own fault
-    (its message and param pass through), overload (429 or 503, with the
+    (its message, param, code and type pass through), overload (429 or 503, with the
     upstream's Retry-After), or a failure of the backend."""
     error = _error(body)
+    if status == 404 and not error.enveloped:
+        # Not an OpenAI error but a server's bare 404: the base URL names no such endpoint.
+        return BackendError(f"Backend has no such endpoint (HTTP 404): {error.message}")
     if status in _REJECTED:
-        return BackendRejected(error.message, param=error.param)
+        return BackendRejected(error.message, param=error.param, code=error.code, kind=error.kind)
     if status in _OVERLOADED:
         message = f"Backend answered HTTP {status}: {error.message}"
         return BackendOverloaded(message, retry_after_s=retry_after_s)
@@ -142,7 +145,7 @@ def error_event(error: Any) -> GatewayError:
     code = error.get("code") if isinstance(error, dict) else None
     status = int(code) if isinstance(code, int | str) and str(code).isdigit() else 500
     if status in _REJECTED:
-        return BackendRejected(fields.message, param=fields.param)
+        return BackendRejected(fields.message, param=fields.param, kind=fields.kind)
     if status in _OVERLOADED:
         message = f"Backend overloaded mid-stream: {fields.message}"
         return BackendOverloaded(message)

@@ -16,7 +16,7 @@ from backends import openai_decode as decode
 from backends.base import GenerationRequest
 from backends.openai_http import OpenAIHTTPBackend
 from budgets.deadline import Deadline
-from core.errors import BackendOverloaded
+from core.errors import BackendError, BackendOverloaded, BackendRejected
 from core.protocol import ChatCompletionRequest
 from core.request_parsing import parse_request
 from standin.openai.server import MockOpenAIServer
@@ -100,3 +100,42 @@ def test_retry_after_reads_seconds_milliseconds_and_dates() -> None:
     assert in_a_minute is not None and 30.0 <= in_a_minute <= 61.0
     assert decode.retry_after({"retry-after": "soon"}) is None
     assert decode.retry_after({}) is None
+
+
+async def test_an_upstream_4xx_keeps_its_own_code_type_and_param() -> None:
+    """The client's fault, as the upstream named it: its code, type and param pass through
+    (the gateway's `invalid_value` only when it gave no code)."""
+    mock = MockOpenAIServer(error_status=400, error_rate=1.0)
+    await mock.start()
+    try:
+        async with _backend(mock.url) as backend:
+            with pytest.raises(BackendRejected) as info:
+                await backend.complete(_chat(), Deadline.after(30))
+    finally:
+        await mock.stop()
+    assert (info.value.status, info.value.code) == (400, "mock_injected_error")
+    assert info.value.type == "invalid_request_error"
+    error = decode.status_error(
+        422, b'{"error": {"message": "no", "type": "BadRequestError", "param": "n", "code": 422}}'
+    )
+    assert isinstance(error, BackendRejected)
+    assert (error.code, error.type, error.param) == ("invalid_value", "BadRequestError", "n")
+
+
+@pytest.mark.parametrize("body", [b'{"detail": "Not Found"}', b"404: Not Found"])
+async def test_a_missing_endpoint_is_a_backend_error(body: bytes) -> None:
+    """A bare 404 (no OpenAI error: the base URL names no such endpoint) is the gateway's
+    502, not the client's 400; a 404 in an OpenAI error is still the client's."""
+    async with _answering(404, body, {}) as url, _backend(url) as backend:
+        with pytest.raises(BackendError) as info:
+            await backend.complete(_chat(), Deadline.after(30))
+    assert info.value.status == 502 and not isinstance(info.value, BackendRejected)
+    missing = b'{"error": {"message": "no such model", "code": "model_not_found"}}'
+    rejected = decode.status_error(404, missing)
+    assert isinstance(rejected, BackendRejected) and rejected.code == "model_not_found"
+
+
+def test_an_upstream_5xx_keeps_the_gateways_code() -> None:
+    """A backend failure says `backend_error` whatever code the upstream used."""
+    error = decode.status_error(500, b'{"error": {"message": "x", "code": "engine_dead"}}')
+    assert (error.status, error.code) == (502, "backend_error")
