@@ -114,13 +114,19 @@ async def test_unknown_route_is_404_envelope(base_url: str) -> None:
 
 
 async def test_no_healthy_backend_is_503(base_url: str, backends: list[FakeBackend]) -> None:
-    """With every replica ejected, requests get a 503."""
+    """With every replica ejected, requests get a 503 with Retry-After."""
     for backend in backends:
         backend.fail_with = BackendUnavailable("down")
     status, body = await _post(f"{base_url}/v1/chat/completions", orjson.dumps(CHAT))
     assert status == 502
-    status, body = await _post(f"{base_url}/v1/chat/completions", orjson.dumps(CHAT))
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{base_url}/v1/chat/completions", json=CHAT) as response,
+    ):
+        status, headers, body = response.status, response.headers, await response.json()
     assert status == 503 and body["error"]["code"] == "no_healthy_backend"
+    # The default health probe interval is 2 s: the soonest a replica can come back.
+    assert headers["retry-after"] == "2"
 
 
 async def test_backend_failure_is_502_after_one_retry(
