@@ -67,9 +67,13 @@ class Outliers:
 
     def failed(self, replica: Replica, exc: BaseException) -> None:
         """A call on `replica` ended with `exc`: an unreachable replica is ejected until its
-        probe passes, one that failed too many times in a row for a while."""
+        probe passes, one that failed too many times in a row for a while; one that refused
+        for lack of room rests for its Retry-After (`ReplicaChoice` prefers others)."""
         if isinstance(exc, BackendUnavailable):
             replica.eject(str(exc))
+        if isinstance(exc, BackendOverloaded):
+            rest = min(exc.retry_after_s, self._policy.max_ejection_s)
+            replica.resting_until = max(replica.resting_until, self._clock() + rest)
         if not is_replica_failure(exc):
             return
         replica.failures += 1

@@ -82,6 +82,11 @@ class ReplicaChoice:
                     f"No healthy backend for model {model!r}.",
                     retry_after_s=self._no_replica_retry_s,
                 )
+        if len(candidates) > 1:
+            # A replica that refused work for lack of room gets none until its Retry-After
+            # has passed, while another can take it.
+            rested = [r for r in candidates if r.resting_until <= now]
+            candidates = rested or candidates
         if self._slow_start_s > 0 and len(candidates) > 1:
             candidates = ramped(candidates, now, self._slow_start_s, self._chance)
         if len(candidates) == 1:

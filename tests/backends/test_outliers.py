@@ -155,3 +155,21 @@ async def test_a_replica_failing_before_the_first_token_loses_its_share() -> Non
         await fleet.complete(_request(stream=False), _budget(clock))
     assert isinstance(broken.backend, FakeBackend)
     assert broken.backend.calls == 3
+
+
+async def test_an_overloaded_replica_rests_for_its_retry_after() -> None:
+    """A replica that refused for lack of room gets no work while another can take it, until
+    the Retry-After it sent has passed; then it is a candidate again."""
+    clock = Clock()
+    busy = _replica("a", fail_with=BackendOverloaded("full", retry_after_s=5.0))
+    free = _replica("b")
+    fleet = _fleet(clock, busy, free)
+    for _ in range(10):
+        await fleet.complete(_request(stream=False), _budget(clock))
+    assert isinstance(busy.backend, FakeBackend) and isinstance(free.backend, FakeBackend)
+    assert (busy.backend.calls, free.backend.calls) == (1, 10)
+    clock.now += 5.0
+    busy.backend.fail_with = None
+    for _ in range(4):
+        await fleet.complete(_request(stream=False), _budget(clock))
+    assert busy.backend.calls > 1
