@@ -72,6 +72,7 @@ class Fleet:
             output_quantile=config.output_quantile,
             slow_start_s=slow_start_s,
             prefix_weight=prefix_weight,
+            health_interval_s=health_interval_s,
             clock=clock,
             chance=chance,
         )

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import base64
 import sys
+import time
 from array import array
+from collections.abc import Mapping
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import orjson
@@ -18,10 +22,12 @@ from core.answers import (
     StreamChunk,
     Usage,
 )
-from core.errors import BackendError, BackendRejected, GatewayError
+from core.errors import BackendError, BackendOverloaded, BackendRejected, GatewayError
 
 # Statuses that mean "this request is wrong", so its message belongs to the client.
 _REJECTED = frozenset({400, 404, 413, 422})
+# Statuses that mean "no room now": told to the client as the gateway's own overload.
+_OVERLOADED = frozenset({429, 503})
 
 
 def completion(body: bytes, endpoint: Endpoint) -> Completion:
@@ -116,23 +122,50 @@ def _reasoning(message: Any) -> str | None:
     return reasoning if isinstance(reasoning, str) else None
 
 
-def status_error(status: int, body: bytes) -> GatewayError:
-    """The error for an upstream answer with a status other than 200."""
-    message, param = _message(body)
+def status_error(status: int, body: bytes, retry_after_s: float | None = None) -> GatewayError:
+    """The error for an upstream answer with a status other than 200: the client's own fault
+    (its message, param, code and type pass through), overload (429 or 503, with the
+    upstream's Retry-After), or a failure of the backend."""
+    error = _error(body)
+    if status == 404 and not error.enveloped:
+        # Not an OpenAI error but a server's bare 404: the base URL names no such endpoint.
+        return BackendError(f"Backend has no such endpoint (HTTP 404): {error.message}")
     if status in _REJECTED:
-        return BackendRejected(message, param=param)
-    retryable = status in (408, 429) or status >= 500
-    return BackendError(f"Backend answered HTTP {status}: {message}", retryable=retryable)
+        return BackendRejected(error.message, param=error.param, code=error.code, kind=error.kind)
+    if status in _OVERLOADED:
+        message = f"Backend answered HTTP {status}: {error.message}"
+        return BackendOverloaded(message, retry_after_s=retry_after_s)
+    retryable = status == 408 or status >= 500
+    return BackendError(f"Backend answered HTTP {status}: {error.message}", retryable=retryable)
 
 
 def error_event(error: Any) -> GatewayError:
     """The error for an `{"error": ...}` event in the middle of a stream (vLLM sends these)."""
-    message, param = _message(orjson.dumps({"error": error}))
+    fields = _error(orjson.dumps({"error": error}))
     code = error.get("code") if isinstance(error, dict) else None
     status = int(code) if isinstance(code, int | str) and str(code).isdigit() else 500
     if status in _REJECTED:
-        return BackendRejected(message, param=param)
-    return BackendError(f"Backend failed mid-stream: {message}", retryable=True)
+        return BackendRejected(fields.message, param=fields.param, kind=fields.kind)
+    if status in _OVERLOADED:
+        message = f"Backend overloaded mid-stream: {fields.message}"
+        return BackendOverloaded(message)
+    return BackendError(f"Backend failed mid-stream: {fields.message}", retryable=True)
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds an upstream asks to wait: `retry-after-ms` (OpenAI's), else `Retry-After` in
+    seconds or as an HTTP date; None when it sent neither (or nothing readable)."""
+    try:
+        if (ms := headers.get("retry-after-ms")) is not None:
+            return max(0.0, float(ms) / 1000)
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        if value.strip().isdigit():
+            return float(value)
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (ValueError, TypeError, OverflowError):
+        return None
 
 
 def malformed(body: bytes, exc: Exception) -> BackendError:
@@ -142,27 +175,46 @@ def malformed(body: bytes, exc: Exception) -> BackendError:
     )
 
 
-def _message(body: bytes) -> tuple[str, str | None]:
-    """The message and parameter of an OpenAI, vLLM or FastAPI error body."""
+@dataclass(frozen=True, slots=True)
+class _Error:
+    """What an upstream error body says; `enveloped` when it was an OpenAI-style error."""
+
+    message: str
+    param: str | None = None
+    code: str = ""
+    kind: str = ""
+    enveloped: bool = False
+
+
+def _error(body: bytes) -> _Error:
+    """The fields of an OpenAI, vLLM or FastAPI error body."""
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError:
         text = body[:500].decode("utf-8", "replace").strip()
-        return text or "(no error message)", None
+        return _Error(text or "(no error message)")
     if not isinstance(data, dict):
-        return str(data)[:500], None
+        return _Error(str(data)[:500])
     error = data.get("error", data)  # vLLM before 0.8 put the fields at the top level
     if isinstance(error, dict) and error.get("message"):
-        param = error.get("param")
-        return str(error["message"]), str(param) if param else None
+        param, code, kind = error.get("param"), error.get("code"), error.get("type")
+        return _Error(
+            str(error["message"]),
+            str(param) if param else None,
+            # vLLM's code is the HTTP status again, which says nothing the client lacks.
+            code if isinstance(code, str) and not code.isdigit() else "",
+            kind if isinstance(kind, str) else "",
+            enveloped=True,
+        )
     if isinstance(error, str):
-        return error, None
+        return _Error(error, enveloped=True)
     detail = data.get("detail")
     if isinstance(detail, list) and detail and isinstance(detail[0], dict):  # FastAPI 422
         loc = [str(p) for p in detail[0].get("loc", ()) if p != "body"]
         param = ".".join(loc) or None
-        return f"{param}: {detail[0].get('msg', 'invalid')}" if param else str(detail), param
-    return str(detail or data)[:500], None
+        message = f"{param}: {detail[0].get('msg', 'invalid')}" if param else str(detail)
+        return _Error(message, param, enveloped=True)
+    return _Error(str(detail or data)[:500])
 
 
 def _vector(value: Any) -> list[float]:

@@ -214,7 +214,11 @@ class OpenAIHTTPBackend:
         except aiohttp.ClientError as exc:
             raise BackendUnavailable(f"request failed: {exc!r}", replica=self.url) from exc
         if response.status != 200:
-            raise decode.status_error(response.status, await _read(response, deadline))
+            body = await _read(response, deadline)
+            error = decode.status_error(response.status, body, decode.retry_after(response.headers))
+            if isinstance(error, BackendError):
+                error.replica = self.url
+            raise error
         return response
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from backends.replica import Replica
-from core.errors import BackendError, BackendUnavailable, DeadlineExceeded
+from core.errors import BackendError, BackendOverloaded, BackendUnavailable, DeadlineExceeded
 from core.stages import StageName
 
 log = logging.getLogger("gateway.fleet")
@@ -36,9 +36,10 @@ class OutlierPolicy:
 def is_replica_failure(exc: BaseException) -> bool:
     """Whether a call's failure counts against the replica that served it: the backend failed
     or broke the connection, or gave no first token (or no next one) within its budget. A
-    request the backend rejected as invalid, or one that ran out of its total, does not."""
+    request the backend rejected as invalid or refused for lack of room (a full engine is a
+    busy one, not a broken one), or one that ran out of its total, does not."""
     if isinstance(exc, BackendError):
-        return True
+        return not isinstance(exc, BackendOverloaded)
     return isinstance(exc, DeadlineExceeded) and exc.stage in _REPLICA_STAGES
 
 
@@ -66,9 +67,13 @@ class Outliers:
 
     def failed(self, replica: Replica, exc: BaseException) -> None:
         """A call on `replica` ended with `exc`: an unreachable replica is ejected until its
-        probe passes, one that failed too many times in a row for a while."""
+        probe passes, one that failed too many times in a row for a while; one that refused
+        for lack of room rests for its Retry-After (`ReplicaChoice` prefers others)."""
         if isinstance(exc, BackendUnavailable):
             replica.eject(str(exc))
+        if isinstance(exc, BackendOverloaded):
+            rest = min(exc.retry_after_s, self._policy.max_ejection_s)
+            replica.resting_until = max(replica.resting_until, self._clock() + rest)
         if not is_replica_failure(exc):
             return
         replica.failures += 1

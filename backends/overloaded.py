@@ -1,18 +1,23 @@
-"""Admission's refusals as the client sees them: 429s whose code and message say why."""
+"""Admission's refusals as the client sees them: 429s with Retry-After whose code and message
+say why, and a 400 for a request no wait could help."""
 
 from __future__ import annotations
 
-from backends.outlook import Outlook
+from backends.outlook import Outlook, Target
 from budgets.request_budget import RequestBudget
 from budgets.shed import Shed
-from core.errors import Overloaded
+from core.errors import DeadlineTooShort, Overloaded
+
+TIMEOUT_HEADER = "X-Request-Timeout-Ms"
 
 
-def overloaded(exc: Shed, budget: RequestBudget, outlook: Outlook | None = None) -> Overloaded:
+def overloaded(
+    exc: Shed, budget: RequestBudget, outlook: Outlook | None = None
+) -> Overloaded | DeadlineTooShort:
     """The 429 for one refusal: `overloaded` (the queue cannot serve the request in time),
-    `queue_timeout` (it waited its admission budget out), `expired_in_queue` (it left the queue
-    once it could no longer meet its deadline) or `deadline_too_short` (even without a queue
-    it is predicted to miss its deadline)."""
+    `queue_timeout` (it waited its admission budget out) or `expired_in_queue` (it left the
+    queue once it could no longer meet its deadline); or the 400 `deadline_too_short` (even
+    an idle replica is predicted to miss its deadline: retrying cannot help)."""
     target = outlook.binding() if outlook is not None else None
     what = target.what if target is not None else "answer"
     who = f"{exc.priority} priority"
@@ -33,18 +38,7 @@ def overloaded(exc: Shed, budget: RequestBudget, outlook: Outlook | None = None)
         )
     slack = exc.slack_s
     if exc.reason == "predicted_outcome" and slack is not None and slack < 0.0:
-        why = "is predicted to come after its deadline"
-        if target is not None:
-            why = (
-                f"is predicted {_ms(target.predicted_s)} after it starts, later than the"
-                f" {_ms(target.left_s)} it has left"
-            )
-        return Overloaded(
-            f"This request's {what} {why} ({who}); it needs a longer deadline"
-            " (X-Request-Timeout-Ms or its class budget) or fewer output tokens.",
-            retry_after_s=retry,
-            code="deadline_too_short",
-        )
+        return _too_short(who, what, target)
     if exc.reason == "predicted_outcome" and slack is not None:
         detail = (
             f"a predicted queue wait of {_ms(exc.predicted_wait_s)} exceeds the {_ms(slack)}"
@@ -58,6 +52,25 @@ def overloaded(exc: Shed, budget: RequestBudget, outlook: Outlook | None = None)
             f"{_ms(budget.admission().remaining())} left for admission"
         )
     return Overloaded(f"Overloaded: {detail} ({who}); retry later.", retry_after_s=retry)
+
+
+def _too_short(who: str, what: str, target: Target | None) -> DeadlineTooShort:
+    why = "is predicted to come after its deadline"
+    if target is not None:
+        why = (
+            f"is predicted {_ms(target.predicted_s)} after it starts, later than the"
+            f" {_ms(target.left_s)} it has left"
+        )
+    if what == "first token":  # the first-token budget is the class's; the header cannot move it
+        return DeadlineTooShort(
+            f"This request's {what} {why} ({who}), even with no queue; it needs a shorter"
+            " prompt or a class with a longer first-token budget.",
+        )
+    return DeadlineTooShort(
+        f"This request's {what} {why} ({who}), even with no queue; it needs a longer deadline"
+        f" ({TIMEOUT_HEADER} or its class budget) or fewer output tokens.",
+        param=TIMEOUT_HEADER,
+    )
 
 
 def _ms(seconds: float) -> str:

@@ -48,6 +48,8 @@ class Replica:
     failures: int = 0
     ejections: int = 0
     ejected_until: float = -math.inf
+    # Until when it asked for no more work (refused one for lack of room): others go first.
+    resting_until: float = -math.inf
 
     @property
     def url(self) -> str:

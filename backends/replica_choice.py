@@ -32,10 +32,13 @@ class ReplicaChoice:
         output_quantile: float,
         slow_start_s: float = 0.0,
         prefix_weight: float = 0.0,
+        health_interval_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
         chance: Callable[[], float] = random.random,
     ) -> None:
         self._quantile = output_quantile
+        # With no healthy replica the next health probe is the soonest one can come back.
+        self._no_replica_retry_s = health_interval_s
         self._slow_start_s = slow_start_s
         self._prefix_weight = prefix_weight
         self._clock = clock
@@ -75,7 +78,15 @@ class ReplicaChoice:
             # rest meanwhile: then a replica that keeps failing beats none.
             candidates = [r for r in replicas if r.healthy and r not in exclude]
             if not candidates:
-                raise NoHealthyBackend(f"No healthy backend for model {model!r}.")
+                raise NoHealthyBackend(
+                    f"No healthy backend for model {model!r}.",
+                    retry_after_s=self._no_replica_retry_s,
+                )
+        if len(candidates) > 1:
+            # A replica that refused work for lack of room gets none until its Retry-After
+            # has passed, while another can take it.
+            rested = [r for r in candidates if r.resting_until <= now]
+            candidates = rested or candidates
         if self._slow_start_s > 0 and len(candidates) > 1:
             candidates = ramped(candidates, now, self._slow_start_s, self._chance)
         if len(candidates) == 1:

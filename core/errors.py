@@ -172,9 +172,18 @@ class UnsupportedMediaType(GatewayError):
 
 
 class NoHealthyBackend(GatewayError):
+    """No replica passes its health probe: retry after about one probe interval."""
+
     status = 503
     type = "service_unavailable"
     code = "no_healthy_backend"
+
+    def __init__(self, message: str, *, retry_after_s: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+    def headers(self) -> dict[str, str]:
+        return retry_headers(self.retry_after_s)
 
 
 class BackendError(GatewayError):
@@ -203,12 +212,46 @@ class BackendUnavailable(BackendError):
         return "The model server could not be reached or dropped the connection."
 
 
+class BackendOverloaded(BackendError):
+    """The replica refused the request for lack of capacity (gRPC RESOURCE_EXHAUSTED, HTTP 429
+    or 503): the same 429 `overloaded` answer as the gateway's own admission refusals, with the
+    upstream's Retry-After when it sent one. Another replica may take the request; a full
+    engine is not a broken one, so it never counts towards outlier ejection."""
+
+    status = 429
+    type = "rate_limit_error"
+    code = "overloaded"
+
+    def __init__(
+        self, message: str, *, retry_after_s: float | None = None, replica: str | None = None
+    ) -> None:
+        super().__init__(message, retryable=True, replica=replica)
+        # Without the upstream's word (vLLM never gives one), a second, as admission does
+        # with no service history.
+        self.retry_after_s = 1.0 if retry_after_s is None else retry_after_s
+
+    @property
+    def public_message(self) -> str:
+        return "The model server is at capacity; retry later."
+
+    def headers(self) -> dict[str, str]:
+        return retry_headers(self.retry_after_s)
+
+
 class BackendRejected(GatewayError):
-    """The backend refused the request as invalid; its message goes to the client."""
+    """The backend refused the request as invalid; its message (and its own `code` and
+    `type`, when it gave them) goes to the client."""
 
     status = 400
     type = "invalid_request_error"
     code = "invalid_value"
+
+    def __init__(
+        self, message: str, *, param: str | None = None, code: str = "", kind: str = ""
+    ) -> None:
+        super().__init__(message, param=param)
+        self.code = code or self.code  # type: ignore[misc]
+        self.type = kind or self.type  # type: ignore[misc]
 
 
 class DeadlineExceeded(GatewayError):
@@ -224,6 +267,13 @@ class DeadlineExceeded(GatewayError):
         self.stage = stage
 
 
+class DeadlineTooShort(InvalidRequest):
+    """Even an idle replica is predicted to miss the request's deadline: no wait can help, so
+    it is a 400 without Retry-After (a 429 would have clients retry it in vain)."""
+
+    code = "deadline_too_short"
+
+
 class Overloaded(GatewayError):
     """Admission refused the request: the queue cannot serve it within its budget."""
 
@@ -237,7 +287,12 @@ class Overloaded(GatewayError):
         self.code = code  # type: ignore[misc]
 
     def headers(self) -> dict[str, str]:
-        return {
-            "retry-after": str(max(1, math.ceil(self.retry_after_s))),
-            "retry-after-ms": str(max(1, math.ceil(self.retry_after_s * 1000))),
-        }
+        return retry_headers(self.retry_after_s)
+
+
+def retry_headers(retry_after_s: float) -> dict[str, str]:
+    """`Retry-After` in whole seconds (at least 1) and the OpenAI SDKs' `retry-after-ms`."""
+    return {
+        "retry-after": str(max(1, math.ceil(retry_after_s))),
+        "retry-after-ms": str(max(1, math.ceil(retry_after_s * 1000))),
+    }

@@ -13,6 +13,7 @@ from starlette.responses import Response
 from core.errors import (
     BackendError,
     DeadlineExceeded,
+    DeadlineTooShort,
     GatewayError,
     MethodNotAllowed,
     Overloaded,
@@ -47,7 +48,7 @@ def _note_error(record: RequestRecord, status: int, exc: GatewayError) -> None:
         exc.code or exc.type,
         status=status,
         overrun=exc.stage if isinstance(exc, DeadlineExceeded) else None,
-        shed=exc.code if isinstance(exc, Overloaded) else None,
+        shed=exc.code if isinstance(exc, Overloaded | DeadlineTooShort) else None,
     )
 
 

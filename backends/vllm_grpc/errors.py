@@ -7,6 +7,7 @@ import grpc
 from budgets.deadline import Deadline
 from core.errors import (
     BackendError,
+    BackendOverloaded,
     BackendRejected,
     BackendUnavailable,
     DeadlineExceeded,
@@ -24,6 +25,10 @@ def map_rpc_error(exc: grpc.aio.AioRpcError, url: str, deadline: Deadline) -> Ga
         return BackendRejected(details)
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return DeadlineExceeded(deadline.stage)
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" not in details:
+        # The engine's queue is full. (gRPC also says RESOURCE_EXHAUSTED for a message over
+        # its size limit: that is no overload, and stays a backend error.)
+        return BackendOverloaded(f"overloaded: {details}", replica=url)
     if code in _UNREACHABLE:
         return BackendUnavailable(f"unavailable: {details}", replica=url)
     return BackendError(f"failed with {code.name}: {details}", replica=url)

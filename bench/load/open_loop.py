@@ -104,9 +104,10 @@ def _stream_outcome(read: StreamRead) -> Outcome:
     return "stream_error" if read.error else "broken" if read.problem else "ok"
 
 
-def status_outcome(status: int) -> Outcome:
-    """The outcome of an answer that is not a 200 stream."""
-    if status == 429:
+def status_outcome(status: int, code: str = "") -> Outcome:
+    """The outcome of an answer that is not a 200 stream; admission's 400 for a deadline no
+    replica could meet is a refusal too."""
+    if status == 429 or (status == 400 and code == "deadline_too_short"):
         return "shed"
     if status == 504:
         return "deadline"
@@ -152,7 +153,7 @@ async def send(
             else:
                 body = await response.content.read(_MAX_ERROR_BODY)
                 code = error_code(body)
-                outcome = status_outcome(status)
+                outcome = status_outcome(status, code)
                 if status == 429:
                     retry = retry_after_ms(response.headers)
     except TimeoutError:

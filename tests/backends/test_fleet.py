@@ -16,7 +16,7 @@ from budgets.deadline import Deadline
 from budgets.request_budget import ClassBudgets, RequestBudget
 from budgets.settings import BudgetSettings
 from core.answers import BackendHealth, Completion
-from core.errors import BackendError, ModelNotFound, NoHealthyBackend, Overloaded
+from core.errors import BackendError, DeadlineTooShort, ModelNotFound, NoHealthyBackend
 from core.protocol import ChatCompletionRequest, CompletionRequest
 from core.request_parsing import parse_request
 from tests.support.fake_backend import FakeBackend
@@ -154,13 +154,13 @@ async def test_a_stream_that_breaks_teaches_nothing() -> None:
     assert replica.estimate.fit() is None and replica.failures == 1
 
 
-async def test_a_request_that_cannot_finish_is_a_429_before_the_backend_sees_it() -> None:
+async def test_a_request_that_cannot_finish_is_a_400_before_the_backend_sees_it() -> None:
     """Once the replica is known to take 2 s, a request with 1 s left is refused at once."""
     backend = TimedBackend(url="a", seconds=2.0)
     replica = Replica("m", backend, healthy=True)
     fleet = _admitting(replica)
     await fleet.complete(_request(max_tokens=5), _budget(backend.clock))
-    with pytest.raises(Overloaded) as info:
+    with pytest.raises(DeadlineTooShort) as info:
         await fleet.complete(_request(max_tokens=5), _budget(backend.clock, total_s=1.0))
     assert info.value.code == "deadline_too_short" and backend.calls == 1
     assert "answer is predicted 2000 ms" in info.value.message

@@ -11,7 +11,13 @@ from backends.fleet import Fleet
 from backends.outliers import OutlierPolicy, Outliers, is_replica_failure
 from backends.replica import Replica
 from budgets.request_budget import ClassBudgets, RequestBudget
-from core.errors import BackendError, BackendRejected, BackendUnavailable, DeadlineExceeded
+from core.errors import (
+    BackendError,
+    BackendOverloaded,
+    BackendRejected,
+    BackendUnavailable,
+    DeadlineExceeded,
+)
 from core.protocol import CompletionRequest
 from core.request_parsing import parse_request
 from core.stages import StageName
@@ -43,6 +49,18 @@ def test_which_failures_count_against_a_replica() -> None:
     assert is_replica_failure(DeadlineExceeded(StageName.STALL))
     assert not is_replica_failure(DeadlineExceeded(StageName.TOTAL))
     assert not is_replica_failure(BackendRejected("bad"))
+
+
+def test_a_full_engine_is_never_ejected() -> None:
+    """Refusals for lack of room (RESOURCE_EXHAUSTED, HTTP 429/503) neither count against a
+    replica nor eject it: it is busy, not broken."""
+    clock = Clock()
+    busy, other = _replica("a"), _replica("b")
+    outliers = _outliers(clock, busy, other)
+    for _ in range(10):
+        outliers.failed(busy, BackendOverloaded("queue full"))
+    assert not is_replica_failure(BackendOverloaded("queue full"))
+    assert busy.failures == 0 and busy.routable(clock.now) and busy.healthy
 
 
 def test_consecutive_failures_eject_for_longer_each_time() -> None:
@@ -137,3 +155,21 @@ async def test_a_replica_failing_before_the_first_token_loses_its_share() -> Non
         await fleet.complete(_request(stream=False), _budget(clock))
     assert isinstance(broken.backend, FakeBackend)
     assert broken.backend.calls == 3
+
+
+async def test_an_overloaded_replica_rests_for_its_retry_after() -> None:
+    """A replica that refused for lack of room gets no work while another can take it, until
+    the Retry-After it sent has passed; then it is a candidate again."""
+    clock = Clock()
+    busy = _replica("a", fail_with=BackendOverloaded("full", retry_after_s=5.0))
+    free = _replica("b")
+    fleet = _fleet(clock, busy, free)
+    for _ in range(10):
+        await fleet.complete(_request(stream=False), _budget(clock))
+    assert isinstance(busy.backend, FakeBackend) and isinstance(free.backend, FakeBackend)
+    assert (busy.backend.calls, free.backend.calls) == (1, 10)
+    clock.now += 5.0
+    busy.backend.fail_with = None
+    for _ in range(4):
+        await fleet.complete(_request(stream=False), _budget(clock))
+    assert busy.backend.calls > 1

@@ -1,4 +1,4 @@
-"""Admission's refusals as 429s: each reason's code, message and Retry-After."""
+"""Admission's refusals: each reason's status, code, message and Retry-After."""
 
 from __future__ import annotations
 
@@ -45,12 +45,6 @@ def _outlook(stream: bool, seconds: float) -> Outlook:
             "overloaded",
             "queue wait of 800 ms exceeds the 600 ms this request's answer has to spare",
         ),
-        (
-            Shed("predicted_outcome", "interactive", 0.0, 0.4, -1.0),
-            _outlook(False, 6.0),
-            "deadline_too_short",
-            "answer is predicted 6000 ms after it starts, later than the",
-        ),
     ],
 )
 def test_each_reason_has_its_code_and_says_why(
@@ -62,3 +56,27 @@ def test_each_reason_has_its_code_and_says_why(
     body = error.to_dict()["error"]
     assert body["type"] == "rate_limit_error" and body["code"] == code
     assert int(error.headers()["retry-after-ms"]) == max(1, round(shed.retry_after_s * 1000))
+
+
+@pytest.mark.parametrize(
+    ("outlook", "param", "words"),
+    [
+        (
+            _outlook(False, 6.0),
+            "X-Request-Timeout-Ms",
+            "answer is predicted 6000 ms after it starts, later than the",
+        ),
+        (_outlook(True, 3.0), None, "first token is predicted 3000 ms after it starts"),
+    ],
+)
+def test_a_deadline_no_wait_can_meet_is_a_400_without_retry_after(
+    outlook: Outlook, param: str | None, words: str
+) -> None:
+    """Even an idle replica would miss the deadline: a 400 `deadline_too_short` that the SDKs
+    do not retry, with no Retry-After, naming the header that sets the deadline (the
+    first-token budget is the class's, which the header cannot move)."""
+    shed = Shed("predicted_outcome", "interactive", 0.8, 0.8, -1.0)
+    error = overloaded(shed, BUDGET, outlook)
+    assert (error.status, error.code, error.param) == (400, "deadline_too_short", param)
+    assert error.to_dict()["error"]["type"] == "invalid_request_error"
+    assert words in error.message and error.headers() == {}

@@ -23,6 +23,16 @@ def test_only_healthy_replicas_not_excluded_are_chosen() -> None:
         choice.pick([down, tried], "m", exclude=[tried])
 
 
+def test_no_healthy_backend_says_to_retry_after_the_next_probe() -> None:
+    """The 503 tells the client to come back after one health probe interval, the soonest a
+    replica can be found healthy again."""
+    choice = ReplicaChoice(output_quantile=0.9, health_interval_s=3.0)
+    with pytest.raises(NoHealthyBackend) as info:
+        choice.pick([_replica("a", healthy=False)], "m")
+    assert info.value.status == 503
+    assert info.value.headers() == {"retry-after": "3", "retry-after-ms": "3000"}
+
+
 def test_equal_replicas_take_turns() -> None:
     """Idle replicas alike in every way share the requests."""
     choice = ReplicaChoice(output_quantile=0.9)

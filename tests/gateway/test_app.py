@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from backends.replica import Replica
-from core.errors import BackendError, BackendRejected, BackendUnavailable
+from core.errors import BackendError, BackendOverloaded, BackendRejected, BackendUnavailable
 from gateway.app import create_app
 from gateway.settings import Settings
 from tests.support.asgi_server import serving
@@ -114,13 +114,19 @@ async def test_unknown_route_is_404_envelope(base_url: str) -> None:
 
 
 async def test_no_healthy_backend_is_503(base_url: str, backends: list[FakeBackend]) -> None:
-    """With every replica ejected, requests get a 503."""
+    """With every replica ejected, requests get a 503 with Retry-After."""
     for backend in backends:
         backend.fail_with = BackendUnavailable("down")
     status, body = await _post(f"{base_url}/v1/chat/completions", orjson.dumps(CHAT))
     assert status == 502
-    status, body = await _post(f"{base_url}/v1/chat/completions", orjson.dumps(CHAT))
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{base_url}/v1/chat/completions", json=CHAT) as response,
+    ):
+        status, headers, body = response.status, response.headers, await response.json()
     assert status == 503 and body["error"]["code"] == "no_healthy_backend"
+    # The default health probe interval is 2 s: the soonest a replica can come back.
+    assert headers["retry-after"] == "2"
 
 
 async def test_backend_failure_is_502_after_one_retry(
@@ -131,6 +137,23 @@ async def test_backend_failure_is_502_after_one_retry(
         backend.fail_with = BackendError("boom")
     status, body = await _post(f"{base_url}/v1/chat/completions", orjson.dumps(CHAT))
     assert status == 502 and body["error"]["code"] == "backend_error"
+    assert [b.calls for b in backends] == [1, 1]
+
+
+async def test_overloaded_backends_are_429_with_the_upstreams_retry_after(
+    base_url: str, backends: list[FakeBackend]
+) -> None:
+    """Replicas refusing for lack of room: each tried once, then the gateway's own 429
+    `overloaded` with the last one's Retry-After, not a 502."""
+    for backend in backends:
+        backend.fail_with = BackendOverloaded("queue full", retry_after_s=7.0)
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{base_url}/v1/chat/completions", json=CHAT) as response,
+    ):
+        status, headers, body = response.status, response.headers, await response.json()
+    assert status == 429 and body["error"]["code"] == "overloaded"
+    assert headers["retry-after"] == "7" and headers["retry-after-ms"] == "7000"
     assert [b.calls for b in backends] == [1, 1]
 
 

@@ -202,14 +202,16 @@ async def _learn_slow_answers(url: str, backend: FakeBackend) -> None:
 async def test_request_that_cannot_finish_is_refused_at_once(
     url: str, backend: FakeBackend
 ) -> None:
-    """A whole answer predicted to take longer than the time left is a 429 naming why, and the
-    backend never sees it."""
+    """A whole answer predicted to take longer than the time left even on an idle replica is a
+    400 naming why and the header, without Retry-After (no wait can help), and the backend
+    never sees it."""
     await _learn_slow_answers(url, backend)
     calls = backend.calls
     status, headers, body = await _post(url, _chat(), {"x-request-timeout-ms": "100"})
     error = orjson.loads(body)["error"]
-    assert status == 429 and error["code"] == "deadline_too_short"
-    assert "predicted" in error["message"] and int(headers["retry-after-ms"]) >= 1
+    assert status == 400 and error["code"] == "deadline_too_short"
+    assert error["param"] == "X-Request-Timeout-Ms" and "predicted" in error["message"]
+    assert "retry-after" not in headers and "retry-after-ms" not in headers
     assert backend.calls == calls
 
 
@@ -231,7 +233,7 @@ async def test_streams_are_judged_by_their_first_token(backend: FakeBackend) -> 
         assert (await held)[0] == 200
         backend.hold.clear()
         status, _, body = await _post(url, _chat(stream=True))
-        assert status == 429 and orjson.loads(body)["error"]["code"] == "deadline_too_short"
+        assert status == 400 and orjson.loads(body)["error"]["code"] == "deadline_too_short"
         assert (await _post(url, _chat(max_tokens=3)))[0] == 200
 
 

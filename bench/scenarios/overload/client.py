@@ -93,7 +93,8 @@ async def send_planned(
                 if status == 200:
                     outcome = "ok" if b'"choices"' in payload else "broken"
                 else:
-                    code, outcome = error_code(payload), status_outcome(status)
+                    code = error_code(payload)
+                    outcome = status_outcome(status, code)
                 if status == 429:
                     retry = retry_after_ms(response.headers)
                 if status == 504:

@@ -24,6 +24,7 @@ from bench.load.open_loop import (
     retry_after_ms,
     run_open_loop,
     send,
+    status_outcome,
 )
 
 
@@ -54,6 +55,13 @@ def test_retry_after_prefers_milliseconds() -> None:
     assert retry_after_ms({"retry-after": "2"}) == 2000.0
     assert math.isnan(retry_after_ms({"retry-after": "Wed, 21 Oct 2026 07:28:00 GMT"}))
     assert math.isnan(retry_after_ms({}))
+
+
+def test_a_deadline_no_replica_could_meet_counts_as_shed() -> None:
+    """Admission's 400 `deadline_too_short` is a refusal like its 429s; other 400s are not."""
+    assert status_outcome(400, "deadline_too_short") == "shed"
+    assert status_outcome(429, "overloaded") == "shed"
+    assert status_outcome(400, "invalid_value") == "http_error"
 
 
 async def _sse(

@@ -1,0 +1,141 @@
+"""Upstream HTTP errors as the gateway's errors: overload, the client's own faults, a wrong
+base URL; against real servers on loopback where the headers matter."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from email.utils import formatdate
+
+import orjson
+import pytest
+from aiohttp import web
+
+from backends import openai_decode as decode
+from backends.base import GenerationRequest
+from backends.openai_http import OpenAIHTTPBackend
+from budgets.deadline import Deadline
+from core.errors import BackendError, BackendOverloaded, BackendRejected
+from core.protocol import ChatCompletionRequest
+from core.request_parsing import parse_request
+from standin.openai.server import MockOpenAIServer
+
+
+def _chat(*, stream: bool = False) -> GenerationRequest:
+    raw = orjson.dumps({"model": "mock", "messages": [{"role": "user", "content": "hi"}]})
+    if stream:
+        raw = orjson.dumps({**orjson.loads(raw), "stream": True})
+    return GenerationRequest("chat", parse_request(raw, ChatCompletionRequest), raw, "req-1")
+
+
+@contextlib.asynccontextmanager
+async def _backend(url: str) -> AsyncIterator[OpenAIHTTPBackend]:
+    backend = OpenAIHTTPBackend(url, model="mock")
+    await backend.start()
+    try:
+        yield backend
+    finally:
+        await backend.aclose()
+
+
+@contextlib.asynccontextmanager
+async def _answering(status: int, body: bytes, headers: dict[str, str]) -> AsyncIterator[str]:
+    """A server whose every chat completion gets this answer; yields its /v1 base URL."""
+
+    async def answer(request: web.Request) -> web.Response:
+        return web.Response(
+            status=status, body=body, headers=headers, content_type="application/json"
+        )
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", answer)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.parametrize("status", [429, 503])
+async def test_an_overloaded_upstream_is_overloaded(status: int) -> None:
+    """An upstream 429 or 503 is a retryable 429 `overloaded` with Retry-After, not a 502,
+    before a stream's first chunk too."""
+    mock = MockOpenAIServer(error_status=status, error_rate=1.0)
+    await mock.start()
+    try:
+        async with _backend(mock.url) as backend:
+            with pytest.raises(BackendOverloaded) as info:
+                await backend.complete(_chat(), Deadline.after(30))
+            with pytest.raises(BackendOverloaded):
+                await anext(backend.stream(_chat(stream=True), Deadline.after(30)))
+    finally:
+        await mock.stop()
+    exc = info.value
+    assert (exc.status, exc.code, exc.retryable) == (429, "overloaded", True)
+    assert exc.headers()["retry-after"] == "1" and exc.replica == mock.url
+
+
+@pytest.mark.parametrize(
+    ("headers", "seconds"), [({"Retry-After": "7"}, "7"), ({"retry-after-ms": "2500"}, "3")]
+)
+async def test_the_upstreams_retry_after_is_passed_on(
+    headers: dict[str, str], seconds: str
+) -> None:
+    """The client is told to wait as long as the upstream asked."""
+    body = b'{"error": {"message": "slow down", "type": "rate_limit_error"}}'
+    async with _answering(429, body, headers) as url, _backend(url) as backend:
+        with pytest.raises(BackendOverloaded) as info:
+            await backend.complete(_chat(), Deadline.after(30))
+    assert info.value.headers()["retry-after"] == seconds
+
+
+def test_retry_after_reads_seconds_milliseconds_and_dates() -> None:
+    """`retry-after-ms` wins; `Retry-After` is seconds or an HTTP date; garbage is ignored."""
+    assert decode.retry_after({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
+    assert decode.retry_after({"retry-after": "4"}) == 4.0
+    in_a_minute = decode.retry_after({"retry-after": formatdate(time.time() + 60, usegmt=True)})
+    assert in_a_minute is not None and 30.0 <= in_a_minute <= 61.0
+    assert decode.retry_after({"retry-after": "soon"}) is None
+    assert decode.retry_after({}) is None
+
+
+async def test_an_upstream_4xx_keeps_its_own_code_type_and_param() -> None:
+    """The client's fault, as the upstream named it: its code, type and param pass through
+    (the gateway's `invalid_value` only when it gave no code)."""
+    mock = MockOpenAIServer(error_status=400, error_rate=1.0)
+    await mock.start()
+    try:
+        async with _backend(mock.url) as backend:
+            with pytest.raises(BackendRejected) as info:
+                await backend.complete(_chat(), Deadline.after(30))
+    finally:
+        await mock.stop()
+    assert (info.value.status, info.value.code) == (400, "mock_injected_error")
+    assert info.value.type == "invalid_request_error"
+    error = decode.status_error(
+        422, b'{"error": {"message": "no", "type": "BadRequestError", "param": "n", "code": 422}}'
+    )
+    assert isinstance(error, BackendRejected)
+    assert (error.code, error.type, error.param) == ("invalid_value", "BadRequestError", "n")
+
+
+@pytest.mark.parametrize("body", [b'{"detail": "Not Found"}', b"404: Not Found"])
+async def test_a_missing_endpoint_is_a_backend_error(body: bytes) -> None:
+    """A bare 404 (no OpenAI error: the base URL names no such endpoint) is the gateway's
+    502, not the client's 400; a 404 in an OpenAI error is still the client's."""
+    async with _answering(404, body, {}) as url, _backend(url) as backend:
+        with pytest.raises(BackendError) as info:
+            await backend.complete(_chat(), Deadline.after(30))
+    assert info.value.status == 502 and not isinstance(info.value, BackendRejected)
+    missing = b'{"error": {"message": "no such model", "code": "model_not_found"}}'
+    rejected = decode.status_error(404, missing)
+    assert isinstance(rejected, BackendRejected) and rejected.code == "model_not_found"
+
+
+def test_an_upstream_5xx_keeps_the_gateways_code() -> None:
+    """A backend failure says `backend_error` whatever code the upstream used."""
+    error = decode.status_error(500, b'{"error": {"message": "x", "code": "engine_dead"}}')
+    assert (error.status, error.code) == (502, "backend_error")
