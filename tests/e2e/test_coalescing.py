@@ -7,13 +7,12 @@ import time
 from collections.abc import AsyncIterator, Iterator
 
 import aiohttp
-import grpc
 import orjson
 import pytest
 
 from bench.harness.processes import ProcessGroup
 from standin.vllm.control import ControlClient
-from tests.e2e.stack import Stack, start_gateway, start_sim
+from tests.e2e.stack import Stack, control_clients, start_gateway, start_sim
 
 # 30 tokens 60 ms apart: a call of ~1.8 s that a 600 ms deadline cannot see through.
 _TOKENS, _ITL_MS, _SHORT_MS = 30, 60, "600"
@@ -35,14 +34,8 @@ def coalescing_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack
 
 @pytest.fixture
 async def sim(coalescing_stack: Stack) -> AsyncIterator[ControlClient]:
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{coalescing_stack.sim_ports[0]}")
-    client = ControlClient(channel)
-    await client.reset()
-    try:
+    async with control_clients(coalescing_stack.sim_ports) as (client,):
         yield client
-    finally:
-        await client.reset()
-        await channel.close(grace=None)
 
 
 async def _post(
