@@ -18,19 +18,22 @@ class RequestModel(BaseModel):
 
 def without_nulls(data: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
     """A body's top-level fields less the nulls that stand for a default: OpenAI's clients
-    send null for an optional field left unset (`n=None`), also where the default is not null.
-    A dict scan in C when the body holds no null, the usual case."""
+    send null for an optional field left unset (`n=None`), also where the default is not null,
+    and clients that forward every keyword send null for fields this gateway does not serve
+    (`"audio": null` asks for nothing). A dict scan in C when the body holds no null, the
+    usual case."""
     if None not in data.values():
         return data
-    defaulted = _defaulted_fields(model)
-    return {k: v for k, v in data.items() if v is not None or k not in defaulted}
+    kept = _nullable_fields(model)
+    return {k: v for k, v in data.items() if v is not None or k in kept}
 
 
 @functools.cache
-def _defaulted_fields(model: type[BaseModel]) -> frozenset[str]:
-    """The fields of `model` whose default is not None."""
+def _nullable_fields(model: type[BaseModel]) -> frozenset[str]:
+    """The fields of `model` that a null is a value of: required ones (a null there is the
+    client's error to hear about) and those whose default is None."""
     return frozenset(
         name
         for name, field in model.model_fields.items()
-        if not field.is_required() and field.default is not None
+        if field.is_required() or field.default is None
     )

@@ -103,6 +103,16 @@ def test_null_means_the_default(fields: dict[str, object]) -> None:
     assert (text.n, text.echo, text.stream) == (1, False, False)
 
 
+def test_a_null_for_a_field_not_served_asks_for_nothing() -> None:
+    """`"audio": null` from a client forwarding every keyword is no request for audio; the
+    same field with a value is still refused, naming it."""
+    plain = parse_request(_chat(), ChatCompletionRequest)
+    assert parse_request(_chat(audio=None, prediction=None), ChatCompletionRequest) == plain
+    with pytest.raises(UnsupportedParameter) as info:
+        parse_request(_chat(audio={"voice": "alloy", "format": "mp3"}), ChatCompletionRequest)
+    assert info.value.param == "audio"
+
+
 @pytest.mark.parametrize(
     ("fields", "param"),
     [
