@@ -30,7 +30,7 @@ def message_to_template_dict(
         if value is None:
             continue
         if key == "content":
-            value = _template_content(value, index, content_format)
+            value = _template_content(value, index, content_format, message.role == "assistant")
         elif key == "tool_calls":
             value = [_template_tool_call(call) for call in value]
         data[key] = value
@@ -38,23 +38,29 @@ def message_to_template_dict(
 
 
 def _template_content(
-    content: str | list[dict[str, Any]], index: int, content_format: ContentFormat
+    content: str | list[dict[str, Any]],
+    index: int,
+    content_format: ContentFormat,
+    assistant: bool,
 ) -> str | list[dict[str, Any]]:
     if isinstance(content, str):
         return content if content_format == "string" else [{"type": "text", "text": content}]
     texts: list[str] = []
     for j, part in enumerate(content):
         kind = part.get("type")
-        if kind != "text":
+        # An assistant's refusal part (OpenAI's history shape) is what the assistant said.
+        field = "refusal" if assistant and kind == "refusal" else "text"
+        if kind != field:
             raise UnsupportedParameter(
-                f"Content parts of type {kind!r} are not supported; only 'text' is.",
+                f"Content parts of type {kind!r} are not supported; only 'text' is"
+                + (" (and 'refusal' in an assistant message)." if not assistant else "."),
                 param=f"messages[{index}].content[{j}]",
             )
-        text = part.get("text")
+        text = part.get(field)
         if not isinstance(text, str):
             raise InvalidRequest(
-                "A text content part needs a string 'text'.",
-                param=f"messages[{index}].content[{j}].text",
+                f"A {field} content part needs a string '{field}'.",
+                param=f"messages[{index}].content[{j}].{field}",
             )
         texts.append(text)
     if content_format == "string":

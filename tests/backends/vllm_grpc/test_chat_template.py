@@ -336,6 +336,19 @@ def test_non_text_part_is_unsupported() -> None:
     assert bad_text.value.param == "messages[0].content[0].text"
 
 
+def test_an_assistant_refusal_part_is_what_it_said() -> None:
+    """An assistant message's refusal part (OpenAI's history shape) is rendered as its text;
+    from any other role it is unsupported, naming the part."""
+    template = compile_chat_template("{{ messages[1].content }}")
+    refusal = [{"type": "refusal", "refusal": "I can't help with that."}]
+    assert render_chat(template, [msg("user", "q"), msg("assistant", refusal)]) == (
+        "I can't help with that."
+    )
+    with pytest.raises(UnsupportedParameter) as info:
+        render_chat(template, [msg("user", "q"), msg("user", refusal)])
+    assert info.value.param == "messages[1].content[0]"
+
+
 def test_tool_call_arguments_become_objects() -> None:
     """Tool-call arguments JSON strings are parsed; text that is not JSON (a model's broken
     call sent back) is rendered as the string it is, so the conversation can go on."""
