@@ -61,7 +61,9 @@ async def http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 405:
         message = f"Method {request.method} not allowed here."
-        return error_response(MethodNotAllowed(message), request)
+        response = error_response(MethodNotAllowed(message), request)
+        response.headers.update(exc.headers or {})  # Allow: the methods the route takes
+        return response
     if exc.status_code == 404:
         return error_response(RouteNotFound(f"No route {request.url.path}."), request)
     error = GatewayError(str(exc.detail))

@@ -113,6 +113,17 @@ async def test_unknown_route_is_404_envelope(base_url: str) -> None:
     assert status == 404 and body["error"]["code"] == "not_found"
 
 
+async def test_a_method_not_allowed_is_405_naming_the_allowed_ones(base_url: str) -> None:
+    """A POST to a GET route answers in the envelope, with the Allow header RFC 9110 asks for."""
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{base_url}/v1/models", json={}) as response,
+    ):
+        body = await response.json()
+    assert response.status == 405 and body["error"]["code"] == "method_not_allowed"
+    assert "GET" in response.headers["allow"]
+
+
 async def test_no_healthy_backend_is_503(base_url: str, backends: list[FakeBackend]) -> None:
     """With every replica ejected, requests get a 503 with Retry-After."""
     for backend in backends:
