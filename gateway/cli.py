@@ -84,6 +84,7 @@ def serve(*, embedded: bool = False) -> int:
         lifespan="on",
         timeout_graceful_shutdown=drain.grace_whole_s,
         stop_within_s=drain.delay_s + drain.grace_s,
+        reread_keys_on_hup=settings.access.keys_file is not None,
     )
     return 0
 

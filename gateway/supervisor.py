@@ -15,6 +15,10 @@ for a drain (`gateway.drain`):
 that), forwards later SIGTERM/SIGINT to the workers, and kills a worker that outlives the
 drain delay plus the grace plus a margin. (tests/e2e/test_drain.py fails on the first two
 with uvicorn's own supervisor.)
+
+uvicorn's supervisor also answers SIGHUP by restarting every worker, which loses their
+in-process caches, stored responses and rate-limit state; SIGHUP means "re-read the key file"
+here, so `DrainingMultiprocess` hands it to the workers, which do (`access.registry`).
 """
 
 from __future__ import annotations
@@ -42,9 +46,23 @@ lifespan shutdown drains the write-back queues, up to 5 s each)."""
 class DrainingMultiprocess(Multiprocess):
     """uvicorn's supervisor of several workers, made to drain (see the module docstring)."""
 
-    def __init__(self, config: Config, sockets: list[socket.socket], stop_within_s: float) -> None:
+    def __init__(
+        self,
+        config: Config,
+        sockets: list[socket.socket],
+        stop_within_s: float,
+        reread_keys_on_hup: bool = False,
+    ) -> None:
         super().__init__(config, sockets)
         self._stop_within_s = stop_within_s
+        self._reread_keys_on_hup = reread_keys_on_hup
+
+    def handle_hup(self) -> None:
+        if not self._reread_keys_on_hup:  # no key file: a worker would die of the signal
+            log.info("SIGHUP: no key file to re-read (GATEWAY_API_KEYS_FILE); ignored")
+            return
+        log.info("SIGHUP: each worker re-reads the key file")
+        self._signal_workers(signal.SIGHUP)
 
     def terminate_all(self) -> None:
         # No worker is started from now on: our copy of the socket must not keep it open.
@@ -79,11 +97,14 @@ class DrainingMultiprocess(Multiprocess):
                 os.kill(process.pid, sig)
 
 
-def run(app: str, *, stop_within_s: float, **kwargs: Any) -> None:
+def run(app: str, *, stop_within_s: float, reread_keys_on_hup: bool, **kwargs: Any) -> None:
     """`uvicorn.run(app, **kwargs)` with `DrainingMultiprocess` for several workers, which
-    waits `stop_within_s` (the drain delay plus the grace) before it kills a worker."""
+    waits `stop_within_s` (the drain delay plus the grace) before it kills a worker and hands
+    SIGHUP on to the workers when `reread_keys_on_hup`."""
     config = Config(app, **kwargs)
     if config.workers <= 1:
+        if not reread_keys_on_hup:  # nothing to re-read: a stray SIGHUP must not stop it
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
         config.load_app()
         server = Server(config=config)
         with contextlib.suppress(KeyboardInterrupt):
@@ -92,7 +113,9 @@ def run(app: str, *, stop_within_s: float, **kwargs: Any) -> None:
             sys.exit(STARTUP_FAILURE)
         return
     sock = config.bind_socket()
-    supervisor = DrainingMultiprocess(config, [sock], stop_within_s + STRAGGLER_MARGIN_S)
+    supervisor = DrainingMultiprocess(
+        config, [sock], stop_within_s + STRAGGLER_MARGIN_S, reread_keys_on_hup
+    )
     try:
         with contextlib.suppress(KeyboardInterrupt):
             supervisor.run()
