@@ -3,7 +3,7 @@ pools and health polling, read from `GATEWAY_*` variables."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,7 +13,7 @@ from backends.reasoning.choice import NO_REASONING
 from backends.replica_urls import ReplicaSpec, parse_replica_url, redact
 from backends.routes import ModelRoutes, parse_routes
 from backends.tool_calls.choice import FORMATS as TOOL_FORMATS
-from core.env import SettingsError, env_bool, env_float, env_int, env_map
+from core.env import SettingsError, check_known_keys, env_bool, env_float, env_int, env_map
 
 EMBEDDED = "embedded"
 """`GATEWAY_BACKENDS=embedded`: the built-in vLLM stand-in serves model `sim` (a demo)."""
@@ -53,6 +53,12 @@ class BackendSettings:
     # model -> reasoning format, or "none" to turn off recognising it from the chat template
     reasoning_parsers: Mapping[str, str] = field(default_factory=dict)
 
+    @property
+    def served(self) -> list[str]:
+        """The model names requests may reach: those of GATEWAY_BACKENDS and the routes'."""
+        names = [EMBEDDED_MODEL] if self.embedded else [spec.name for spec in self.models]
+        return [*names, *self.routes.routes]
+
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> BackendSettings:
         defaults = cls()
@@ -66,6 +72,8 @@ class BackendSettings:
         embedded = raw.lower() == EMBEDDED
         models = () if embedded else parse_backends(raw)
         served = [EMBEDDED_MODEL] if embedded else [spec.name for spec in models]
+        tokenizer_dirs = env_map(env, "GATEWAY_TOKENIZER_DIRS")
+        check_known_keys("GATEWAY_TOKENIZER_DIRS", tokenizer_dirs, served)
         return cls(
             models=models,
             embedded=embedded,
@@ -75,9 +83,7 @@ class BackendSettings:
             http_connections=env_int(
                 env, "GATEWAY_HTTP_CONNECTIONS", defaults.http_connections, low=1, high=100_000
             ),
-            tokenizer_dirs={
-                model: Path(d) for model, d in env_map(env, "GATEWAY_TOKENIZER_DIRS").items()
-            },
+            tokenizer_dirs={model: Path(d) for model, d in tokenizer_dirs.items()},
             tokenizer_cache_dir=Path(
                 env.get("GATEWAY_TOKENIZER_CACHE_DIR", str(defaults.tokenizer_cache_dir))
             ),
@@ -100,8 +106,8 @@ class BackendSettings:
                 env, "GATEWAY_PREFIX_ROUTING_WEIGHT", defaults.prefix_routing_weight, low=0.0
             ),
             routes=parse_routes(env.get("GATEWAY_MODEL_ROUTES", ""), served),
-            tool_parsers=_tool_parsers(env),
-            reasoning_parsers=_reasoning_parsers(env),
+            tool_parsers=_tool_parsers(env, served),
+            reasoning_parsers=_reasoning_parsers(env, served),
         )
 
 
@@ -117,8 +123,9 @@ def _outlier_policy(env: Mapping[str, str], defaults: OutlierPolicy) -> OutlierP
     )
 
 
-def _tool_parsers(env: Mapping[str, str]) -> dict[str, str]:
+def _tool_parsers(env: Mapping[str, str], served: Collection[str]) -> dict[str, str]:
     parsers = env_map(env, "GATEWAY_TOOL_PARSERS")
+    check_known_keys("GATEWAY_TOOL_PARSERS", parsers, served)
     for model, name in parsers.items():
         if name not in TOOL_FORMATS:
             raise SettingsError(
@@ -128,8 +135,9 @@ def _tool_parsers(env: Mapping[str, str]) -> dict[str, str]:
     return parsers
 
 
-def _reasoning_parsers(env: Mapping[str, str]) -> dict[str, str]:
+def _reasoning_parsers(env: Mapping[str, str], served: Collection[str]) -> dict[str, str]:
     parsers = env_map(env, "GATEWAY_REASONING_PARSERS")
+    check_known_keys("GATEWAY_REASONING_PARSERS", parsers, served)
     for model, name in parsers.items():
         if name != NO_REASONING and name not in REASONING_FORMATS:
             raise SettingsError(

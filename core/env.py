@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 
 class SettingsError(ValueError):
@@ -77,5 +77,18 @@ def env_map(env: Mapping[str, str], name: str) -> dict[str, str]:
         key, sep, value = entry.partition("=")
         if not sep or not key.strip() or not value.strip():
             raise SettingsError(f"{name} entry {entry!r} must look like KEY=VALUE")
+        if key.strip() in result:  # which one was meant? the last would silently win
+            raise SettingsError(f"{name} names {key.strip()!r} twice")
         result[key.strip()] = value.strip()
     return result
+
+
+def check_known_keys(name: str, keys: Iterable[str], known: Collection[str]) -> None:
+    """Every key of the map variable `name` is one of `known` (a model of GATEWAY_BACKENDS, say):
+    a setting for a name nothing serves would be silently ignored."""
+    unknown = sorted(set(keys) - set(known))
+    if unknown:
+        raise SettingsError(
+            f"{name} names {', '.join(map(repr, unknown))}, which GATEWAY_BACKENDS does not "
+            f"serve (it serves {', '.join(map(repr, sorted(known)))})"
+        )

@@ -13,7 +13,7 @@ from access.settings import AccessSettings
 from backends.settings import BackendSettings
 from budgets.settings import BudgetSettings
 from cache.settings import CacheSettings
-from core.env import SettingsError, env_choice, env_int, env_str
+from core.env import SettingsError, check_known_keys, env_choice, env_int, env_str
 
 __all__ = ["Settings", "SettingsError"]
 
@@ -62,10 +62,16 @@ class Settings:
                 env, "GATEWAY_SYSTEM_FINGERPRINT", defaults.system_fingerprint
             ),
             access=AccessSettings.from_env(env),
-            backends=BackendSettings.from_env(env),
-            cache=CacheSettings.from_env(env),
+            backends=(backends := BackendSettings.from_env(env)),
+            cache=_cache_settings(env, backends),
             budgets=BudgetSettings.from_env(env),
         )
+
+
+def _cache_settings(env: Mapping[str, str], backends: BackendSettings) -> CacheSettings:
+    cache = CacheSettings.from_env(env)
+    check_known_keys("GATEWAY_MODEL_REVISIONS", cache.model_revisions, backends.served)
+    return cache
 
 
 def _host(value: str) -> str:

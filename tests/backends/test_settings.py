@@ -59,8 +59,23 @@ def test_invalid_values_name_the_variable(env: dict[str, str], name: str) -> Non
 
 def test_tokenizer_dirs_parse() -> None:
     """GATEWAY_TOKENIZER_DIRS maps models to directories."""
-    settings = BackendSettings.from_env({**LLAMA, "GATEWAY_TOKENIZER_DIRS": "a=/x/y;b=/z"})
+    two = {"GATEWAY_BACKENDS": "a=grpc://h:1;b=grpc://h:2"}
+    settings = BackendSettings.from_env({**two, "GATEWAY_TOKENIZER_DIRS": "a=/x/y;b=/z"})
     assert settings.tokenizer_dirs == {"a": Path("/x/y"), "b": Path("/z")}
+
+
+@pytest.mark.parametrize(
+    "variable",
+    ["GATEWAY_TOKENIZER_DIRS", "GATEWAY_TOOL_PARSERS", "GATEWAY_REASONING_PARSERS"],
+)
+def test_a_setting_for_a_model_nothing_serves_stops_the_gateway(variable: str) -> None:
+    """A misspelt model in a per-model map would be ignored for good: it names the variable,
+    the model and what is served."""
+    value = {"GATEWAY_TOKENIZER_DIRS": "lama=/x", "GATEWAY_TOOL_PARSERS": "lama=hermes"}.get(
+        variable, "lama=none"
+    )
+    with pytest.raises(SettingsError, match=rf"{variable} names 'lama'.*'llama'"):
+        BackendSettings.from_env({**LLAMA, variable: value})
 
 
 def test_tool_parsers_name_a_known_format_per_model() -> None:

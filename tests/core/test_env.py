@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.env import SettingsError, env_bool, env_float, env_ms, env_str
+from core.env import SettingsError, env_bool, env_float, env_map, env_ms, env_str
 
 
 @pytest.mark.parametrize("raw", ["inf", "-inf", "Infinity", "nan", "1e400"])
@@ -33,3 +33,9 @@ def test_booleans_name_every_spelling_accepted() -> None:
 def test_blank_strings_mean_the_default(raw: str) -> None:
     """An empty or blank string setting is its default."""
     assert env_str({"GATEWAY_X": raw}, "GATEWAY_X", "dflt") == "dflt"
+
+
+def test_a_map_naming_one_key_twice_is_refused() -> None:
+    """Which of two values was meant is unknowable; the last one would silently win."""
+    with pytest.raises(SettingsError, match="GATEWAY_X names 'a' twice"):
+        env_map({"GATEWAY_X": "a=1;b=2;a=3"}, "GATEWAY_X")

@@ -60,3 +60,16 @@ def test_blank_host_listens_on_loopback(host: str) -> None:
 def test_addresses_and_host_names_are_listen_hosts(host: str) -> None:
     """IPv4, IPv6 and host names are accepted as they are."""
     assert Settings.from_env({**EMBEDDED, "GATEWAY_HOST": host}).host == host
+
+
+def test_a_revision_for_a_model_nothing_serves_stops_the_gateway() -> None:
+    """GATEWAY_MODEL_REVISIONS keys the cache by a served model or a route's public name; a
+    misspelt one would leave that model's entries keyed by no revision, silently."""
+    routed = {
+        "GATEWAY_BACKENDS": "llama-v2=grpc://h:1",
+        "GATEWAY_MODEL_ROUTES": "llama=llama-v2:100",
+    }
+    settings = Settings.from_env({**routed, "GATEWAY_MODEL_REVISIONS": "llama=r1;llama-v2=r2"})
+    assert settings.cache.model_revisions == {"llama": "r1", "llama-v2": "r2"}
+    with pytest.raises(SettingsError, match="GATEWAY_MODEL_REVISIONS names 'lama'"):
+        Settings.from_env({**EMBEDDED, "GATEWAY_MODEL_REVISIONS": "lama=r1"})
