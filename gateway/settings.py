@@ -40,6 +40,12 @@ class Settings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if environ is None else environ
+        if env.get("GATEWAY_PORT", "").startswith("tcp://"):
+            raise SettingsError(
+                "GATEWAY_PORT is a Kubernetes service link (tcp://...), injected for a Service "
+                "named `gateway`: set enableServiceLinks: false on the pod (the shipped "
+                "manifests do), or name the Service otherwise"
+            )
         defaults = cls()
         return cls(
             host=_host(env_str(env, "GATEWAY_HOST", defaults.host)),

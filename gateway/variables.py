@@ -9,11 +9,17 @@ table together.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping
 
 from core.env import SettingsError
 
 PREFIX = "GATEWAY_"
+SERVICE_LINK = re.compile(
+    r"GATEWAY_(?:SERVICE_(?:HOST|PORT)(?:_\w+)?|PORT_\d+_(?:TCP|UDP|SCTP)(?:_(?:PROTO|PORT|ADDR))?)"
+)
+"""What Kubernetes injects for a Service named `gateway` (Docker-link variables): not a typo,
+and nothing the gateway reads (`GATEWAY_PORT=tcp://...` among them is refused, with a hint)."""
 STANDIN_PREFIX = (
     "GATEWAY_SIM_"  # the embedded vLLM stand-in's own (`python -m standin.vllm --help`)
 )
@@ -114,7 +120,10 @@ def check_variable_names(env: Mapping[str, str]) -> None:
     unknown = sorted(
         name
         for name in env
-        if name.startswith(PREFIX) and name not in KNOWN and not name.startswith(STANDIN_PREFIX)
+        if name.startswith(PREFIX)
+        and name not in KNOWN
+        and not name.startswith(STANDIN_PREFIX)
+        and not SERVICE_LINK.fullmatch(name)
     )
     if unknown:
         raise SettingsError(

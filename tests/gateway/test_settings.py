@@ -73,3 +73,9 @@ def test_a_revision_for_a_model_nothing_serves_stops_the_gateway() -> None:
     assert settings.cache.model_revisions == {"llama": "r1", "llama-v2": "r2"}
     with pytest.raises(SettingsError, match="GATEWAY_MODEL_REVISIONS names 'lama'"):
         Settings.from_env({**EMBEDDED, "GATEWAY_MODEL_REVISIONS": "lama=r1"})
+
+
+def test_a_service_link_in_gateway_port_is_refused_with_the_way_out() -> None:
+    """GATEWAY_PORT=tcp://... comes from a Service named `gateway`: the error says so."""
+    with pytest.raises(SettingsError, match="enableServiceLinks: false"):
+        Settings.from_env({**EMBEDDED, "GATEWAY_PORT": "tcp://10.0.0.1:80"})

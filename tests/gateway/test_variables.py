@@ -36,6 +36,21 @@ def test_an_unknown_name_is_an_error_naming_it(name: str, suggested: str | None)
     assert (suggested in str(info.value)) if suggested else "did you mean" not in str(info.value)
 
 
+def test_kubernetes_service_links_are_not_typos() -> None:
+    """The variables Kubernetes injects for a Service named `gateway` pass the name check."""
+    check_variable_names(
+        {
+            "GATEWAY_SERVICE_HOST": "10.0.0.1",
+            "GATEWAY_SERVICE_PORT": "80",
+            "GATEWAY_SERVICE_PORT_HTTP": "80",
+            "GATEWAY_PORT_80_TCP": "tcp://10.0.0.1:80",
+            "GATEWAY_PORT_80_TCP_PROTO": "tcp",
+            "GATEWAY_PORT_80_TCP_PORT": "80",
+            "GATEWAY_PORT_80_TCP_ADDR": "10.0.0.1",
+        }
+    )
+
+
 def test_serve_exits_2_on_a_misspelt_key_file_variable(tmp_path: Path) -> None:
     """`GATEWAY_API_KEY_FILE` (singular): exit status 2 before serving, never access off."""
     result = subprocess.run(
