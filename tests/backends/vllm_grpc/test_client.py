@@ -107,30 +107,30 @@ async def test_unwatched_whole_answer_is_the_same(
     assert unwatched.usage.completion_tokens == watched.usage.completion_tokens
 
 
-async def test_whole_answer_with_no_first_token_fails_at_the_first_token_budget(
-    sim: SimServer, backend: VllmGrpcBackend
+@pytest.mark.parametrize(
+    ("fault", "budget", "stage"),
+    [
+        ({"hang_rate": 1.0}, {"ttft_s": 0.3}, "ttft"),
+        ({"itl_ms": 60_000}, {"stall_s": 0.3}, "stall"),
+    ],
+)
+async def test_whole_answer_that_makes_no_progress_fails_at_its_budget(
+    sim: SimServer,
+    backend: VllmGrpcBackend,
+    fault: dict[str, float],
+    budget: dict[str, float],
+    stage: str,
 ) -> None:
-    """A replica that takes the request and never answers holds a non-streamed request only
-    until the first-token budget (504 naming ttft, the engine told to abort), not the total."""
-    sim.configure(hang_rate=1.0)
+    """A replica that takes a non-streamed request and never answers holds it only until the
+    first-token budget, and a gap between two of its tokens longer than the stall budget ends
+    it, as it ends a stream (504 naming the stage, the engine told to abort), not the total."""
+    sim.configure(**fault)
+    request_id = f"no-progress-{stage}"
     started = time.monotonic()
     with pytest.raises(DeadlineExceeded) as info:
-        await _fleet(backend).complete(_request("hung-1"), _budget(ttft_s=0.3))
-    assert info.value.stage == "ttft" and time.monotonic() - started < 30.0
-    await wait_until(lambda: "hung-1" in sim.state.aborted_request_ids)
-
-
-async def test_whole_answer_that_stalls_fails_at_the_stall_budget(
-    sim: SimServer, backend: VllmGrpcBackend
-) -> None:
-    """A gap between two tokens of a non-streamed answer longer than the stall budget ends
-    it, as it ends a stream."""
-    sim.configure(itl_ms=60_000)
-    started = time.monotonic()
-    with pytest.raises(DeadlineExceeded) as info:
-        await _fleet(backend).complete(_request("slow-1"), _budget(stall_s=0.3))
-    assert info.value.stage == "stall" and time.monotonic() - started < 30.0
-    await wait_until(lambda: "slow-1" in sim.state.aborted_request_ids)
+        await _fleet(backend).complete(_request(request_id), _budget(**budget))
+    assert info.value.stage == stage and time.monotonic() - started < 30.0
+    await wait_until(lambda: request_id in sim.state.aborted_request_ids)
 
 
 async def test_answer_past_its_deadline_is_aborted(
