@@ -98,11 +98,22 @@ def tracing_config(env: Mapping[str, str]) -> TracingConfig | None:
         resource_attributes=_resource_attributes(env),
         schedule_delay_ms=env_int(env, "OTEL_BSP_SCHEDULE_DELAY", 5000, low=1),
         max_queue_size=max_queue_size,
-        max_export_batch_size=env_int(
-            env, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", min(512, max_queue_size), low=1
-        ),
+        max_export_batch_size=_export_batch_size(env, max_queue_size),
         export_timeout_ms=env_int(env, "OTEL_BSP_EXPORT_TIMEOUT", 30000, low=1),
     )
+
+
+def _export_batch_size(env: Mapping[str, str], max_queue_size: int) -> int:
+    """OTEL_BSP_MAX_EXPORT_BATCH_SIZE, at most the queue it is taken from (the SDK's
+    BatchSpanProcessor refuses a larger one, in each worker); the default shrinks to fit."""
+    name = "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"
+    size = env_int(env, name, min(512, max_queue_size), low=1)
+    if size > max_queue_size:
+        raise SettingsError(
+            f"{name} must not exceed OTEL_BSP_MAX_QUEUE_SIZE ({size} > {max_queue_size}): "
+            "lower the batch size or raise the queue size"
+        )
+    return size
 
 
 def record_content(env: Mapping[str, str]) -> bool:

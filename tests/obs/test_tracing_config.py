@@ -96,3 +96,18 @@ def test_invalid_values_name_the_variable(env: dict[str, str], variable: str) ->
     """A value the gateway cannot honour stops startup with a message naming the variable."""
     with pytest.raises(SettingsError, match=variable):
         tracing_config({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317", **env})
+
+
+def test_an_export_batch_above_the_queue_names_both_variables() -> None:
+    """A batch larger than the queue it is taken from stops startup naming both variables."""
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317",
+        "OTEL_BSP_MAX_QUEUE_SIZE": "100",
+        "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "200",
+    }
+    with pytest.raises(SettingsError) as info:
+        tracing_config(env)
+    assert "OTEL_BSP_MAX_EXPORT_BATCH_SIZE" in str(info.value)
+    assert "OTEL_BSP_MAX_QUEUE_SIZE" in str(info.value)
+    config = tracing_config({**env, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "100"})
+    assert config is not None and config.max_export_batch_size == 100
