@@ -39,6 +39,13 @@ def check_redis_url(name: str, url: str) -> str:
             f"{name} must be a redis://, rediss://, unix://, redis+cluster:// or "
             f"rediss+cluster:// URL, got scheme {parts.scheme or '(none)'!r}"
         )
+    if scheme != "unix":
+        try:
+            port = parts.port
+        except ValueError:  # out of range or not a number: the client would fail in a worker
+            port = 0
+        if port == 0:
+            raise SettingsError(f"{name}: the port must be a number from 1 to 65535")
     if scheme in CLUSTER_SCHEMES:
         if not parts.hostname:
             raise SettingsError(f"{name}: a {scheme}:// URL needs a host (any cluster node)")

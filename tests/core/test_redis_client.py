@@ -35,12 +35,23 @@ def test_the_scheme_says_cluster_or_single(url: str, cluster: bool) -> None:
         ("redis+sentinel://redis:26379", "scheme"),
         ("redis+cluster://", "host"),
         ("redis+cluster://node:6379/2", "database 0"),
+        ("redis://localhost:99999", "port"),
+        ("rediss://localhost:abc", "port"),
+        ("redis://localhost:0", "port"),
+        ("redis+cluster://node:70000", "port"),
     ],
 )
 def test_a_bad_url_names_the_variable(url: str, reason: str) -> None:
     """A URL the gateway cannot open stops it, naming the variable and what is wrong."""
     with pytest.raises(SettingsError, match=f"GATEWAY_REDIS_URL.*{reason}"):
         check_redis_url("GATEWAY_REDIS_URL", url)
+
+
+def test_a_bad_port_never_shows_the_password() -> None:
+    """The refusal of a port out of range names the variable and the range, not the URL's secret."""
+    with pytest.raises(SettingsError, match="1 to 65535") as info:
+        check_redis_url("GATEWAY_REDIS_URL", "redis://:s3cret@localhost:99999/0")
+    assert "s3cret" not in str(info.value)
 
 
 async def test_a_cluster_url_opens_a_cluster_client_without_connecting() -> None:
