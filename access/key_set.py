@@ -71,6 +71,23 @@ def parse_key_set(text: str | bytes, source: str) -> dict[str, Caller]:
     return keys
 
 
+def check_no_repeats(file_keys: KeySet, inline_keys: KeySet, source: str) -> None:
+    """KeySetError naming both variables if a key of the file (`source`) is also inline: the
+    two entries may disagree on its limits and models. Keys are named by id and name only."""
+    repeated = sorted(file_keys.keys() & inline_keys.keys())
+    if repeated:
+        labels = ", ".join(_label(file_keys[digest]) for digest in repeated)
+        raise KeySetError(
+            f"{source} repeats {len(repeated)} key(s) of GATEWAY_API_KEYS ({labels}); give "
+            "each key in GATEWAY_API_KEYS_FILE or in GATEWAY_API_KEYS, not both"
+        )
+
+
+def _label(caller: Caller) -> str:
+    """A key as logs may show it: its id (the SHA-256's first 12 hex digits) and its name."""
+    return f"key {caller.key_id}" + (f" {caller.name!r}" if caller.name else "")
+
+
 def _parse_tenants(entries: Any, source: str) -> dict[str, KeyLimits]:
     if not isinstance(entries, list):
         raise KeySetError(f'{source}: "tenants" must be a list')

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from access.caller import Caller, bearer_token, key_digest, unverified_caller
-from access.key_set import KeySetError, parse_key_set
+from access.key_set import KeySetError, check_no_repeats, parse_key_set
 from access.settings import AccessSettings
 from core.errors import InvalidApiKey
 
@@ -100,19 +100,15 @@ class KeyRegistry:
     def _load(self, path: Path) -> bool:
         """Swap in the file's keys, or keep the last good set and say why."""
         stamp = _stamp(path)
+        inline = self._settings.inline_keys or {}
+        source = f"key file {path} (GATEWAY_API_KEYS_FILE)"
         try:
-            keys = parse_key_set(path.read_bytes(), f"key file {path}")
+            keys = parse_key_set(path.read_bytes(), source)
+            check_no_repeats(keys, inline, source)
         except (OSError, KeySetError) as exc:
             self._stamp = stamp  # do not retry a broken file until it changes again
             self.reload_failures += 1
             log.error("keeping the last good key set (%d keys): %s", len(self._keys), exc)
-            return False
-        inline = self._settings.inline_keys or {}
-        clash = keys.keys() & inline.keys()
-        if clash:
-            self._stamp = stamp
-            self.reload_failures += 1
-            log.error("keeping the last good key set: key file %s repeats GATEWAY_API_KEYS", path)
             return False
         self._keys = MappingProxyType({**inline, **keys})
         self._stamp = stamp

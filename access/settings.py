@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from access.caller import Caller
-from access.key_set import KeySetError, parse_key_set
+from access.key_set import KeySetError, check_no_repeats, parse_key_set
 from core.env import SettingsError, env_float, env_int, env_ms
 from core.redis_client import check_redis_url
 
@@ -46,7 +46,8 @@ class AccessSettings:
                 inline = parse_key_set(raw_inline, "GATEWAY_API_KEYS")
             if keys_file is not None:
                 # Read once here so a missing or broken file stops the gateway at startup.
-                parse_key_set(_read(keys_file), f"GATEWAY_API_KEYS_FILE ({keys_file})")
+                source = f"GATEWAY_API_KEYS_FILE ({keys_file})"
+                check_no_repeats(parse_key_set(_read(keys_file), source), inline or {}, source)
         except KeySetError as exc:
             raise SettingsError(str(exc)) from None
         defaults = cls()

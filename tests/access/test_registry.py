@@ -4,6 +4,7 @@ SIGHUP), and a broken file that keeps the last good set."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import signal
 from pathlib import Path
@@ -106,6 +107,26 @@ async def test_sighup_reloads_at_once(key_file: Path) -> None:
         assert registry.caller(f"Bearer {BOB}").tenant == "globex"
         with pytest.raises(InvalidApiKey):
             registry.caller(f"Bearer {ALICE}")
+    finally:
+        await registry.aclose()
+
+
+async def test_a_reload_repeating_an_inline_key_keeps_the_last_good_set(
+    key_file: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A key file rewritten to repeat a GATEWAY_API_KEYS key is refused on SIGHUP, logged
+    naming both variables and the key's id; the keys it would replace keep working."""
+    inline = {"GATEWAY_API_KEYS": f"[{_entry(BOB, 'globex')}]"}
+    settings = AccessSettings.from_env({**inline, "GATEWAY_API_KEYS_FILE": str(key_file)})
+    registry = KeyRegistry(dataclasses.replace(settings, reload_interval_s=3600))
+    await registry.start()
+    try:
+        _write(key_file, _entry(ALICE, "acme"), _entry(BOB, "initech"))
+        os.kill(os.getpid(), signal.SIGHUP)
+        await _until(lambda: registry.reload_failures == 1)
+        assert registry.caller(f"Bearer {BOB}").tenant == "globex"
+        assert registry.caller(f"Bearer {ALICE}").tenant == "acme"
+        assert key_digest(BOB)[:12] in caplog.text and "of GATEWAY_API_KEYS (" in caplog.text
     finally:
         await registry.aclose()
 

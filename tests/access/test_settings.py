@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from access.caller import key_digest
+from access.key_set import key_set_entry
 from access.settings import AccessSettings
 from core.env import SettingsError
 
@@ -37,6 +39,20 @@ def test_broken_file_at_startup_is_an_error(tmp_path: Path) -> None:
     path.write_text("{")
     with pytest.raises(SettingsError, match="GATEWAY_API_KEYS_FILE"):
         AccessSettings.from_env({"GATEWAY_API_KEYS_FILE": str(path)})
+
+
+def test_a_key_both_inline_and_in_the_file_stops_the_gateway(tmp_path: Path) -> None:
+    """One key in both sets names both variables and the key's id and name, never its secret."""
+    key = "sk-gw-twice-defined-key"
+    path = tmp_path / "keys.json"
+    path.write_text(f"[{key_set_entry(key_digest(key), 'acme', name='acme-prod')}]")
+    inline = f"[{key_set_entry(key_digest(key), 'acme', requests_per_minute=5)}]"
+    with pytest.raises(SettingsError) as info:
+        AccessSettings.from_env({"GATEWAY_API_KEYS": inline, "GATEWAY_API_KEYS_FILE": str(path)})
+    message = str(info.value)
+    assert "GATEWAY_API_KEYS_FILE" in message and "of GATEWAY_API_KEYS (" in message
+    assert key_digest(key)[:12] in message and "acme-prod" in message
+    assert key not in message and key_digest(key) not in message
 
 
 @pytest.mark.parametrize(
