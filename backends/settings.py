@@ -13,7 +13,15 @@ from backends.reasoning.choice import NO_REASONING
 from backends.replica_urls import ReplicaSpec, parse_replica_url, redact
 from backends.routes import ModelRoutes, parse_routes
 from backends.tool_calls.choice import FORMATS as TOOL_FORMATS
-from core.env import SettingsError, check_known_keys, env_bool, env_float, env_int, env_map
+from core.env import (
+    SettingsError,
+    check_known_keys,
+    env_bool,
+    env_dir,
+    env_float,
+    env_int,
+    env_map,
+)
 
 EMBEDDED = "embedded"
 """`GATEWAY_BACKENDS=embedded`: the built-in vLLM stand-in serves model `sim` (a demo)."""
@@ -84,8 +92,8 @@ class BackendSettings:
                 env, "GATEWAY_HTTP_CONNECTIONS", defaults.http_connections, low=1, high=100_000
             ),
             tokenizer_dirs={model: Path(d) for model, d in tokenizer_dirs.items()},
-            tokenizer_cache_dir=Path(
-                env.get("GATEWAY_TOKENIZER_CACHE_DIR", str(defaults.tokenizer_cache_dir))
+            tokenizer_cache_dir=env_dir(
+                env, "GATEWAY_TOKENIZER_CACHE_DIR", defaults.tokenizer_cache_dir
             ),
             health_interval_s=env_float(
                 env, "GATEWAY_HEALTH_INTERVAL_S", defaults.health_interval_s, low=0.05

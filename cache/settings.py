@@ -9,7 +9,16 @@ from typing import Literal, cast
 
 from cache.semantic_defaults import DEFAULT_SIMILARITY_THRESHOLD
 from cache.types import CacheMode
-from core.env import SettingsError, env_bool, env_choice, env_float, env_int, env_map
+from core.env import (
+    SettingsError,
+    check_dir,
+    env_bool,
+    env_choice,
+    env_dir,
+    env_float,
+    env_int,
+    env_map,
+)
 from core.redis_client import check_redis_url, is_cluster_url
 
 SemanticMode = str  # "off" | "shadow" | "on"
@@ -118,7 +127,7 @@ class CacheSettings:
             semantic_clause_adapter=env_bool(
                 env, "GATEWAY_SEMANTIC_CLAUSE_ADAPTER", d.semantic_clause_adapter
             ),
-            embedding_model=env.get("GATEWAY_EMBEDDING_MODEL", d.embedding_model),
+            embedding_model=_embedding_model(env),
             embedding_backend=cast(
                 EmbeddingBackend,
                 env_choice(
@@ -128,9 +137,7 @@ class CacheSettings:
             embedding_threads=env_int(
                 env, "GATEWAY_EMBEDDING_THREADS", d.embedding_threads, low=1, high=64
             ),
-            embedding_cache_dir=Path(
-                env.get("GATEWAY_EMBEDDING_CACHE_DIR", "") or d.embedding_cache_dir
-            ),
+            embedding_cache_dir=env_dir(env, "GATEWAY_EMBEDDING_CACHE_DIR", d.embedding_cache_dir),
             writeback_queue=env_int(env, "GATEWAY_WRITEBACK_QUEUE", d.writeback_queue, low=1),
             coalesce=env_bool(env, "GATEWAY_COALESCE", d.coalesce),
             responses_ttl_s=env_int(env, "GATEWAY_RESPONSES_TTL_S", d.responses_ttl_s, low=1),
@@ -138,6 +145,14 @@ class CacheSettings:
                 env, "GATEWAY_RESPONSES_MAX_ENTRIES", d.responses_max_entries, low=1
             ),
         )
+
+
+def _embedding_model(env: Mapping[str, str]) -> str:
+    """GATEWAY_EMBEDDING_MODEL: empty (the shipped model) or an existing model directory."""
+    raw = env.get("GATEWAY_EMBEDDING_MODEL", "").strip()
+    if raw:
+        check_dir("GATEWAY_EMBEDDING_MODEL", Path(raw), must_exist=True)
+    return raw
 
 
 def check_semantic_deployment(semantic: SemanticMode, redis_url: str) -> None:

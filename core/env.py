@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterable, Mapping
+from pathlib import Path
 
 
 class SettingsError(ValueError):
@@ -49,6 +50,34 @@ def env_float(
 def env_ms(env: Mapping[str, str], name: str, default_s: float) -> float:
     """A duration given in milliseconds, returned in seconds."""
     return env_float(env, name, default_s * 1000, low=1) / 1000
+
+
+def env_dir(env: Mapping[str, str], name: str, default: Path) -> Path:
+    """A directory the gateway creates when missing (a cache): see `check_dir`."""
+    raw = env.get(name, "").strip()
+    return check_dir(name, Path(raw)) if raw else default
+
+
+def check_dir(name: str, path: Path, *, must_exist: bool = False) -> Path:
+    """`path`, unless it cannot be the directory that `name` sets: an existing file, a path
+    under a file (no directory can be created there), or, with `must_exist`, a missing one.
+    Checked at startup, so the mistake stops the gateway rather than a worker or a request."""
+    try:
+        if path.exists():
+            if not path.is_dir():
+                raise SettingsError(f"{name} must be a directory, but {path} is a file")
+            return path
+        if must_exist:
+            raise SettingsError(f"{name} must be an existing directory, but {path} does not exist")
+        existing = next(parent for parent in path.parents if parent.exists())
+        if not existing.is_dir():
+            raise SettingsError(
+                f"{name} must be a directory, but {existing} (in {path}) is a file: "
+                "no directory can be created under it"
+            )
+    except OSError as exc:  # a parent we may not search, say
+        raise SettingsError(f"{name}: {path} cannot be checked ({exc})") from None
+    return path
 
 
 def env_bool(env: Mapping[str, str], name: str, default: bool) -> bool:

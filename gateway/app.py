@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -147,6 +147,14 @@ def _say_who_may_call(settings: Settings) -> None:
             "use every model without limit (set GATEWAY_API_KEYS_FILE or GATEWAY_API_KEYS)",
             settings.host,
         )
+
+
+def check_embedded_standin(env: Mapping[str, str]) -> None:
+    """GATEWAY_BACKENDS=embedded: the stand-in's own variables that would stop it in each
+    worker (its tokenizer's cache directory) are a SettingsError here, at startup."""
+    from standin.vllm.tokenizer_files import default_cache_root
+
+    default_cache_root(env)
 
 
 async def _start_embedded_standin(settings: Settings, stack: contextlib.AsyncExitStack) -> Settings:

@@ -54,17 +54,21 @@ def serve(*, embedded: bool = False) -> int:
         if embedded:
             _ask_for_embedded(os.environ)
         settings = Settings.from_env()
+        if settings.backends.embedded:
+            from gateway.app import check_embedded_standin
+
+            check_embedded_standin(os.environ)
         check_clause_judge(settings.cache)  # a misfit stops the gateway before any worker
         tracing_config(os.environ)  # OTEL_* errors stop the gateway here, not in a worker
         record_content(os.environ)
         log_format = log_format_from_env(os.environ)
         drain = DrainSettings.from_env(os.environ)
+        prepare_multiprocess(settings.workers)
     except SettingsError as exc:
         print(f"gateway: invalid configuration: {exc}", file=sys.stderr)
         return 2
     from gateway import supervisor  # imports uvicorn
 
-    prepare_multiprocess(settings.workers)
     log_config = logging_config(settings.log_level, log_format)
     logging.config.dictConfig(log_config)
     if (warning := unshared_state_warning(settings)) is not None:

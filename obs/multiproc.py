@@ -16,6 +16,8 @@ import tempfile
 from collections.abc import MutableMapping
 from pathlib import Path
 
+from core.env import SettingsError, check_dir
+
 ENV_VAR = "PROMETHEUS_MULTIPROC_DIR"
 # Files of gauges in a live* mode: a dead worker's values must stop counting.
 _LIVE_GAUGE_FILE = re.compile(r"gauge_live[a-z]+_(\d+)\.db")
@@ -29,15 +31,21 @@ def prepare_multiprocess(
     With PROMETHEUS_MULTIPROC_DIR set, its stale `*.db` files from an earlier run are removed
     (the directory is created if missing). With it unset and several workers, a fresh
     temporary directory is created, exported, and removed when this process exits.
-    One worker and no variable: nothing to do (single-process metrics).
+    One worker and no variable: nothing to do (single-process metrics). A directory that
+    cannot be used (a file, say) is a SettingsError naming the variable.
     """
     env = os.environ if environ is None else environ
     configured = env.get(ENV_VAR, "")
     if configured:
-        path = Path(configured)
-        path.mkdir(parents=True, exist_ok=True)
-        for stale in path.glob("*.db"):
-            stale.unlink(missing_ok=True)
+        path = check_dir(ENV_VAR, Path(configured))
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            for stale in path.glob("*.db"):
+                stale.unlink(missing_ok=True)
+        except OSError as exc:
+            raise SettingsError(
+                f"{ENV_VAR}: cannot prepare {path} ({exc}); point it at a writable directory"
+            ) from None
         return configured
     if workers <= 1:
         return None

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from tokenizers import (
@@ -27,6 +28,7 @@ from tokenizers import (
     trainers,
 )
 
+from core.env import env_dir
 from standin.vllm import chat_templates
 
 BOS_TOKEN = "<|endoftext|>"
@@ -223,14 +225,18 @@ def write_tokenizer_dir(directory: Path, thinking: bool = False, harmony: bool =
     return directory
 
 
+def default_cache_root(env: Mapping[str, str]) -> Path:
+    """`GATEWAY_SIM_CACHE_DIR`, else `$TMPDIR/llm-gateway-sim`; a path that cannot be a
+    directory (an existing file, say) is a SettingsError naming the variable."""
+    return env_dir(env, "GATEWAY_SIM_CACHE_DIR", Path(tempfile.gettempdir()) / "llm-gateway-sim")
+
+
 def tokenizer_dir(
     cache_root: Path | None = None, thinking: bool = False, harmony: bool = False
 ) -> Path:
     """The stand-in's tokenizer directory, built once per source version and reused (a
     thinking model's has its own chat template, a gpt-oss-like one its own tokens too)."""
-    root = cache_root or Path(
-        os.environ.get("GATEWAY_SIM_CACHE_DIR", Path(tempfile.gettempdir()) / "llm-gateway-sim")
-    )
+    root = cache_root or default_cache_root(os.environ)
     suffix = "-harmony" if harmony else "-thinking" if thinking else ""
     target = root / f"tokenizer-{_fingerprint()}{suffix}"
     if (target / "tokenizer_config.json").is_file():

@@ -64,6 +64,18 @@ def test_tokenizer_dirs_parse() -> None:
     assert settings.tokenizer_dirs == {"a": Path("/x/y"), "b": Path("/z")}
 
 
+@pytest.mark.parametrize("under", ["", "sub"])
+def test_a_tokenizer_cache_dir_at_a_file_stops_the_gateway(tmp_path: Path, under: str) -> None:
+    """GATEWAY_TOKENIZER_CACHE_DIR at (or under) a file is refused naming it; blank is the
+    default, never the working directory."""
+    (tmp_path / "file").touch()
+    env = {**LLAMA, "GATEWAY_TOKENIZER_CACHE_DIR": str(tmp_path / "file" / under)}
+    with pytest.raises(SettingsError, match="GATEWAY_TOKENIZER_CACHE_DIR must be a directory"):
+        BackendSettings.from_env(env)
+    blank = BackendSettings.from_env({**LLAMA, "GATEWAY_TOKENIZER_CACHE_DIR": ""})
+    assert blank.tokenizer_cache_dir == BackendSettings().tokenizer_cache_dir
+
+
 @pytest.mark.parametrize(
     "variable",
     ["GATEWAY_TOKENIZER_DIRS", "GATEWAY_TOOL_PARSERS", "GATEWAY_REASONING_PARSERS"],

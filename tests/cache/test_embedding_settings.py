@@ -49,3 +49,19 @@ def test_bad_values_name_their_variable(name: str, value: str) -> None:
     """A bad value fails at startup with the variable's name in the message."""
     with pytest.raises(SettingsError, match=name):
         CacheSettings.from_env({name: value})
+
+
+@pytest.mark.parametrize("name", ["GATEWAY_EMBEDDING_CACHE_DIR", "GATEWAY_EMBEDDING_MODEL"])
+def test_a_directory_variable_at_a_file_stops_the_gateway(tmp_path: Path, name: str) -> None:
+    """The model or ONNX export directory pointing at a regular file is refused naming the
+    variable, rather than failing in each worker with a traceback."""
+    (tmp_path / "file").touch()
+    with pytest.raises(SettingsError, match=f"{name} must be a directory"):
+        CacheSettings.from_env({name: str(tmp_path / "file")})
+
+
+def test_a_missing_embedding_model_stops_the_gateway(tmp_path: Path) -> None:
+    """GATEWAY_EMBEDDING_MODEL names a directory to load: a missing one is refused naming it."""
+    with pytest.raises(SettingsError, match=r"GATEWAY_EMBEDDING_MODEL.*does not exist"):
+        CacheSettings.from_env({"GATEWAY_EMBEDDING_MODEL": str(tmp_path / "missing")})
+    assert CacheSettings.from_env({"GATEWAY_EMBEDDING_MODEL": str(tmp_path)}).embedding_model

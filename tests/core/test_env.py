@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from core.env import SettingsError, env_bool, env_float, env_map, env_ms, env_str
+from core.env import (
+    SettingsError,
+    check_dir,
+    env_bool,
+    env_dir,
+    env_float,
+    env_map,
+    env_ms,
+    env_str,
+)
 
 
 @pytest.mark.parametrize("raw", ["inf", "-inf", "Infinity", "nan", "1e400"])
@@ -39,3 +50,16 @@ def test_a_map_naming_one_key_twice_is_refused() -> None:
     """Which of two values was meant is unknowable; the last one would silently win."""
     with pytest.raises(SettingsError, match="GATEWAY_X names 'a' twice"):
         env_map({"GATEWAY_X": "a=1;b=2;a=3"}, "GATEWAY_X")
+
+
+def test_a_directory_cannot_be_a_file_or_lie_under_one(tmp_path: Path) -> None:
+    """A directory variable at a file, or under one, is refused naming it; a missing one is
+    fine unless it must exist; blank is the default."""
+    (tmp_path / "file").touch()
+    for path in (tmp_path / "file", tmp_path / "file" / "sub" / "dir"):
+        with pytest.raises(SettingsError, match=r"GATEWAY_X must be a directory.*is a file"):
+            env_dir({"GATEWAY_X": str(path)}, "GATEWAY_X", tmp_path)
+    assert env_dir({"GATEWAY_X": str(tmp_path / "new")}, "GATEWAY_X", tmp_path) == tmp_path / "new"
+    assert env_dir({"GATEWAY_X": " "}, "GATEWAY_X", tmp_path) == tmp_path
+    with pytest.raises(SettingsError, match="GATEWAY_X must be an existing directory"):
+        check_dir("GATEWAY_X", tmp_path / "new", must_exist=True)

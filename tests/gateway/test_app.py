@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -11,8 +12,9 @@ import orjson
 import pytest
 
 from backends.replica import Replica
+from core.env import SettingsError
 from core.errors import BackendError, BackendOverloaded, BackendRejected, BackendUnavailable
-from gateway.app import create_app
+from gateway.app import check_embedded_standin, create_app
 from gateway.settings import Settings
 from tests.support.asgi_server import serving
 from tests.support.fake_backend import FakeBackend
@@ -244,3 +246,12 @@ async def test_embeddings_float_and_base64(base_url: str) -> None:
     assert [d.embedding for d in floats.data] == [[0.5, -0.5, 0.25]] * 2
     packed = await client.embeddings.create(model="m", input="a")
     assert packed.data[0].embedding == [0.5, -0.5, 0.25]
+
+
+def test_the_embedded_stand_in_cache_at_a_file_is_refused(tmp_path: Path) -> None:
+    """GATEWAY_SIM_CACHE_DIR (where the embedded stand-in builds its tokenizer) at a file is a
+    SettingsError naming it, checked before the workers start it."""
+    (tmp_path / "file").touch()
+    with pytest.raises(SettingsError, match="GATEWAY_SIM_CACHE_DIR must be a directory"):
+        check_embedded_standin({"GATEWAY_SIM_CACHE_DIR": str(tmp_path / "file")})
+    check_embedded_standin({"GATEWAY_SIM_CACHE_DIR": str(tmp_path / "new")})

@@ -83,3 +83,38 @@ def test_a_model_the_clause_adapter_does_not_fit_stops_the_gateway(tmp_path: Pat
     assert "invalid configuration" in result.stderr
     assert "GATEWAY_SEMANTIC_CLAUSE_ADAPTER=off" in result.stderr
     assert "GATEWAY_EMBEDDING_MODEL" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "GATEWAY_TOKENIZER_CACHE_DIR",
+        "GATEWAY_EMBEDDING_CACHE_DIR",
+        "GATEWAY_EMBEDDING_MODEL",
+        "GATEWAY_SIM_CACHE_DIR",
+        "PROMETHEUS_MULTIPROC_DIR",
+    ],
+)
+def test_a_directory_variable_at_a_file_exits_naming_it(tmp_path: Path, name: str) -> None:
+    """Every directory-valued variable at a regular file: exit status 2 and one line naming
+    it, before any worker starts, never a traceback."""
+    (tmp_path / "file").touch()
+    result = subprocess.run(
+        [sys.executable, "-m", "gateway.cli", "serve", "--embedded"],
+        env={
+            "PATH": "",
+            "HOME": str(tmp_path),
+            "GATEWAY_PORT": "0",
+            "GATEWAY_SEMANTIC_CACHE": "on",
+            "GATEWAY_SEMANTIC_CLAUSE_ADAPTER": "off",
+            name: str(tmp_path / "file"),
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.startswith(f"gateway: invalid configuration: {name} must be a directory")
+    assert "Traceback" not in result.stderr

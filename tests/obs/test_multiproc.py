@@ -5,6 +5,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from core.env import SettingsError
 from obs.multiproc import ENV_VAR, prepare_multiprocess, sweep_dead_processes
 
 
@@ -31,6 +34,13 @@ def test_prepare_multiprocess_clears_stale_files(tmp_path: Path) -> None:
     missing = tmp_path / "new"
     assert prepare_multiprocess(1, {ENV_VAR: str(missing)}) == str(missing)
     assert missing.is_dir()
+
+
+def test_a_metrics_directory_at_a_file_names_the_variable(tmp_path: Path) -> None:
+    """PROMETHEUS_MULTIPROC_DIR at a regular file is a SettingsError naming it, no traceback."""
+    (tmp_path / "file").touch()
+    with pytest.raises(SettingsError, match=f"{ENV_VAR} must be a directory"):
+        prepare_multiprocess(2, {ENV_VAR: str(tmp_path / "file")})
 
 
 def test_sweep_removes_only_dead_processes_live_gauges(tmp_path: Path) -> None:
