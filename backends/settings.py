@@ -15,6 +15,7 @@ from backends.routes import ModelRoutes, parse_routes
 from backends.tool_calls.choice import FORMATS as TOOL_FORMATS
 from core.env import (
     SettingsError,
+    check_dir,
     check_known_keys,
     env_bool,
     env_dir,
@@ -27,6 +28,9 @@ EMBEDDED = "embedded"
 """`GATEWAY_BACKENDS=embedded`: the built-in vLLM stand-in serves model `sim` (a demo)."""
 
 EMBEDDED_MODEL = "sim"
+
+TOKENIZER_FILE = "tokenizer.json"
+"""The file a tokenizer directory must hold (fast tokenizers only; see `tokenizer_store`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,8 +84,7 @@ class BackendSettings:
         embedded = raw.lower() == EMBEDDED
         models = () if embedded else parse_backends(raw)
         served = [EMBEDDED_MODEL] if embedded else [spec.name for spec in models]
-        tokenizer_dirs = env_map(env, "GATEWAY_TOKENIZER_DIRS")
-        check_known_keys("GATEWAY_TOKENIZER_DIRS", tokenizer_dirs, served)
+        tokenizer_dirs = _tokenizer_dirs(env, served)
         return cls(
             models=models,
             embedded=embedded,
@@ -91,7 +94,7 @@ class BackendSettings:
             http_connections=env_int(
                 env, "GATEWAY_HTTP_CONNECTIONS", defaults.http_connections, low=1, high=100_000
             ),
-            tokenizer_dirs={model: Path(d) for model, d in tokenizer_dirs.items()},
+            tokenizer_dirs=tokenizer_dirs,
             tokenizer_cache_dir=env_dir(
                 env, "GATEWAY_TOKENIZER_CACHE_DIR", defaults.tokenizer_cache_dir
             ),
@@ -129,6 +132,24 @@ def _outlier_policy(env: Mapping[str, str], defaults: OutlierPolicy) -> OutlierP
             env, "GATEWAY_OUTLIER_MAX_EJECTION_S", defaults.max_ejection_s, low=0.1
         ),
     )
+
+
+def _tokenizer_dirs(env: Mapping[str, str], served: Collection[str]) -> dict[str, Path]:
+    """GATEWAY_TOKENIZER_DIRS, each an existing directory with a tokenizer file: checked here,
+    not when the model's first replica loads it (which would leave the model unready)."""
+    name = "GATEWAY_TOKENIZER_DIRS"
+    raw = env_map(env, name)
+    check_known_keys(name, raw, served)
+    dirs: dict[str, Path] = {}
+    for model, value in raw.items():
+        directory = check_dir(f"{name} (model {model!r})", Path(value), must_exist=True)
+        if not (directory / TOKENIZER_FILE).is_file():
+            raise SettingsError(
+                f"{name}: the directory of model {model!r}, {directory}, has no "
+                f"{TOKENIZER_FILE} (name a Hugging Face fast tokenizer's directory)"
+            )
+        dirs[model] = directory
+    return dirs
 
 
 def _tool_parsers(env: Mapping[str, str], served: Collection[str]) -> dict[str, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -57,11 +58,36 @@ def test_invalid_values_name_the_variable(env: dict[str, str], name: str) -> Non
         BackendSettings.from_env(env)
 
 
-def test_tokenizer_dirs_parse() -> None:
+def _tokenizer_dir(path: Path) -> Path:
+    path.mkdir()
+    (path / "tokenizer.json").write_text("{}")
+    return path
+
+
+def test_tokenizer_dirs_parse(tmp_path: Path) -> None:
     """GATEWAY_TOKENIZER_DIRS maps models to directories."""
     two = {"GATEWAY_BACKENDS": "a=grpc://h:1;b=grpc://h:2"}
-    settings = BackendSettings.from_env({**two, "GATEWAY_TOKENIZER_DIRS": "a=/x/y;b=/z"})
-    assert settings.tokenizer_dirs == {"a": Path("/x/y"), "b": Path("/z")}
+    x, z = _tokenizer_dir(tmp_path / "x"), _tokenizer_dir(tmp_path / "z")
+    settings = BackendSettings.from_env({**two, "GATEWAY_TOKENIZER_DIRS": f"a={x};b={z}"})
+    assert settings.tokenizer_dirs == {"a": x, "b": z}
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        (lambda p: p / "missing", "does not exist"),
+        (lambda p: p, "has no tokenizer.json"),
+        (lambda p: p.joinpath("file").touch() or p / "file", "is a file"),
+    ],
+)
+def test_a_tokenizer_dir_without_a_tokenizer_stops_the_gateway(
+    tmp_path: Path, make: Callable[[Path], Path], reason: str
+) -> None:
+    """A missing directory, one without tokenizer.json, or a file stops startup naming the
+    variable and the model, rather than leaving the model unready until a request."""
+    env = {**LLAMA, "GATEWAY_TOKENIZER_DIRS": f"llama={make(tmp_path)}"}
+    with pytest.raises(SettingsError, match=rf"GATEWAY_TOKENIZER_DIRS.*'llama'.*{reason}"):
+        BackendSettings.from_env(env)
 
 
 @pytest.mark.parametrize("under", ["", "sub"])
