@@ -8,7 +8,7 @@ from pathlib import Path
 
 from access.caller import Caller
 from access.key_set import KeySetError, check_no_repeats, parse_key_set
-from core.env import SettingsError, env_float, env_int, env_ms
+from core.env import HOUR_S, MINUTE_S, SettingsError, env_float, env_int, env_ms
 from core.redis_client import check_redis_url
 
 _RELOAD_INTERVAL_S = 2.0
@@ -55,11 +55,13 @@ class AccessSettings:
             keys_file=keys_file,
             inline_keys=inline,
             reload_interval_s=env_float(
-                env, "GATEWAY_API_KEYS_RELOAD_S", _RELOAD_INTERVAL_S, low=0.1, high=3600
+                env, "GATEWAY_API_KEYS_RELOAD_S", _RELOAD_INTERVAL_S, low=0.1, high=HOUR_S
             ),
             redis_url=check_redis_url("GATEWAY_REDIS_URL", env.get("GATEWAY_REDIS_URL", "")),
             limit_replicas=env_int(env, "GATEWAY_LIMIT_REPLICAS", 1, low=1, high=10_000),
-            limit_timeout_s=env_ms(env, "GATEWAY_LIMIT_TIMEOUT_MS", defaults.limit_timeout_s),
+            limit_timeout_s=env_ms(
+                env, "GATEWAY_LIMIT_TIMEOUT_MS", defaults.limit_timeout_s, high_s=MINUTE_S
+            ),
             default_output_tokens=env_int(
                 env,
                 "GATEWAY_LIMIT_DEFAULT_MAX_TOKENS",

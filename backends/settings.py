@@ -14,6 +14,9 @@ from backends.replica_urls import ReplicaSpec, parse_replica_url, redact
 from backends.routes import ModelRoutes, parse_routes
 from backends.tool_calls.choice import FORMATS as TOOL_FORMATS
 from core.env import (
+    DAY_S,
+    HOUR_S,
+    MINUTE_S,
     SettingsError,
     check_dir,
     check_known_keys,
@@ -99,22 +102,30 @@ class BackendSettings:
                 env, "GATEWAY_TOKENIZER_CACHE_DIR", defaults.tokenizer_cache_dir
             ),
             health_interval_s=env_float(
-                env, "GATEWAY_HEALTH_INTERVAL_S", defaults.health_interval_s, low=0.05
+                env, "GATEWAY_HEALTH_INTERVAL_S", defaults.health_interval_s, low=0.05, high=HOUR_S
             ),
             health_timeout_s=env_float(
-                env, "GATEWAY_HEALTH_TIMEOUT_S", defaults.health_timeout_s, low=0.01
+                env, "GATEWAY_HEALTH_TIMEOUT_S", defaults.health_timeout_s, low=0.01, high=MINUTE_S
             ),
             retry_attempts=env_int(
                 env, "GATEWAY_RETRY_ATTEMPTS", defaults.retry_attempts, low=0, high=5
             ),
-            slow_start_s=env_float(env, "GATEWAY_SLOW_START_S", defaults.slow_start_s, low=0.0),
+            slow_start_s=env_float(
+                env, "GATEWAY_SLOW_START_S", defaults.slow_start_s, low=0.0, high=HOUR_S
+            ),
             outliers=_outlier_policy(env, defaults.outliers),
             watch_whole_answers=env_bool(
                 env, "GATEWAY_GRPC_WATCH_WHOLE_ANSWERS", defaults.watch_whole_answers
             ),
-            dns_refresh_s=env_float(env, "GATEWAY_DNS_REFRESH_S", defaults.dns_refresh_s, low=0.1),
+            dns_refresh_s=env_float(
+                env, "GATEWAY_DNS_REFRESH_S", defaults.dns_refresh_s, low=0.1, high=HOUR_S
+            ),
             prefix_routing_weight=env_float(
-                env, "GATEWAY_PREFIX_ROUTING_WEIGHT", defaults.prefix_routing_weight, low=0.0
+                env,
+                "GATEWAY_PREFIX_ROUTING_WEIGHT",
+                defaults.prefix_routing_weight,
+                low=0.0,
+                high=10_000,
             ),
             routes=parse_routes(env.get("GATEWAY_MODEL_ROUTES", ""), served),
             tool_parsers=_tool_parsers(env, served),
@@ -127,9 +138,11 @@ def _outlier_policy(env: Mapping[str, str], defaults: OutlierPolicy) -> OutlierP
         consecutive_failures=env_int(
             env, "GATEWAY_OUTLIER_FAILURES", defaults.consecutive_failures, low=0, high=1000
         ),
-        ejection_s=env_float(env, "GATEWAY_OUTLIER_EJECTION_S", defaults.ejection_s, low=0.1),
+        ejection_s=env_float(
+            env, "GATEWAY_OUTLIER_EJECTION_S", defaults.ejection_s, low=0.1, high=DAY_S
+        ),
         max_ejection_s=env_float(
-            env, "GATEWAY_OUTLIER_MAX_EJECTION_S", defaults.max_ejection_s, low=0.1
+            env, "GATEWAY_OUTLIER_MAX_EJECTION_S", defaults.max_ejection_s, low=0.1, high=DAY_S
         ),
     )
 

@@ -9,7 +9,7 @@ from typing import cast
 
 from budgets.priority import PRIORITIES, Priority
 from budgets.request_budget import ClassBudgets
-from core.env import SettingsError, env_bool, env_choice, env_float, env_int, env_map, env_ms
+from core.env import DAY_S, SettingsError, env_bool, env_choice, env_float, env_int, env_map, env_ms
 
 INTERACTIVE_DEFAULTS = ClassBudgets(total_s=300.0, ttft_s=30.0, admission_s=10.0, stall_s=30.0)
 BATCH_DEFAULTS = ClassBudgets(total_s=1800.0, ttft_s=600.0, admission_s=600.0, stall_s=60.0)
@@ -52,17 +52,29 @@ class BudgetSettings:
             env, "GATEWAY_ADMISSION_BATCH_SHARE", d.batch_share, low=0.0, high=1.0
         )
         settings = cls(
-            parse_s=env_ms(env, "GATEWAY_BUDGET_PARSE_MS", min(d.parse_s, shortest_ttft)),
+            parse_s=env_ms(
+                env, "GATEWAY_BUDGET_PARSE_MS", min(d.parse_s, shortest_ttft), high_s=DAY_S
+            ),
             exact_cache_s=env_ms(
-                env, "GATEWAY_BUDGET_EXACT_CACHE_MS", min(d.exact_cache_s, shortest_ttft)
+                env,
+                "GATEWAY_BUDGET_EXACT_CACHE_MS",
+                min(d.exact_cache_s, shortest_ttft),
+                high_s=DAY_S,
             ),
             semantic_cache_s=env_ms(
-                env, "GATEWAY_BUDGET_SEMANTIC_CACHE_MS", min(d.semantic_cache_s, shortest_ttft)
+                env,
+                "GATEWAY_BUDGET_SEMANTIC_CACHE_MS",
+                min(d.semantic_cache_s, shortest_ttft),
+                high_s=DAY_S,
             ),
             classes=classes,
             admission=env_bool(env, "GATEWAY_ADMISSION", d.admission),
-            max_inflight=env_int(env, "GATEWAY_ADMISSION_MAX_INFLIGHT", d.max_inflight, low=0),
-            max_queue=env_int(env, "GATEWAY_ADMISSION_MAX_QUEUE", d.max_queue, low=0),
+            max_inflight=env_int(
+                env, "GATEWAY_ADMISSION_MAX_INFLIGHT", d.max_inflight, low=0, high=100_000
+            ),
+            max_queue=env_int(
+                env, "GATEWAY_ADMISSION_MAX_QUEUE", d.max_queue, low=0, high=1_000_000
+            ),
             batch_share=batch_share,
             batch_min_share=env_float(
                 env,
@@ -107,13 +119,15 @@ class BudgetSettings:
 def _class_budgets(env: Mapping[str, str], prefix: str, default: ClassBudgets) -> ClassBudgets:
     """A default that would not fit inside an explicitly configured parent shrinks to it;
     only explicitly configured values that do not fit are errors."""
-    total = env_ms(env, f"{prefix}TOTAL_MS", default.total_s)
-    ttft = env_ms(env, f"{prefix}TTFT_MS", min(default.ttft_s, total))
+    total = env_ms(env, f"{prefix}TOTAL_MS", default.total_s, high_s=DAY_S)
+    ttft = env_ms(env, f"{prefix}TTFT_MS", min(default.ttft_s, total), high_s=DAY_S)
     return ClassBudgets(
         total_s=total,
         ttft_s=ttft,
-        admission_s=env_ms(env, f"{prefix}ADMISSION_MS", min(default.admission_s, ttft)),
-        stall_s=env_ms(env, f"{prefix}STALL_MS", min(default.stall_s, total)),
+        admission_s=env_ms(
+            env, f"{prefix}ADMISSION_MS", min(default.admission_s, ttft), high_s=DAY_S
+        ),
+        stall_s=env_ms(env, f"{prefix}STALL_MS", min(default.stall_s, total), high_s=DAY_S),
     )
 
 

@@ -10,6 +10,10 @@ from typing import Literal, cast
 from cache.semantic_defaults import DEFAULT_SIMILARITY_THRESHOLD
 from cache.types import CacheMode
 from core.env import (
+    DAY_S,
+    HOUR_S,
+    MINUTE_S,
+    YEAR_S,
     SettingsError,
     check_dir,
     env_bool,
@@ -18,6 +22,7 @@ from core.env import (
     env_float,
     env_int,
     env_map,
+    env_ms,
 )
 from core.redis_client import check_redis_url, is_cluster_url
 
@@ -25,6 +30,7 @@ SemanticMode = str  # "off" | "shadow" | "on"
 EmbeddingBackend = Literal["onnx", "torch"]
 EMBEDDING_BACKENDS: tuple[EmbeddingBackend, ...] = ("onnx", "torch")
 DEFAULT_EMBEDDING_CACHE_DIR = Path.home() / ".cache" / "llm-gateway" / "embeddings"
+_MAX_ENTRIES = 10_000_000  # an in-process cache's entries: a few KB each, tens of GB in all
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,12 +88,14 @@ class CacheSettings:
         return cls(
             redis_url=check_redis_url("GATEWAY_REDIS_URL", env.get("GATEWAY_REDIS_URL", "")),
             mode=env_choice(env, "GATEWAY_CACHE", d.mode, ("on", "off", "read-only", "write-only")),  # type: ignore[arg-type]
-            ttl_s=env_int(env, "GATEWAY_CACHE_TTL_S", d.ttl_s, low=1),
+            ttl_s=env_int(env, "GATEWAY_CACHE_TTL_S", d.ttl_s, low=1, high=YEAR_S),
             memory_max_entries=env_int(
-                env, "GATEWAY_CACHE_MAX_ENTRIES", d.memory_max_entries, low=1
+                env, "GATEWAY_CACHE_MAX_ENTRIES", d.memory_max_entries, low=1, high=_MAX_ENTRIES
             ),
-            near_entries=env_int(env, "GATEWAY_CACHE_NEAR_ENTRIES", d.near_entries, low=0),
-            near_ttl_s=env_int(env, "GATEWAY_CACHE_NEAR_TTL_S", d.near_ttl_s, low=1),
+            near_entries=env_int(
+                env, "GATEWAY_CACHE_NEAR_ENTRIES", d.near_entries, low=0, high=1_000_000
+            ),
+            near_ttl_s=env_int(env, "GATEWAY_CACHE_NEAR_TTL_S", d.near_ttl_s, low=1, high=DAY_S),
             require_reproducible=env_bool(
                 env, "GATEWAY_CACHE_REQUIRE_REPRODUCIBLE", d.require_reproducible
             ),
@@ -96,23 +104,25 @@ class CacheSettings:
             ),
             prompt_version=env.get("GATEWAY_PROMPT_VERSION", d.prompt_version),
             model_revisions=env_map(env, "GATEWAY_MODEL_REVISIONS"),
-            redis_timeout_s=env_float(
-                env, "GATEWAY_REDIS_TIMEOUT_MS", d.redis_timeout_s * 1000, low=1
-            )
-            / 1000,
-            breaker_failures=env_int(
-                env, "GATEWAY_REDIS_BREAKER_FAILURES", d.breaker_failures, low=1
+            redis_timeout_s=env_ms(
+                env, "GATEWAY_REDIS_TIMEOUT_MS", d.redis_timeout_s, high_s=MINUTE_S
             ),
-            breaker_cooldown_s=env_float(
-                env, "GATEWAY_REDIS_BREAKER_COOLDOWN_MS", d.breaker_cooldown_s * 1000, low=1
-            )
-            / 1000,
+            breaker_failures=env_int(
+                env, "GATEWAY_REDIS_BREAKER_FAILURES", d.breaker_failures, low=1, high=1000
+            ),
+            breaker_cooldown_s=env_ms(
+                env, "GATEWAY_REDIS_BREAKER_COOLDOWN_MS", d.breaker_cooldown_s, high_s=HOUR_S
+            ),
             semantic=env_choice(env, "GATEWAY_SEMANTIC_CACHE", d.semantic, ("off", "shadow", "on")),
             semantic_threshold=env_float(
                 env, "GATEWAY_SEMANTIC_THRESHOLD", d.semantic_threshold, low=-1.0, high=1.0
             ),
             semantic_max_entries=env_int(
-                env, "GATEWAY_SEMANTIC_MAX_ENTRIES", d.semantic_max_entries, low=1
+                env,
+                "GATEWAY_SEMANTIC_MAX_ENTRIES",
+                d.semantic_max_entries,
+                low=1,
+                high=_MAX_ENTRIES,
             ),
             semantic_max_error_rate=env_float(
                 env, "GATEWAY_SEMANTIC_MAX_ERROR_RATE", d.semantic_max_error_rate, low=0, high=0.5
@@ -120,10 +130,9 @@ class CacheSettings:
             semantic_audit_rate=env_float(
                 env, "GATEWAY_SEMANTIC_AUDIT_RATE", d.semantic_audit_rate, low=0, high=0.5
             ),
-            semantic_timeout_s=env_float(
-                env, "GATEWAY_SEMANTIC_TIMEOUT_MS", d.semantic_timeout_s * 1000, low=1
-            )
-            / 1000,
+            semantic_timeout_s=env_ms(
+                env, "GATEWAY_SEMANTIC_TIMEOUT_MS", d.semantic_timeout_s, high_s=MINUTE_S
+            ),
             semantic_clause_adapter=env_bool(
                 env, "GATEWAY_SEMANTIC_CLAUSE_ADAPTER", d.semantic_clause_adapter
             ),
@@ -138,11 +147,19 @@ class CacheSettings:
                 env, "GATEWAY_EMBEDDING_THREADS", d.embedding_threads, low=1, high=64
             ),
             embedding_cache_dir=env_dir(env, "GATEWAY_EMBEDDING_CACHE_DIR", d.embedding_cache_dir),
-            writeback_queue=env_int(env, "GATEWAY_WRITEBACK_QUEUE", d.writeback_queue, low=1),
+            writeback_queue=env_int(
+                env, "GATEWAY_WRITEBACK_QUEUE", d.writeback_queue, low=1, high=1_000_000
+            ),
             coalesce=env_bool(env, "GATEWAY_COALESCE", d.coalesce),
-            responses_ttl_s=env_int(env, "GATEWAY_RESPONSES_TTL_S", d.responses_ttl_s, low=1),
+            responses_ttl_s=env_int(
+                env, "GATEWAY_RESPONSES_TTL_S", d.responses_ttl_s, low=1, high=YEAR_S
+            ),
             responses_max_entries=env_int(
-                env, "GATEWAY_RESPONSES_MAX_ENTRIES", d.responses_max_entries, low=1
+                env,
+                "GATEWAY_RESPONSES_MAX_ENTRIES",
+                d.responses_max_entries,
+                low=1,
+                high=_MAX_ENTRIES,
             ),
         )
 

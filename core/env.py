@@ -16,21 +16,33 @@ def env_str(env: Mapping[str, str], name: str, default: str) -> str:
     return env.get(name, "").strip() or default
 
 
-def env_int(env: Mapping[str, str], name: str, default: int, *, low: int, high: int = 2**62) -> int:
+MINUTE_S = 60
+HOUR_S = 3600
+DAY_S = 24 * HOUR_S
+WEEK_S = 7 * DAY_S
+YEAR_S = 365 * DAY_S
+"""Upper bounds of durations. Every number reader takes one: without it a value such as 1e300
+passes and then overflows a timer or makes the gateway useless (a health probe a century
+apart), and the refusal states the whole range."""
+
+
+def env_int(env: Mapping[str, str], name: str, default: int, *, low: int, high: int) -> int:
     raw = env.get(name)
     if raw is None or raw == "":
         return default
     try:
         value = int(raw)
     except ValueError:
-        raise SettingsError(f"{name} must be an integer, got {raw!r}") from None
+        raise SettingsError(
+            f"{name} must be an integer from {low} to {high}, got {raw!r}"
+        ) from None
     if not low <= value <= high:
         raise SettingsError(f"{name} must be between {low} and {high}, got {value}")
     return value
 
 
 def env_float(
-    env: Mapping[str, str], name: str, default: float, *, low: float, high: float = float("inf")
+    env: Mapping[str, str], name: str, default: float, *, low: float, high: float
 ) -> float:
     raw = env.get(name)
     if raw is None or raw == "":
@@ -38,18 +50,24 @@ def env_float(
     try:
         value = float(raw)
     except ValueError:
-        raise SettingsError(f"{name} must be a number, got {raw!r}") from None
+        raise SettingsError(
+            f"{name} must be a number from {_num(low)} to {_num(high)}, got {raw!r}"
+        ) from None
     if not math.isfinite(value):  # an infinite time or size is never meant, and breaks timers
         raise SettingsError(f"{name} must be a finite number, got {raw!r}")
     if not low <= value <= high:
-        bounds = f"at least {low:g}" if math.isinf(high) else f"between {low:g} and {high:g}"
-        raise SettingsError(f"{name} must be {bounds}, got {raw!r}")
+        raise SettingsError(f"{name} must be between {_num(low)} and {_num(high)}, got {raw!r}")
     return value
 
 
-def env_ms(env: Mapping[str, str], name: str, default_s: float) -> float:
-    """A duration given in milliseconds, returned in seconds."""
-    return env_float(env, name, default_s * 1000, low=1) / 1000
+def env_ms(env: Mapping[str, str], name: str, default_s: float, *, high_s: float) -> float:
+    """A duration given in milliseconds (1 ms to `high_s` seconds), returned in seconds."""
+    return env_float(env, name, default_s * 1000, low=1, high=high_s * 1000) / 1000
+
+
+def _num(value: float) -> str:
+    """A bound as people write it: 86400000, not 8.64e+07; 0.05, not 0.05000000000000001."""
+    return str(int(value)) if value == int(value) else f"{value:g}"
 
 
 def env_dir(env: Mapping[str, str], name: str, default: Path) -> Path:

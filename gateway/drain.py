@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-from core.env import env_float
+from core.env import HOUR_S, env_float
 from core.errors import GatewayError
 
 
@@ -52,8 +52,10 @@ class DrainSettings:
     def from_env(cls, env: Mapping[str, str]) -> DrainSettings:
         defaults = cls()
         return cls(
-            delay_s=env_float(env, "GATEWAY_DRAIN_DELAY_S", defaults.delay_s, low=0.0),
-            grace_s=env_float(env, "GATEWAY_SHUTDOWN_GRACE_S", defaults.grace_s, low=0.0),
+            delay_s=env_float(env, "GATEWAY_DRAIN_DELAY_S", defaults.delay_s, low=0.0, high=HOUR_S),
+            grace_s=env_float(
+                env, "GATEWAY_SHUTDOWN_GRACE_S", defaults.grace_s, low=0.0, high=HOUR_S
+            ),
         )
 
     @property

@@ -58,12 +58,14 @@ class Settings:
                 ("critical", "error", "warning", "info", "debug"),
             ),
             max_body_bytes=env_int(
-                env, "GATEWAY_MAX_BODY_BYTES", defaults.max_body_bytes, low=1024
+                env, "GATEWAY_MAX_BODY_BYTES", defaults.max_body_bytes, low=1024, high=2**30
             ),
             max_header_bytes=env_int(
-                env, "GATEWAY_MAX_HEADER_BYTES", defaults.max_header_bytes, low=1024
+                env, "GATEWAY_MAX_HEADER_BYTES", defaults.max_header_bytes, low=1024, high=2**20
             ),
-            max_messages=env_int(env, "GATEWAY_MAX_MESSAGES", defaults.max_messages, low=1),
+            max_messages=env_int(
+                env, "GATEWAY_MAX_MESSAGES", defaults.max_messages, low=1, high=100_000
+            ),
             system_fingerprint=env_str(
                 env, "GATEWAY_SYSTEM_FINGERPRINT", defaults.system_fingerprint
             ),

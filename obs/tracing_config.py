@@ -32,9 +32,10 @@ from opentelemetry.sdk.trace.sampling import (
 )
 from opentelemetry.util.re import parse_env_headers
 
-from core.env import SettingsError, env_bool, env_float, env_int
+from core.env import HOUR_S, SettingsError, env_bool, env_float, env_int
 
 DEFAULT_SERVICE_NAME = "llm-gateway"
+_HOUR_MS = HOUR_S * 1000  # the longest delay or timeout, in the specification's milliseconds
 DEFAULT_SAMPLER = "parentbased_traceidratio"
 DEFAULT_SAMPLER_RATIO = 0.1
 _EXPORTERS = ("otlp", "console")
@@ -90,16 +91,16 @@ def tracing_config(env: Mapping[str, str]) -> TracingConfig | None:
     exporters = _exporters(env)
     if not exporters:
         return None
-    max_queue_size = env_int(env, "OTEL_BSP_MAX_QUEUE_SIZE", 2048, low=1)
+    max_queue_size = env_int(env, "OTEL_BSP_MAX_QUEUE_SIZE", 2048, low=1, high=1_000_000)
     return TracingConfig(
         exporters=exporters,
         otlp=_otlp(env) if "otlp" in exporters else None,
         sampler=_sampler(env),
         resource_attributes=_resource_attributes(env),
-        schedule_delay_ms=env_int(env, "OTEL_BSP_SCHEDULE_DELAY", 5000, low=1),
+        schedule_delay_ms=env_int(env, "OTEL_BSP_SCHEDULE_DELAY", 5000, low=1, high=_HOUR_MS),
         max_queue_size=max_queue_size,
         max_export_batch_size=_export_batch_size(env, max_queue_size),
-        export_timeout_ms=env_int(env, "OTEL_BSP_EXPORT_TIMEOUT", 30000, low=1),
+        export_timeout_ms=env_int(env, "OTEL_BSP_EXPORT_TIMEOUT", 30000, low=1, high=_HOUR_MS),
     )
 
 
@@ -107,7 +108,7 @@ def _export_batch_size(env: Mapping[str, str], max_queue_size: int) -> int:
     """OTEL_BSP_MAX_EXPORT_BATCH_SIZE, at most the queue it is taken from (the SDK's
     BatchSpanProcessor refuses a larger one, in each worker); the default shrinks to fit."""
     name = "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"
-    size = env_int(env, name, min(512, max_queue_size), low=1)
+    size = env_int(env, name, min(512, max_queue_size), low=1, high=1_000_000)
     if size > max_queue_size:
         raise SettingsError(
             f"{name} must not exceed OTEL_BSP_MAX_QUEUE_SIZE ({size} > {max_queue_size}): "
@@ -187,7 +188,7 @@ def _otlp(env: Mapping[str, str]) -> OtlpConfig:
         )
     # The specification gives the timeout in milliseconds (the Python SDK reads seconds).
     timeout_name = _signal_name(env, "TIMEOUT")
-    timeout_ms = env_float(env, timeout_name, 10_000, low=1)
+    timeout_ms = env_float(env, timeout_name, 10_000, low=1, high=_HOUR_MS)
     return OtlpConfig(
         endpoint=endpoint,
         insecure=insecure,

@@ -5,6 +5,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
+from core.env import SettingsError
+from gateway.drain import DrainSettings
+from gateway.settings import Settings
 from gateway.variables import KNOWN
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,3 +44,25 @@ def test_the_known_variables_are_the_configuration_table() -> None:
     }
     assert sorted(KNOWN ^ rows) == []
     assert sorted(read - KNOWN) == []
+
+
+def _enforced_range(name: str) -> tuple[str, str] | None:
+    """The range the code states when `name` is set to an absurdly large number, if any."""
+    env = {"GATEWAY_BACKENDS": "embedded", name: str(10**17)}
+    try:
+        Settings.from_env(env)
+        DrainSettings.from_env(env)
+    except SettingsError as exc:
+        found = re.match(rf"{name} must be between (\S+) and (\S+), got", str(exc))
+        return None if found is None else (found[1], found[2])
+    return None
+
+
+@pytest.mark.parametrize("name", sorted(KNOWN))
+def test_the_table_states_each_numbers_range_as_enforced(name: str) -> None:
+    """A number's row ends its meaning with the range the gateway enforces, and a row with a
+    range is a number's: the table and the readers' bounds cannot drift apart."""
+    readme = ROOT.joinpath("README.md").read_text()
+    [row] = re.findall(rf"^\| `{name}` \|.*$", readme, re.MULTILINE)
+    stated = re.search(r"; range (\S+) to (\S+)(?: \([^)]*\))? \|$", row)
+    assert (stated.groups() if stated else None) == _enforced_range(name)

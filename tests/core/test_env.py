@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from core.env import (
+    DAY_S,
     SettingsError,
     check_dir,
     env_bool,
     env_dir,
     env_float,
+    env_int,
     env_map,
     env_ms,
     env_str,
@@ -22,16 +25,39 @@ from core.env import (
 def test_non_finite_numbers_are_refused(raw: str) -> None:
     """inf (or a number that overflows to it) is no time or size: an error naming the variable."""
     with pytest.raises(SettingsError, match="GATEWAY_X must be a finite number"):
-        env_float({"GATEWAY_X": raw}, "GATEWAY_X", 1.0, low=0.0)
+        env_float({"GATEWAY_X": raw}, "GATEWAY_X", 1.0, low=0.0, high=10.0)
     with pytest.raises(SettingsError, match="GATEWAY_X"):
-        env_ms({"GATEWAY_X": raw}, "GATEWAY_X", 1.0)
+        env_ms({"GATEWAY_X": raw}, "GATEWAY_X", 1.0, high_s=DAY_S)
 
 
-def test_an_open_range_reads_at_least() -> None:
-    """Without an upper bound the message says "at least", never "between 0 and inf"."""
-    with pytest.raises(SettingsError) as info:
-        env_float({"GATEWAY_X": "-1"}, "GATEWAY_X", 1.0, low=0.0)
-    assert "at least 0" in str(info.value) and "inf" not in str(info.value)
+def test_every_number_reader_demands_an_upper_bound() -> None:
+    """No reader has a default maximum: each setting states its own, so 1e300 never passes."""
+    env = {"GATEWAY_X": "1e300"}
+    with pytest.raises(TypeError):
+        env_float(env, "GATEWAY_X", 1.0, low=0.0)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        env_int(env, "GATEWAY_X", 1, low=0)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        env_ms(env, "GATEWAY_X", 1.0)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(
+    ("reader", "message"),
+    [
+        (lambda env: env_ms(env, "GATEWAY_X", 1.0, high_s=DAY_S), "between 1 and 86400000"),
+        (
+            lambda env: env_float(env, "GATEWAY_X", 1.0, low=0.05, high=3600),
+            "between 0.05 and 3600",
+        ),
+        (lambda env: env_int(env, "GATEWAY_X", 1, low=1, high=64), "between 1 and 64"),
+    ],
+)
+def test_a_number_out_of_range_states_the_range(
+    reader: Callable[[dict[str, str]], float], message: str
+) -> None:
+    """The refusal names the variable and its whole range, in plain numbers."""
+    with pytest.raises(SettingsError, match=f"GATEWAY_X must be {message}, got"):
+        reader({"GATEWAY_X": str(10**17)})
 
 
 def test_booleans_name_every_spelling_accepted() -> None:

@@ -36,6 +36,14 @@ class Heard(list[int]):
         self.first = asyncio.Event()
 
 
+@pytest.mark.parametrize("name", ["GATEWAY_DRAIN_DELAY_S", "GATEWAY_SHUTDOWN_GRACE_S"])
+def test_a_drain_longer_than_an_hour_is_refused(name: str) -> None:
+    """1e300 s would overflow the drain timer (and 1e5 s is no drain): the range is 0 to 3600."""
+    for raw in ("1e300", "3601"):
+        with pytest.raises(SettingsError, match=f"{name} must be between 0 and 3600"):
+            DrainSettings.from_env({name: raw})
+
+
 @pytest.fixture
 def server_handler() -> Iterator[Heard]:
     """Stands in for uvicorn's SIGTERM handler; yields the signals it got."""

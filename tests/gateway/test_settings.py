@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.settings import Settings, SettingsError
+from gateway.variables import KNOWN
 
 EMBEDDED = {"GATEWAY_BACKENDS": "embedded"}
 
@@ -79,3 +80,30 @@ def test_a_service_link_in_gateway_port_is_refused_with_the_way_out() -> None:
     """GATEWAY_PORT=tcp://... comes from a Service named `gateway`: the error says so."""
     with pytest.raises(SettingsError, match="enableServiceLinks: false"):
         Settings.from_env({**EMBEDDED, "GATEWAY_PORT": "tcp://10.0.0.1:80"})
+
+
+NOT_NUMBERS = {  # free text, names and paths, where a huge number is a legal value
+    "GATEWAY_HOST",
+    "GATEWAY_SYSTEM_FINGERPRINT",
+    "GATEWAY_PROMPT_VERSION",
+    "GATEWAY_TOKENIZER_CACHE_DIR",
+    "GATEWAY_EMBEDDING_CACHE_DIR",
+    "GATEWAY_LOG_FORMAT",  # read by obs.logs
+    "GATEWAY_TRACE_CONTENT",  # read by obs.tracing_config
+}
+DRAIN = {"GATEWAY_DRAIN_DELAY_S", "GATEWAY_SHUTDOWN_GRACE_S"}  # DrainSettings: test_drain
+
+
+@pytest.mark.parametrize("name", sorted(KNOWN - NOT_NUMBERS - DRAIN))
+def test_no_variable_takes_an_absurdly_large_number(name: str) -> None:
+    """10**17 (seconds, bytes, entries, ...) is refused naming the variable: every number has
+    an upper bound, so none overflows a timer or makes the gateway useless."""
+    with pytest.raises(SettingsError, match=name):
+        Settings.from_env({**EMBEDDED, name: str(10**17)})
+
+
+def test_a_huge_health_interval_states_the_range() -> None:
+    """GATEWAY_HEALTH_INTERVAL_S=1e300 is refused with its range, not accepted."""
+    expected = r"GATEWAY_HEALTH_INTERVAL_S must be between 0\.05 and 3600,"
+    with pytest.raises(SettingsError, match=expected):
+        Settings.from_env({**EMBEDDED, "GATEWAY_HEALTH_INTERVAL_S": "1e300"})

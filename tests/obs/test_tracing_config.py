@@ -111,3 +111,20 @@ def test_an_export_batch_above_the_queue_names_both_variables() -> None:
     assert "OTEL_BSP_MAX_QUEUE_SIZE" in str(info.value)
     config = tracing_config({**env, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "100"})
     assert config is not None and config.max_export_batch_size == 100
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "OTEL_BSP_SCHEDULE_DELAY",
+        "OTEL_BSP_MAX_QUEUE_SIZE",
+        "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+        "OTEL_BSP_EXPORT_TIMEOUT",
+        "OTEL_EXPORTER_OTLP_TIMEOUT",
+    ],
+)
+def test_huge_exporter_numbers_are_refused(name: str) -> None:
+    """Delays, timeouts and queue sizes have upper bounds: 10**17 stops startup naming them."""
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317", name: str(10**17)}
+    with pytest.raises(SettingsError, match=f"{name}.* must be between 1 and"):
+        tracing_config(env)
