@@ -22,6 +22,7 @@ from cache.response_store import ResponseStore
 from core.errors import GatewayError, InvalidRequest, ResponseNotFound
 from core.request_parsing import parse_request
 from core.responses_protocol import ResponsesRequest
+from gateway.model_access import as_asked
 from gateway.pipeline import Pipeline
 from gateway.responses.objects import ResponseShell
 from gateway.responses.presentation import ResponsesPresentation
@@ -76,16 +77,17 @@ class ResponsesService:
             keep = functools.partial(self._keep, caller.tenant, [*history, *items])
         chat_raw = orjson.dumps(body.model_dump(mode="json", exclude_unset=True, by_alias=True))
         try:
-            return await self._pipeline.serve(
-                "chat",
-                body,
-                chat_raw,
-                headers,
-                budget,
-                record,
-                caller,
-                ResponsesPresentation(shell, keep),
-            )
+            with as_asked(request.model):
+                return await self._pipeline.serve(
+                    "chat",
+                    body,
+                    chat_raw,
+                    headers,
+                    budget,
+                    record,
+                    caller,
+                    ResponsesPresentation(shell, keep),
+                )
         except InvalidRequest as exc:  # it names the chat field; the client sent another
             rename_param(exc, responses_param(exc.param))
             raise
