@@ -136,8 +136,8 @@ async def test_leaving_max_tokens_out_runs_at_the_keys_cap(guarded: Stack) -> No
 
 
 async def test_stored_responses_belong_to_their_tenant(guarded: Stack) -> None:
-    """Another tenant's key can neither read a stored response nor continue from it: both are
-    404, as for an id that never existed; the owner reads it."""
+    """Another tenant's key can neither read a stored response, its input items, nor continue
+    from it nor delete it: all are 404, as for an id that never existed; the owner reads it."""
     owner, other = _client(guarded, FULL), _client(guarded, LIMITED)
     stored = await owner.responses.create(model="sim", input="Secret plans", max_output_tokens=4)
     assert (await owner.responses.retrieve(stored.id)).id == stored.id
@@ -149,7 +149,11 @@ async def test_stored_responses_belong_to_their_tenant(guarded: Stack) -> None:
         )
     with pytest.raises(openai.NotFoundError):
         await other.responses.delete(stored.id)
+    with pytest.raises(openai.NotFoundError):
+        await other.responses.input_items.list(stored.id)
     assert (await owner.responses.retrieve(stored.id)).id == stored.id
+    items = await owner.responses.input_items.list(stored.id)
+    assert [item.type for item in items.data] == ["message"]
 
 
 async def test_rewritten_key_file_is_followed_without_dropping_requests(

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from openai import BaseModel as SdkModel
 from openai.types import Completion, CompletionChoice, CreateEmbeddingResponse, Model
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
-from openai.types.responses import Response, ResponseStreamEvent
+from openai.types.responses import Response, ResponseItemList, ResponseStreamEvent
 from openai.types.shared import ErrorObject
 from pydantic import TypeAdapter
 from schemathesis import BaseSchema, Case, GenerationMode
@@ -235,7 +235,8 @@ async def test_models_are_strict(stack: Stack) -> None:
 
 @pytest.mark.parametrize("model", ["sim", "mock"])
 async def test_responses_whole_is_strict(stack: Stack, model: str) -> None:
-    """A whole Responses answer, and the same read back, is a strict Response."""
+    """A whole Responses answer, and the same read back, is a strict Response; its input
+    items a strict ResponseItemList."""
     status, body = await _post(stack, "/v1/responses", {"model": model, "input": "Hello"})
     assert status == 200, body
     parsed = _strict(Response, orjson.loads(body))
@@ -243,6 +244,9 @@ async def test_responses_whole_is_strict(stack: Stack, model: str) -> None:
     status, body = await _get(stack, f"/v1/responses/{parsed.id}")
     assert status == 200
     _strict(Response, orjson.loads(body))
+    status, body = await _get(stack, f"/v1/responses/{parsed.id}/input_items")
+    assert status == 200
+    assert len(_strict(ResponseItemList, orjson.loads(body)).data) == 1
 
 
 @pytest.mark.parametrize("model", ["sim", "mock"])
@@ -328,6 +332,7 @@ ENDPOINTS_DOCUMENTED = [
     "/v1/embeddings",
     "/v1/responses",
     "/v1/responses/{response_id}",
+    "/v1/responses/{response_id}/input_items",
     "/v1/models",
     "/healthz",
     "/readyz",
@@ -349,6 +354,7 @@ CHECKS = [
         "POST /v1/responses",
         "GET /v1/responses/{response_id}",
         "DELETE /v1/responses/{response_id}",
+        "GET /v1/responses/{response_id}/input_items",
         "GET /v1/models",
     ],
 )
