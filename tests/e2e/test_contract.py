@@ -216,6 +216,24 @@ async def test_completions_are_strict(stack: Stack, model: str, stream: bool) ->
 
 
 @pytest.mark.parametrize("model", ["sim", "mock"])
+@pytest.mark.parametrize("stream", [False, True])
+async def test_batched_completions_are_strict(stack: Stack, model: str, stream: bool) -> None:
+    """A batch of prompts, whole or each streamed chunk, is a strict Completion; the stream
+    ends with one [DONE], after every choice of every prompt has finished."""
+    prompts = ["Once upon a time", "Far away"]
+    payload = {"model": model, "prompt": prompts, "n": 2, "seed": 1, "stream": stream}
+    status, body = await _post(stack, "/v1/completions", payload)
+    assert status == 200, body
+    if stream:
+        chunks = [_strict(CompletionChunk, chunk) for chunk in _chunks(body)]
+        finished = {c.index for chunk in chunks for c in chunk.choices if c.finish_reason}
+        assert finished == {0, 1, 2, 3}
+    else:
+        whole = _strict(Completion, orjson.loads(body))
+        assert [choice.index for choice in whole.choices] == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("model", ["sim", "mock"])
 async def test_embeddings_are_strict(stack: Stack, model: str) -> None:
     """An embeddings answer is a strict CreateEmbeddingResponse."""
     status, body = await _post(stack, "/v1/embeddings", {"model": model, "input": ["a", "b"]})
