@@ -22,7 +22,13 @@ from core.answers import (
     StreamChunk,
     Usage,
 )
-from core.errors import BackendError, BackendOverloaded, BackendRejected, GatewayError
+from core.errors import (
+    BackendError,
+    BackendOverloaded,
+    BackendRejected,
+    GatewayError,
+    UpstreamModelNotFound,
+)
 
 # Statuses that mean "this request is wrong", so its message belongs to the client.
 _REJECTED = frozenset({400, 404, 413, 422})
@@ -130,6 +136,8 @@ def status_error(status: int, body: bytes, retry_after_s: float | None = None) -
     if status == 404 and not error.enveloped:
         # Not an OpenAI error but a server's bare 404: the base URL names no such endpoint.
         return BackendError(f"Backend has no such endpoint (HTTP 404): {error.message}")
+    if status == 404 and _names_no_model(error):
+        return UpstreamModelNotFound(error.message)
     if status in _REJECTED:
         return BackendRejected(error.message, param=error.param, code=error.code, kind=error.kind)
     if status in _OVERLOADED:
@@ -137,6 +145,14 @@ def status_error(status: int, body: bytes, retry_after_s: float | None = None) -
         return BackendOverloaded(message, retry_after_s=retry_after_s)
     retryable = status == 408 or status >= 500
     return BackendError(f"Backend answered HTTP {status}: {error.message}", retryable=retryable)
+
+
+def _names_no_model(error: _Error) -> bool:
+    """A 404 saying the model does not exist: OpenAI's `model_not_found`, or vLLM's
+    `NotFoundError` (with `param: "model"` since 0.8, only its words before)."""
+    if error.code == "model_not_found" or error.param == "model":
+        return True
+    return error.kind == "NotFoundError" and "model" in error.message.lower()
 
 
 def error_event(error: Any) -> GatewayError:

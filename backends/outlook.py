@@ -27,7 +27,7 @@ class Demand:
 
     @classmethod
     def of(cls, body: ChatCompletionRequest | CompletionRequest) -> Demand:
-        return cls(prompt_tokens(body), body.max_output_tokens, body.n, body.stream)
+        return cls(prompt_tokens(body), body.max_output_tokens, body.choice_count, body.stream)
 
     def output_tokens(self, usage: Usage) -> int:
         """Output tokens per choice (choices decode side by side, so time follows one)."""

@@ -142,7 +142,10 @@ def canonical_chat(body: ChatCompletionRequest, normalize: bool) -> dict[str, An
 
 
 def canonical_completion(body: CompletionRequest) -> dict[str, Any]:
-    prompt = body.single_prompt
+    prompts = body.prompts
+    # A batch is keyed by every prompt, in order; one prompt as itself (as keyed before
+    # batches were served).
+    prompt = prompts[0] if len(prompts) == 1 else prompts
     return {
         "endpoint": "completion",
         **_sampling(body),

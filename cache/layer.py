@@ -111,7 +111,7 @@ class CacheLayer:
         )
 
     def _eligible(self, body: ChatCompletionRequest | CompletionRequest) -> bool:
-        if body.n != 1:
+        if body.choice_count != 1:  # n > 1, or a batch of prompts: entries hold one choice
             return False
         if not self._settings.require_reproducible:
             return True

@@ -254,6 +254,22 @@ class BackendRejected(GatewayError):
         self.type = kind or self.type  # type: ignore[misc]
 
 
+class UpstreamModelNotFound(BackendRejected):
+    """An upstream does not serve the model the gateway sent it (HTTP 404 `model_not_found`):
+    404 `model_not_found` on `model`, which the pipeline re-raises naming the model the client
+    asked for (`gateway.model_access.as_asked`). The upstream's words name its own model: they
+    stay in `message`, never in what the client is told."""
+
+    status = 404
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, param="model", code="model_not_found")
+
+    @property
+    def public_message(self) -> str:
+        return "The model does not exist or is not served here."
+
+
 class DeadlineExceeded(GatewayError):
     """A mandatory stage ran out of budget; the message and `stage` name it."""
 

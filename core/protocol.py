@@ -19,6 +19,10 @@ TokenId = Annotated[int, Field(ge=0, le=2**32 - 1)]
 INT32_MAX = 2**31 - 1  # counts travel as protobuf int32: a larger one is a 400, not a 500
 COMPLETION_MAX_TOKENS = 16
 """A completion's `max_tokens` when the client sets none: OpenAI's default, and vLLM's."""
+MAX_CHOICES = 128
+"""The most choices one request asks for: `n`'s limit, and that of a batch's prompts times n."""
+MAX_PROMPTS = 64
+"""The most prompts in one batched completion (vLLM sets none; each is its own engine call)."""
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 
 
@@ -63,7 +67,7 @@ class _Sampling(RequestModel):
     model: str = Field(min_length=1)
     stream: bool = False
     stream_options: StreamOptions | None = None
-    n: int = Field(default=1, ge=1, le=128)
+    n: int = Field(default=1, ge=1, le=MAX_CHOICES)
     stop: str | list[str] | None = None
     max_tokens: int | None = Field(default=None, ge=1, le=INT32_MAX)
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
@@ -118,6 +122,11 @@ class _Sampling(RequestModel):
     @property
     def include_usage(self) -> bool:
         return self.stream_options is not None and self.stream_options.include_usage
+
+    @property
+    def choice_count(self) -> int:
+        """The choices of the answer: `n` (for each prompt of a batched completion)."""
+        return self.n
 
 
 class ChatCompletionRequest(_Sampling):
@@ -201,13 +210,16 @@ class CompletionRequest(_Sampling):
             raise InvalidRequest("stream_options requires stream=true.", param="stream_options")
         if isinstance(self.prompt, list) and len(self.prompt) == 0:
             raise InvalidRequest("prompt must not be empty.", param="prompt")
-        if (
-            isinstance(self.prompt, list)
-            and isinstance(self.prompt[0], (str, list))
-            and len(self.prompt) != 1
-        ):
-            raise UnsupportedParameter(
-                "Batched prompts are not supported; send one prompt per request.",
+        count = len(self.prompts)
+        if count > MAX_PROMPTS:
+            raise InvalidRequest(
+                f"prompt holds {count} prompts; at most {MAX_PROMPTS} are allowed.",
+                param="prompt",
+            )
+        if count * self.n > MAX_CHOICES:
+            raise InvalidRequest(
+                f"{count} prompts with n={self.n} ask for {count * self.n} choices; at most "
+                f"{MAX_CHOICES} are allowed.",
                 param="prompt",
             )
         return self
@@ -227,15 +239,36 @@ class CompletionRequest(_Sampling):
         return "max_tokens"
 
     @property
-    def single_prompt(self) -> str | list[int]:
-        """The one prompt, as text or as token ids."""
+    def prompts(self) -> list[str | list[int]]:
+        """Every prompt, as text or as token ids: one, or the batch a list of texts or of
+        token lists is (each answered with `n` choices, as OpenAI and vLLM answer it)."""
         prompt = self.prompt
         if isinstance(prompt, str):
-            return prompt
-        first = prompt[0]
-        if isinstance(first, int):
-            return [int(t) for t in prompt if isinstance(t, int)]
-        return first
+            return [prompt]
+        if isinstance(prompt[0], int):
+            return [[int(t) for t in prompt if isinstance(t, int)]]
+        return [item for item in prompt if not isinstance(item, int)]
+
+    @property
+    def batched(self) -> bool:
+        """Whether the request holds more than one prompt."""
+        prompt = self.prompt
+        return isinstance(prompt, list) and len(prompt) > 1 and not isinstance(prompt[0], int)
+
+    @property
+    def choice_count(self) -> int:
+        """`n` choices for each prompt."""
+        return self.n * len(self.prompts) if self.batched else self.n
+
+    @property
+    def single_prompt(self) -> str | list[int]:
+        """The one prompt, as text or as token ids; a batch has none (what stands for one
+        prompt must never stand for a batch: a cache key of its first prompt would be a wrong
+        answer), so asking is an error."""
+        prompts = self.prompts
+        if len(prompts) != 1:
+            raise ValueError("a batch of prompts has no single prompt")
+        return prompts[0]
 
 
 class EmbeddingRequest(RequestModel):

@@ -43,20 +43,22 @@ def within_key_cap(body: Body, raw: bytes, caller: Caller) -> tuple[Body, bytes]
 
 
 def reserved_tokens(body: Body, caller: Caller, default_output: int) -> int:
-    """The tokens a request may cost: its prompt, estimated, and the most it may generate. A
-    request that names no maximum reserves the default, but never more than its smallest token
-    limit leaves beside the prompt (a 300-token-a-minute key could otherwise never send one)."""
+    """The tokens a request may cost: its prompt (every prompt of a batch), estimated, and the
+    most each of its choices (n for each prompt) may generate. A request that names no maximum
+    reserves the default for each, but never more in all than its smallest token limit leaves
+    beside the prompt (a 300-token-a-minute key could otherwise never send one)."""
     prompt = prompt_tokens(body)
+    choices = body.choice_count
     output = body.max_output_tokens or caller.limits.max_tokens
     if output is None:
         room = [
-            amount - prompt
+            (amount - prompt) // choices
             for limits in (caller.limits, caller.tenant_limits)
             for amount in (limits.tokens_per_minute, limits.tokens_per_day)
             if amount
         ]
         output = max(1, min([default_output, *room]))
-    return prompt + output
+    return prompt + output * choices
 
 
 def used_tokens(record: RequestRecord, admission: Admission) -> int:

@@ -1,14 +1,22 @@
 """Which model version answers a caller: the route a request's model takes
-(`GATEWAY_MODEL_ROUTES`), and the models the caller's key may use."""
+(`GATEWAY_MODEL_ROUTES`), and the models the caller's key may use; an upstream that does not
+serve the version, told as the client asked."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import Iterator
 from typing import TypeVar, cast
+
+import orjson
 
 from access.caller import Caller
 from backends.fleet import Fleet
-from core.errors import ModelNotFound
+from core.errors import ModelNotFound, UpstreamModelNotFound
 from core.protocol import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
+
+log = logging.getLogger("gateway.model_access")
 
 Body = TypeVar("Body", bound=ChatCompletionRequest | CompletionRequest | EmbeddingRequest)
 
@@ -26,3 +34,23 @@ def routed(body: Body, caller: Caller, fleet: Fleet) -> Body:
     if version == model:
         return body
     return cast(Body, body.model_copy(update={"model": version}))  # mypy: Self of a union
+
+
+def with_model(raw: bytes, model: str) -> bytes:
+    """The client's JSON body naming `model`: what a pass-through backend is sent once a
+    route chose the version (it forwards the body as it is when it names the model it serves)."""
+    data = orjson.loads(raw)
+    data["model"] = model
+    return orjson.dumps(data)
+
+
+@contextlib.contextmanager
+def as_asked(model: str) -> Iterator[None]:
+    """An upstream that does not serve the model it was sent (`UpstreamModelNotFound`) as the
+    client sees it: a 404 `model_not_found` naming `model`, the name the client asked for,
+    never the version or the upstream's own name (that goes to the log)."""
+    try:
+        yield
+    except UpstreamModelNotFound as exc:
+        log.warning("an upstream does not serve %r: %s", model, exc.message)
+        raise ModelNotFound(model) from exc

@@ -20,10 +20,11 @@ OBSERVED_ROUTES = frozenset(
     {"/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses", "/v1/models"}
 )
 # Paths with an id, observed under their route template: the id (a client's) never becomes a
-# metric label or a span name.
+# metric label or a span name. (prefix, suffix, template), the first that fits counts.
 TEMPLATED_ROUTES = (
-    ("/v1/responses/", "/v1/responses/{response_id}"),
-    ("/v1/models/", "/v1/models/{model}"),
+    ("/v1/responses/", "/input_items", "/v1/responses/{response_id}/input_items"),
+    ("/v1/responses/", "", "/v1/responses/{response_id}"),
+    ("/v1/models/", "", "/v1/models/{model}"),
 )
 
 
@@ -32,8 +33,12 @@ def observed_route(path: str) -> str | None:
     rest of the unobserved paths."""
     if path in OBSERVED_ROUTES:
         return path
-    for prefix, template in TEMPLATED_ROUTES:
-        if path.startswith(prefix) and len(path) > len(prefix):
+    for prefix, suffix, template in TEMPLATED_ROUTES:
+        if (
+            path.startswith(prefix)
+            and path.endswith(suffix)
+            and len(path) > len(prefix) + len(suffix)
+        ):
             return template
     return None
 

@@ -50,6 +50,13 @@ _ERROR_STATUSES = {
     "504": "A stage ran out of its deadline.",
 }
 
+# The query of `GET /v1/responses/{response_id}/input_items` (`gateway.responses.item_list`).
+_LIST_QUERY: list[dict[str, Any]] = [
+    {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 100}},
+    {"name": "order", "in": "query", "schema": {"type": "string", "enum": ["asc", "desc"]}},
+    {"name": "after", "in": "query", "schema": {"type": "string"}},
+]
+
 _POSTS: dict[str, tuple[str, type[BaseModel], bool]] = {
     "/v1/chat/completions": ("createChatCompletion", ChatCompletionRequest, True),
     "/v1/completions": ("createCompletion", CompletionRequest, True),
@@ -98,7 +105,11 @@ def openapi_document() -> bytes:
     # A stored response can be read back and deleted: the links let stateful fuzzers chain them.
     paths["/v1/responses"]["post"]["responses"]["200"]["links"] = {
         name: {"operationId": target, "parameters": {"response_id": "$response.body#/id"}}
-        for name, target in (("GetStored", "getResponse"), ("DeleteStored", "deleteResponse"))
+        for name, target in (
+            ("GetStored", "getResponse"),
+            ("ListInputItems", "listInputItems"),
+            ("DeleteStored", "deleteResponse"),
+        )
     }
     response_id = {
         "name": "response_id",
@@ -114,6 +125,9 @@ def openapi_document() -> bytes:
         "responses": _responses(_OBJECT),
     }
     paths["/v1/responses/{response_id}"] = stored
+    items = _get("listInputItems", _OBJECT)
+    items["get"]["parameters"] = [response_id, *_LIST_QUERY]
+    paths["/v1/responses/{response_id}/input_items"] = items
     paths["/v1/models"] = _get("listModels", _OBJECT)
     model = _get("retrieveModel", _OBJECT)
     model["get"]["parameters"] = [{**response_id, "name": "model"}]

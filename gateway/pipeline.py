@@ -34,7 +34,7 @@ from gateway.caller_tokens import (
 )
 from gateway.coalescing import shared_budget, shared_stream, within
 from gateway.embeddings import embeddings_response
-from gateway.model_access import Body, routed
+from gateway.model_access import Body, as_asked, routed, with_model
 from gateway.presentation import CompletionsPresentation, Presentation
 from gateway.priority import client_timeout_s, request_priority
 from gateway.request_headers import trace_context
@@ -108,7 +108,10 @@ class Pipeline:
             record.note_operation("text_completion")
             body = parse_request(raw, CompletionRequest)
         record.note_request(body.model, body.stream)
+        asked = body.model
         body = self.route(body, caller)  # the answer names the version that served it
+        if body.model != asked:
+            raw = with_model(raw, body.model)
         presentation = CompletionsPresentation(
             endpoint,
             record.request_id,
@@ -116,7 +119,10 @@ class Pipeline:
             self._settings.system_fingerprint,
             body.include_usage,
         )
-        return await self.serve(endpoint, body, raw, headers, budget, record, caller, presentation)
+        with as_asked(asked):
+            return await self.serve(
+                endpoint, body, raw, headers, budget, record, caller, presentation
+            )
 
     async def serve(
         self,
@@ -225,13 +231,17 @@ class Pipeline:
         record.note_operation("embeddings")
         body = parse_request(raw, EmbeddingRequest)
         record.note_request(body.model)
+        asked = body.model
         body = self.route(body, caller)
+        if body.model != asked:
+            raw = with_model(raw, body.model)
         record.note_request(body.model)
         admission = await self._limiter.admit(caller, lambda: prompt_tokens(body))
         try:
-            response = await embeddings_response(
-                self._fleet, body, raw, _trace_headers(headers, record), budget, record
-            )
+            with as_asked(asked):
+                response = await embeddings_response(
+                    self._fleet, body, raw, _trace_headers(headers, record), budget, record
+                )
         except BaseException:
             self._limiter.settle(admission, 0)
             raise

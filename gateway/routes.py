@@ -155,6 +155,13 @@ async def retrieve_response(request: Request) -> Response:
     return await _responses(request).retrieve(caller.tenant, request.path_params["response_id"])
 
 
+async def list_input_items(request: Request) -> Response:
+    caller = _caller(request, relevant_headers(request.scope["headers"]), _record(request))
+    return await _responses(request).input_items(
+        caller.tenant, request.path_params["response_id"], request.query_params
+    )
+
+
 async def delete_response(request: Request) -> Response:
     caller = _caller(request, relevant_headers(request.scope["headers"]), _record(request))
     return await _responses(request).delete(caller.tenant, request.path_params["response_id"])
@@ -220,6 +227,7 @@ ROUTES = [
     Route("/v1/responses", create_response, methods=["POST"]),
     Route("/v1/responses/{response_id}", retrieve_response, methods=["GET"]),
     Route("/v1/responses/{response_id}", delete_response, methods=["DELETE"]),
+    Route("/v1/responses/{response_id}/input_items", list_input_items, methods=["GET"]),
     Route("/v1/models", list_models, methods=["GET"]),
     Route("/v1/models/{model:path}", retrieve_model, methods=["GET"]),
     Route("/healthz", healthz, methods=["GET"]),

@@ -11,6 +11,7 @@ import grpc
 from smg_grpc_proto.generated import vllm_engine_pb2
 
 from backends.base import EmbeddingCall, GenerationRequest
+from backends.vllm_grpc.batch import all_answers, is_batch, merged_stream, split
 from backends.vllm_grpc.collected import CollectedOutput
 from backends.vllm_grpc.connection import VllmGrpcConnection
 from backends.vllm_grpc.decoding import ResponseDecoder
@@ -23,6 +24,7 @@ from core.errors import BackendError, InvalidRequest
 from core.protocol import ChatCompletionRequest
 
 _LARGE_PROMPT_CHARS = 32_000  # render and tokenize prompts this large off the event loop
+PrepareCall = tuple[GenerationRequest, PreparedPrompt]  # one prompt of a batch, ready to send
 
 
 class VllmGrpcBackend(VllmGrpcConnection):
@@ -61,10 +63,17 @@ class VllmGrpcBackend(VllmGrpcConnection):
 
     async def prompt_ids(self, request: GenerationRequest) -> list[int]:
         """The prompt's token ids, for prefix-aware routing; the work is kept on the request
-        for whichever replica serves it."""
+        for whichever replica serves it. A batch is routed by its first prompt."""
+        if is_batch(request):
+            return (await self._prepare(split(request)[0])).prompt_ids
         prepared = await self._prepare(request)
         request.prepared = prepared
         return prepared.prompt_ids
+
+    async def _prepare_batch(self, request: GenerationRequest) -> list[PrepareCall]:
+        """Each prompt of a batch ready to send; every one is checked (a 400 naming `prompt`)
+        before any is sent."""
+        return [(part, await self._prepare(part)) for part in split(request)]
 
     def _decoder(self, request: GenerationRequest, prepared: PreparedPrompt) -> ResponseDecoder:
         bundle, _, token_texts = self._ready()
@@ -73,8 +82,17 @@ class VllmGrpcBackend(VllmGrpcConnection):
     async def complete(self, request: GenerationRequest, deadline: Deadline) -> Completion:
         """A whole answer, decoded once at its end. Unless told not to watch whole answers,
         it is streamed on the wire so that `request.progress` hears each chunk (the
-        first-token and stall budgets then bound it), at ~50 us of CPU per chunk."""
-        prepared = await self._prepare(request)
+        first-token and stall budgets then bound it), at ~50 us of CPU per chunk. A batch
+        is one call per prompt (`backends.vllm_grpc.batch`)."""
+        if is_batch(request):
+            parts = await self._prepare_batch(request)
+            calls = [self._complete(part, prepared, deadline) for part, prepared in parts]
+            return await all_answers(calls, request.body.n)
+        return await self._complete(request, await self._prepare(request), deadline)
+
+    async def _complete(
+        self, request: GenerationRequest, prepared: PreparedPrompt, deadline: Deadline
+    ) -> Completion:
         decoder = self._decoder(request, prepared)
         prepared.message.stream = self.reports_progress
         call = self._stub().Generate(
@@ -125,10 +143,34 @@ class VllmGrpcBackend(VllmGrpcConnection):
             raise BackendError(f"ended the answer with {len(choices)} choices", replica=self.url)
         return Completion([choices[i] for i in sorted(choices)], decoder.total_usage())
 
-    async def stream(
+    def stream(
         self, request: GenerationRequest, deadline: Deadline
     ) -> AsyncGenerator[StreamChunk, None]:
-        prepared = await self._prepare(request)
+        """One prompt's stream; a batch's streams as one (`backends.vllm_grpc.batch`)."""
+        if is_batch(request):
+            return self._batch_stream(request, deadline)
+        return self._stream(request, deadline)
+
+    async def _batch_stream(
+        self, request: GenerationRequest, deadline: Deadline
+    ) -> AsyncGenerator[StreamChunk, None]:
+        parts = await self._prepare_batch(request)
+        streams = [self._stream(part, deadline, prepared) for part, prepared in parts]
+        merged = merged_stream(streams, request.body.n)
+        try:
+            async for chunk in merged:
+                yield chunk
+        finally:  # closed early (the client left): every prompt's call ends now
+            await merged.aclose()
+
+    async def _stream(
+        self,
+        request: GenerationRequest,
+        deadline: Deadline,
+        prepared: PreparedPrompt | None = None,
+    ) -> AsyncGenerator[StreamChunk, None]:
+        if prepared is None:
+            prepared = await self._prepare(request)
         decoder = self._decoder(request, prepared)
         call = self._stub().Generate(
             prepared.message, timeout=deadline.remaining(), metadata=_metadata(request)

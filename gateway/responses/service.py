@@ -1,4 +1,5 @@
-"""`/v1/responses`: create (through the one pipeline), retrieve and delete stored responses.
+"""`/v1/responses`: create (through the one pipeline), retrieve, list the input items of and
+delete stored responses.
 
 A stored response keeps the whole conversation that led to it (earlier items, this input,
 this output), so `previous_response_id` costs one lookup however long the chain. Stored
@@ -11,6 +12,7 @@ import asyncio
 import functools
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -22,7 +24,9 @@ from cache.response_store import ResponseStore
 from core.errors import GatewayError, InvalidRequest, ResponseNotFound
 from core.request_parsing import parse_request
 from core.responses_protocol import ResponsesRequest
+from gateway.model_access import as_asked
 from gateway.pipeline import Pipeline
+from gateway.responses.item_list import input_item_list
 from gateway.responses.objects import ResponseShell
 from gateway.responses.presentation import ResponsesPresentation
 from gateway.responses.translate import (
@@ -76,16 +80,17 @@ class ResponsesService:
             keep = functools.partial(self._keep, caller.tenant, [*history, *items])
         chat_raw = orjson.dumps(body.model_dump(mode="json", exclude_unset=True, by_alias=True))
         try:
-            return await self._pipeline.serve(
-                "chat",
-                body,
-                chat_raw,
-                headers,
-                budget,
-                record,
-                caller,
-                ResponsesPresentation(shell, keep),
-            )
+            with as_asked(request.model):
+                return await self._pipeline.serve(
+                    "chat",
+                    body,
+                    chat_raw,
+                    headers,
+                    budget,
+                    record,
+                    caller,
+                    ResponsesPresentation(shell, keep),
+                )
         except InvalidRequest as exc:  # it names the chat field; the client sent another
             rename_param(exc, responses_param(exc.param))
             raise
@@ -95,6 +100,16 @@ class ResponsesService:
         if stored is None:
             raise ResponseNotFound(response_id)
         return Response(orjson.dumps(stored["response"]), media_type=_JSON)
+
+    async def input_items(
+        self, tenant: str, response_id: str, query: Mapping[str, str]
+    ) -> Response:
+        """A page of a stored response's input items (`gateway.responses.item_list`)."""
+        stored = await self._load(tenant, response_id)
+        if stored is None:
+            raise ResponseNotFound(response_id)
+        page = input_item_list(stored, response_id, query)
+        return Response(orjson.dumps(page), media_type=_JSON)
 
     async def delete(self, tenant: str, response_id: str) -> Response:
         await self._settled(tenant, response_id)

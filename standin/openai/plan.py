@@ -92,32 +92,38 @@ def plan(
     seed = _int_field(body, "seed", 0, -(1 << 63), 1 << 63)
     tool: str | None = None
     if endpoint == "chat":
-        prompt = _chat_prompt(body.get("messages"))
+        prompts = [_chat_prompt(body.get("messages"))]
         logprobs = _int_field(body, "top_logprobs", 0, 0, 20) if body.get("logprobs") else None
         tool = _forced_tool(body)
     else:
-        prompt = _completion_prompt(body.get("prompt"))
+        prompts = _completion_prompts(body.get("prompt"))
         logprobs = _int_field(body, "logprobs", None, 0, 20)
     count = output_tokens if limit is None else min(output_tokens, limit)
     if body.get("ignore_eos") and limit is not None:
         count = limit
-    key = zlib.crc32(prompt.encode(), seed & 0xFFFFFFFF)
-    cached = key in seen
-    if not cached:
-        if len(seen) > 65536:
-            seen.clear()
-        seen.add(key)
-    prompt_tokens = len(prompt.split())
+    choices: list[list[str]] = []
+    prompt_tokens = cached_tokens = 0
+    for prompt in prompts:  # a batch: n choices for each prompt, in order, as vLLM answers
+        key = zlib.crc32(prompt.encode(), seed & 0xFFFFFFFF)
+        cached = key in seen
+        if not cached:
+            if len(seen) > 65536:
+                seen.clear()
+            seen.add(key)
+        tokens = len(prompt.split())
+        prompt_tokens += tokens
+        cached_tokens += tokens if cached else 0
+        choices += [_tool_pieces(pieces(key, i, count), tool) for i in range(n)]
     stream_options = body.get("stream_options")
     return Plan(
         endpoint=endpoint,
         model=model,
         id=id,
         created=created,
-        choices=[_tool_pieces(pieces(key, i, count), tool) for i in range(n)],
+        choices=choices,
         finish_reason="tool_calls" if tool else ("length" if count == limit else "stop"),
         prompt_tokens=prompt_tokens,
-        cached_tokens=prompt_tokens if cached else 0,
+        cached_tokens=cached_tokens,
         include_usage=isinstance(stream_options, dict)
         and bool(stream_options.get("include_usage")),
         logprobs=logprobs,
@@ -162,11 +168,14 @@ def _chat_prompt(messages: Any) -> str:
     return "\n".join(parts)
 
 
-def _completion_prompt(prompt: Any) -> str:
+def _completion_prompts(prompt: Any) -> list[str]:
+    """The prompts of a completion: one text or token list, or a batch (a list of either)."""
     if isinstance(prompt, str):
-        return prompt
-    if isinstance(prompt, list) and prompt:
-        return " ".join(map(str, prompt))
+        return [prompt]
+    if isinstance(prompt, list) and prompt and all(isinstance(p, int) for p in prompt):
+        return [" ".join(map(str, prompt))]
+    if isinstance(prompt, list) and prompt and all(isinstance(p, str | list) for p in prompt):
+        return [p if isinstance(p, str) else " ".join(map(str, p)) for p in prompt]
     raise MockRequestError(400, "prompt must be a string or a non-empty list.", param="prompt")
 
 

@@ -16,7 +16,12 @@ from backends import openai_decode as decode
 from backends.base import GenerationRequest
 from backends.openai_http import OpenAIHTTPBackend
 from budgets.deadline import Deadline
-from core.errors import BackendError, BackendOverloaded, BackendRejected
+from core.errors import (
+    BackendError,
+    BackendOverloaded,
+    BackendRejected,
+    UpstreamModelNotFound,
+)
 from core.protocol import ChatCompletionRequest
 from core.request_parsing import parse_request
 from standin.openai.server import MockOpenAIServer
@@ -133,6 +138,27 @@ async def test_a_missing_endpoint_is_a_backend_error(body: bytes) -> None:
     missing = b'{"error": {"message": "no such model", "code": "model_not_found"}}'
     rejected = decode.status_error(404, missing)
     assert isinstance(rejected, BackendRejected) and rejected.code == "model_not_found"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"error": {"message": "The model `up-v1` does not exist.", "type":'
+        b' "invalid_request_error", "param": "model", "code": "model_not_found"}}',
+        b'{"error": {"message": "The model `up-v1` does not exist.", "type": "NotFoundError",'
+        b' "param": "model", "code": 404}}',
+        b'{"object": "error", "message": "The model `up-v1` does not exist.", "type":'
+        b' "NotFoundError", "param": null, "code": 404}',
+    ],
+    ids=["openai", "vllm", "old-vllm"],
+)
+def test_an_upstream_model_not_found_is_a_404_that_hides_the_upstreams_name(body: bytes) -> None:
+    """A 404 saying the model does not exist (OpenAI's code, or vLLM's NotFoundError) is a
+    404 model_not_found on `model`; the client is not told the name the upstream was sent."""
+    error = decode.status_error(404, body)
+    assert isinstance(error, UpstreamModelNotFound)
+    assert (error.status, error.code, error.param) == (404, "model_not_found", "model")
+    assert "up-v1" in error.message and "up-v1" not in error.to_json().decode()
 
 
 def test_an_upstream_5xx_keeps_the_gateways_code() -> None:

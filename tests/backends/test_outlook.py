@@ -12,7 +12,7 @@ from budgets.recent import RecentQuantile
 from budgets.request_budget import ClassBudgets, RequestBudget
 from budgets.service_estimate import ServiceEstimate
 from core.answers import ChoiceDelta, StreamChunk, Usage
-from core.protocol import ChatCompletionRequest
+from core.protocol import ChatCompletionRequest, CompletionRequest
 from core.request_parsing import parse_request
 
 BUDGETS = ClassBudgets(total_s=5.0, ttft_s=1.0, admission_s=0.5, stall_s=1.0)
@@ -42,6 +42,14 @@ def test_demand_reads_the_request() -> None:
     demand = _demand(max_completion_tokens=30, n=2, stream=True)
     assert demand == Demand(prompt_tokens=104, max_tokens=30, choices=2, stream=True)
     assert demand.output_tokens(Usage(5, 61)) == 31
+
+
+def test_a_batch_demands_every_prompt_and_choice() -> None:
+    """A batch of prompts is all its prompts' tokens and n choices for each, decoded side by
+    side."""
+    raw = orjson.dumps({"model": "m", "prompt": ["x" * 40, "y" * 80], "n": 2, "max_tokens": 8})
+    demand = Demand.of(parse_request(raw, CompletionRequest))
+    assert demand == Demand(prompt_tokens=30, max_tokens=8, choices=4, stream=False)
 
 
 def test_a_stream_must_reach_its_first_token_in_time() -> None:

@@ -80,6 +80,18 @@ def test_completion_prompts_are_keyed_verbatim() -> None:
     assert len(keys) == len(prompts)
 
 
+def test_a_batch_is_keyed_by_all_its_prompts() -> None:
+    """A batch's canonical form holds every prompt, in order (never its first alone); a
+    one-element list keys as the prompt it holds."""
+
+    def key(prompt: Any) -> str:
+        raw = orjson.dumps({"model": "m", "prompt": prompt})
+        return exact_key(parse_request(raw, CompletionRequest), CTX)
+
+    assert len({key(["a", "b"]), key(["b", "a"]), key("a"), key(["a", "c"])}) == 4
+    assert key(["a"]) == key("a") and key([[1, 2]]) == key([1, 2])
+
+
 def test_whitespace_normalization_can_be_turned_off() -> None:
     """With normalization off, whitespace is significant."""
     raw = KeyContext(tenant="t", normalize_whitespace=False)

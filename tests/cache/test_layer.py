@@ -18,7 +18,7 @@ from cache.types import CacheUnavailable
 from cache.writeback import WriteBackQueue
 from core.answers import Choice, Completion, Usage
 from core.breaker import CircuitBreaker
-from core.protocol import ChatCompletionRequest
+from core.protocol import ChatCompletionRequest, CompletionRequest
 from core.request_parsing import parse_request
 from tests.cache.lookups import look, tenant_for
 
@@ -78,6 +78,18 @@ async def test_non_reproducible_requests_bypass() -> None:
     assert (
         await look(layer, layer.plan(_body(temperature=0.7, seed=4), {}, tenant_for({})))
     ).status == "miss"
+
+
+async def test_batched_prompts_bypass() -> None:
+    """A batch of prompts is neither read nor written (as n > 1), however reproducible: an
+    entry of its first prompt must never answer it, nor it a prompt alone."""
+    layer = _layer()
+    for prompt in (["a", "b"], [[1, 2], [3]]):
+        raw = orjson.dumps({"model": "m", "prompt": prompt, "temperature": 0})
+        plan = layer.plan(parse_request(raw, CompletionRequest), {}, tenant_for({}))
+        assert (await look(layer, plan)).status == "bypass" and plan.key is None
+    single = orjson.dumps({"model": "m", "prompt": ["a"], "temperature": 0})
+    assert layer.plan(parse_request(single, CompletionRequest), {}, "t").key is not None
 
 
 async def test_no_cache_reads_nothing_but_writes() -> None:

@@ -76,8 +76,36 @@ def test_completion_prompt_forms() -> None:
     for prompt, expected in [("hi", "hi"), ([1, 2], [1, 2]), (["hi"], "hi"), ([[3]], [3])]:
         body = parse_request(orjson.dumps({"model": "m", "prompt": prompt}), CompletionRequest)
         assert body.single_prompt == expected
-    with pytest.raises(UnsupportedParameter):
-        parse_request(orjson.dumps({"model": "m", "prompt": ["a", "b"]}), CompletionRequest)
+        assert body.prompts == [expected] and not body.batched and body.choice_count == 1
+
+
+@pytest.mark.parametrize(
+    ("prompt", "prompts"),
+    [(["a", "b", "c"], ["a", "b", "c"]), ([[1, 2], [3]], [[1, 2], [3]])],
+    ids=["texts", "token-lists"],
+)
+def test_a_batch_of_prompts_is_n_choices_for_each(prompt: object, prompts: object) -> None:
+    """A list of texts or of token lists is a batch: each prompt gets n choices; it has no
+    single prompt to stand for it (a cache key of its first prompt would be a wrong answer)."""
+    raw = orjson.dumps({"model": "m", "prompt": prompt, "n": 2})
+    body = parse_request(raw, CompletionRequest)
+    assert body.prompts == prompts and body.batched
+    assert body.choice_count == 2 * len(body.prompts)
+    with pytest.raises(ValueError, match="batch"):
+        _ = body.single_prompt
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"prompt": ["x"] * 65}, {"prompt": ["x"] * 64, "n": 3}, {"prompt": [[1]] * 2, "n": 65}],
+    ids=["prompts", "choices", "token-lists"],
+)
+def test_a_batch_over_the_limits_is_a_400_naming_prompt(fields: dict[str, object]) -> None:
+    """More than 64 prompts, or more than 128 choices in all (prompts times n, as n alone
+    allows), is a 400 naming `prompt`."""
+    with pytest.raises(InvalidRequest) as refused:
+        parse_request(orjson.dumps({"model": "m", **fields}), CompletionRequest)
+    assert refused.value.param == "prompt"
 
 
 def test_embedding_dimensions_unsupported() -> None:

@@ -135,9 +135,23 @@ async def test_leaving_max_tokens_out_runs_at_the_keys_cap(guarded: Stack) -> No
     assert response.usage is not None and response.usage.output_tokens <= 8
 
 
+async def test_a_batch_is_held_to_the_key_cap_for_each_choice(guarded: Stack) -> None:
+    """A batch of prompts under a key capped at 8 tokens: asking more is a 400 naming
+    max_tokens; asking nothing runs every choice of every prompt at the cap."""
+    limited = _client(guarded, LIMITED)
+    with pytest.raises(openai.BadRequestError) as refused:
+        await limited.completions.create(model="sim", prompt=["a", "b"], max_tokens=20)
+    assert refused.value.param == "max_tokens"
+    batch = await limited.completions.create(
+        model="sim", prompt=["One", "Two"], n=2, extra_body={"ignore_eos": True}
+    )
+    assert len(batch.choices) == 4 and {c.finish_reason for c in batch.choices} == {"length"}
+    assert batch.usage is not None and batch.usage.completion_tokens == 4 * 8
+
+
 async def test_stored_responses_belong_to_their_tenant(guarded: Stack) -> None:
-    """Another tenant's key can neither read a stored response nor continue from it: both are
-    404, as for an id that never existed; the owner reads it."""
+    """Another tenant's key can neither read a stored response, its input items, nor continue
+    from it nor delete it: all are 404, as for an id that never existed; the owner reads it."""
     owner, other = _client(guarded, FULL), _client(guarded, LIMITED)
     stored = await owner.responses.create(model="sim", input="Secret plans", max_output_tokens=4)
     assert (await owner.responses.retrieve(stored.id)).id == stored.id
@@ -149,7 +163,11 @@ async def test_stored_responses_belong_to_their_tenant(guarded: Stack) -> None:
         )
     with pytest.raises(openai.NotFoundError):
         await other.responses.delete(stored.id)
+    with pytest.raises(openai.NotFoundError):
+        await other.responses.input_items.list(stored.id)
     assert (await owner.responses.retrieve(stored.id)).id == stored.id
+    items = await owner.responses.input_items.list(stored.id)
+    assert [item.type for item in items.data] == ["message"]
 
 
 async def test_rewritten_key_file_is_followed_without_dropping_requests(

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from openai import BaseModel as SdkModel
 from openai.types import Completion, CompletionChoice, CreateEmbeddingResponse, Model
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
-from openai.types.responses import Response, ResponseStreamEvent
+from openai.types.responses import Response, ResponseItemList, ResponseStreamEvent
 from openai.types.shared import ErrorObject
 from pydantic import TypeAdapter
 from schemathesis import BaseSchema, Case, GenerationMode
@@ -216,6 +216,24 @@ async def test_completions_are_strict(stack: Stack, model: str, stream: bool) ->
 
 
 @pytest.mark.parametrize("model", ["sim", "mock"])
+@pytest.mark.parametrize("stream", [False, True])
+async def test_batched_completions_are_strict(stack: Stack, model: str, stream: bool) -> None:
+    """A batch of prompts, whole or each streamed chunk, is a strict Completion; the stream
+    ends with one [DONE], after every choice of every prompt has finished."""
+    prompts = ["Once upon a time", "Far away"]
+    payload = {"model": model, "prompt": prompts, "n": 2, "seed": 1, "stream": stream}
+    status, body = await _post(stack, "/v1/completions", payload)
+    assert status == 200, body
+    if stream:
+        chunks = [_strict(CompletionChunk, chunk) for chunk in _chunks(body)]
+        finished = {c.index for chunk in chunks for c in chunk.choices if c.finish_reason}
+        assert finished == {0, 1, 2, 3}
+    else:
+        whole = _strict(Completion, orjson.loads(body))
+        assert [choice.index for choice in whole.choices] == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("model", ["sim", "mock"])
 async def test_embeddings_are_strict(stack: Stack, model: str) -> None:
     """An embeddings answer is a strict CreateEmbeddingResponse."""
     status, body = await _post(stack, "/v1/embeddings", {"model": model, "input": ["a", "b"]})
@@ -235,7 +253,8 @@ async def test_models_are_strict(stack: Stack) -> None:
 
 @pytest.mark.parametrize("model", ["sim", "mock"])
 async def test_responses_whole_is_strict(stack: Stack, model: str) -> None:
-    """A whole Responses answer, and the same read back, is a strict Response."""
+    """A whole Responses answer, and the same read back, is a strict Response; its input
+    items a strict ResponseItemList."""
     status, body = await _post(stack, "/v1/responses", {"model": model, "input": "Hello"})
     assert status == 200, body
     parsed = _strict(Response, orjson.loads(body))
@@ -243,6 +262,9 @@ async def test_responses_whole_is_strict(stack: Stack, model: str) -> None:
     status, body = await _get(stack, f"/v1/responses/{parsed.id}")
     assert status == 200
     _strict(Response, orjson.loads(body))
+    status, body = await _get(stack, f"/v1/responses/{parsed.id}/input_items")
+    assert status == 200
+    assert len(_strict(ResponseItemList, orjson.loads(body)).data) == 1
 
 
 @pytest.mark.parametrize("model", ["sim", "mock"])
@@ -328,6 +350,7 @@ ENDPOINTS_DOCUMENTED = [
     "/v1/embeddings",
     "/v1/responses",
     "/v1/responses/{response_id}",
+    "/v1/responses/{response_id}/input_items",
     "/v1/models",
     "/healthz",
     "/readyz",
@@ -349,6 +372,7 @@ CHECKS = [
         "POST /v1/responses",
         "GET /v1/responses/{response_id}",
         "DELETE /v1/responses/{response_id}",
+        "GET /v1/responses/{response_id}/input_items",
         "GET /v1/models",
     ],
 )

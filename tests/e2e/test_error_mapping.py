@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import gzip
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import openai
 import orjson
 import pytest
+from openai.types.chat import ChatCompletionMessageParam
 
 from bench.harness.probes import free_port
 from bench.harness.processes import ProcessGroup
 from standin.vllm.control import ControlClient
-from tests.e2e.stack import Stack, start_gateway
+from tests.e2e.stack import Stack, start_gateway, start_mock
 
 CHAT: dict[str, Any] = {"model": "sim", "messages": [{"role": "user", "content": "hi"}]}
 
@@ -175,6 +178,60 @@ async def test_no_healthy_backend_503(tmp_path: Path) -> None:
         ready, _ = await _post(f"http://127.0.0.1:{port}/readyz", b"{}")
     assert status == 503 and body["error"]["code"] == "no_healthy_backend"
     assert ready == 405
+
+
+@pytest.fixture(scope="module")
+def routed_to_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The API URL of a gateway routing `assistant` to version `upstream-v1` of a strict HTTP
+    upstream that serves it, and `helper` to `upstream-v2` of one serving only another model."""
+    with ProcessGroup(tmp_path_factory.mktemp("routed")) as group:
+        serving = start_mock(group, "--strict-models", "--model", "upstream-v1")
+        other = start_mock(group, "--strict-models", "--model", "something-else")
+        _, port = start_gateway(
+            group,
+            f"upstream-v1=http://127.0.0.1:{serving}/v1;upstream-v2=http://127.0.0.1:{other}/v1",
+            {"GATEWAY_MODEL_ROUTES": "assistant=upstream-v1:100;helper=upstream-v2:100"},
+        )
+        yield f"http://127.0.0.1:{port}/v1"
+
+
+async def test_a_routed_request_reaches_an_http_upstream_as_the_version(
+    routed_to_http: str,
+) -> None:
+    """The upstream is sent the version's name, the one it serves, not the public name the
+    client asked for."""
+    client = openai.AsyncOpenAI(base_url=routed_to_http, api_key="k", max_retries=0)
+    answer = await client.chat.completions.create(
+        model="assistant", messages=[{"role": "user", "content": "hi"}]
+    )
+    assert answer.model == "upstream-v1" and answer.choices[0].message.content
+    embedded = await client.embeddings.create(model="assistant", input="hi")
+    assert embedded.data[0].embedding
+
+
+async def test_an_upstream_model_not_found_is_a_404_naming_the_asked_model(
+    routed_to_http: str,
+) -> None:
+    """An HTTP upstream's 404 model_not_found for the name the gateway sent it is a 404
+    model_not_found naming the model the client asked for, never the upstream's name: for a
+    whole answer, a stream, a completion, an embedding and a response alike."""
+    client = openai.AsyncOpenAI(base_url=routed_to_http, api_key="k", max_retries=0)
+    ask: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hi"}]
+    asks = [
+        client.chat.completions.create(model="helper", messages=ask),
+        client.chat.completions.create(model="helper", messages=ask, stream=True),
+        client.completions.create(model="helper", prompt="hi"),
+        client.embeddings.create(model="helper", input="hi"),
+        client.responses.create(model="helper", input="hi"),
+    ]
+    for asked in asks:
+        with pytest.raises(openai.NotFoundError) as refused:
+            await asked
+        error = refused.value.body
+        assert isinstance(error, dict)
+        assert (error["code"], error["param"]) == ("model_not_found", "model")
+        assert "helper" in error["message"]
+        assert "upstream-v2" not in error["message"] and "something-else" not in error["message"]
 
 
 @pytest.mark.parametrize("path", ["/readyz", "/healthz"])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import openai
 import pytest
 from openai.types.chat import ChatCompletionMessageParam
@@ -151,6 +153,63 @@ def test_text_completion_stream_and_not(stack: Stack, model: str) -> None:
         if c.choices
     )
     assert whole.choices[0].text and streamed == whole.choices[0].text
+
+
+BATCHES: list[list[str] | list[list[int]]] = [
+    ["Once upon a time", "In a galaxy far away", "It was a dark night"],
+    [[300, 301, 302], [400, 401]],
+]
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("prompts", BATCHES, ids=["texts", "token-lists"])
+async def test_a_batch_of_prompts_is_answered_as_each_prompt_alone(
+    stack: Stack, model: str, prompts: list[str] | list[list[int]]
+) -> None:
+    """A list of prompts is answered as OpenAI and vLLM answer it: n choices for each, choice
+    `i * n + j` being what prompt i alone gets as its choice j, usage summed; streamed, each
+    chunk's choice carries that index, every choice finishes and the usage comes once."""
+    client = openai.AsyncOpenAI(base_url=stack.api_url, api_key="k", max_retries=0)
+    ask: dict[str, Any] = {"model": model, "n": 2, "seed": 4, "max_tokens": 6}
+    alone = [await client.completions.create(prompt=p, **ask) for p in prompts]
+    expected = [choice.text for answer in alone for choice in answer.choices]
+    batch = await client.completions.create(prompt=prompts, **ask)
+    assert [(c.index, c.text) for c in batch.choices] == list(enumerate(expected))
+    assert all(expected) and batch.usage is not None
+    assert batch.usage.prompt_tokens == sum(a.usage.prompt_tokens for a in alone if a.usage)
+    assert batch.usage.completion_tokens == sum(a.usage.completion_tokens for a in alone if a.usage)
+    stream = await client.completions.create(
+        prompt=prompts, stream=True, stream_options={"include_usage": True}, **ask
+    )
+    texts = [""] * len(expected)
+    finished: set[int] = set()
+    usages = []
+    async for chunk in stream:
+        for choice in chunk.choices:
+            texts[choice.index] += choice.text
+            if choice.finish_reason is not None:
+                finished.add(choice.index)
+        if chunk.usage is not None:
+            usages.append(chunk.usage)
+    assert texts == expected and finished == set(range(len(expected)))
+    assert [u.total_tokens for u in usages] == [batch.usage.total_tokens]
+
+
+async def test_a_batch_is_never_answered_from_the_cache(stack: Stack) -> None:
+    """A reproducible prompt answered alone is cached; a batch holding it is not answered
+    from that entry (nor cached itself): every prompt gets its own choices."""
+    client = openai.AsyncOpenAI(base_url=stack.api_url, api_key="k", max_retries=0)
+    ask: dict[str, Any] = {"model": "sim", "temperature": 0, "max_tokens": 5}
+    alone = await client.completions.with_raw_response.create(prompt="Cache me", **ask)
+    again = await client.completions.with_raw_response.create(prompt="Cache me", **ask)
+    assert again.headers["x-cache"].startswith("hit")
+    prompts = ["Cache me", "Not me"]
+    for _ in range(2):
+        raw = await client.completions.with_raw_response.create(prompt=prompts, **ask)
+        batch = raw.parse()
+        assert not raw.headers["x-cache"].startswith("hit")
+        assert [c.index for c in batch.choices] == [0, 1]
+        assert batch.choices[0].text == alone.parse().choices[0].text
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -63,6 +63,37 @@ async def test_previous_response_id_continues_the_conversation(stack: Stack) -> 
     assert _error(refused.value)["param"] == "previous_response_id"
 
 
+@pytest.mark.parametrize("model", ["sim", "mock"])
+async def test_input_items_list_the_conversation_before_the_output(
+    stack: Stack, model: str
+) -> None:
+    """`responses.input_items.list` reads a stored response's input: the conversation it
+    continued and its own input, newest first by default, each item with an id; the SDK's
+    auto-pagination (`limit`, `after`) walks it oldest first with `order="asc"`."""
+    client = _client(stack)
+    first = await client.responses.create(model=model, input="Hello there", instructions="Hi.")
+    listed = await client.responses.input_items.list(first.id)
+    assert [(item.type, getattr(item, "role", None)) for item in listed.data] == [
+        ("message", "user")
+    ]
+    assert listed.data[0].id and not listed.has_more
+    second = await client.responses.create(
+        model=model,
+        previous_response_id=first.id,
+        input=[{"role": "user", "content": [{"type": "input_text", "text": "And then?"}]}],
+    )
+    newest = await client.responses.input_items.list(second.id)
+    roles = [getattr(item, "role", None) for item in newest.data]
+    assert roles == ["user", "assistant", "user"]
+    assert newest.data[1].id == first.output[0].id
+    walked = [
+        item async for item in client.responses.input_items.list(second.id, order="asc", limit=1)
+    ]
+    assert [item.id for item in walked] == [item.id for item in reversed(newest.data)]
+    with pytest.raises(openai.NotFoundError):
+        await client.responses.input_items.list("resp_nope")
+
+
 async def test_a_stream_is_the_typed_event_sequence(stack: Stack) -> None:
     """Events arrive in order with rising sequence numbers; the deltas add up to the final
     response's text, which the SDK's stream helper returns."""

@@ -41,6 +41,19 @@ def test_asking_for_more_than_the_key_allows_names_max_tokens() -> None:
     check_max_tokens(_body(10_000), Caller("t"))
 
 
+def test_a_batch_is_held_to_the_key_cap_for_each_choice() -> None:
+    """The key's cap bounds each choice of a batch as of a single prompt: above it is a 400
+    naming max_tokens, and leaving it out runs every choice at the cap."""
+    capped = Caller("t", limits=KeyLimits(max_tokens=8))
+    raw = orjson.dumps({"model": "m", "prompt": ["a", "b"], "max_tokens": 9})
+    with pytest.raises(InvalidRequest) as raised:
+        check_max_tokens(parse_request(raw, CompletionRequest), capped)
+    assert raised.value.param == "max_tokens"
+    raw = orjson.dumps({"model": "m", "prompt": ["a", "b"], "max_tokens": None})
+    body, sent = within_key_cap(parse_request(raw, CompletionRequest), raw, capped)
+    assert body.max_output_tokens == 8 and orjson.loads(sent)["prompt"] == ["a", "b"]
+
+
 def test_the_cap_error_names_the_field_sent() -> None:
     """max_completion_tokens over the cap is a 400 naming max_completion_tokens."""
     payload = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -94,6 +107,25 @@ def test_a_default_reservation_fits_the_smallest_token_limit() -> None:
     tenant = Caller("t", tenant_limits=KeyLimits(tokens_per_day=prompt + 40))
     assert reserved_tokens(body, tenant, 1024) == prompt + 40
     assert reserved_tokens(_body(1000), small, 1024) == prompt + 1000
+
+
+def test_a_batch_reserves_every_prompt_and_every_choice() -> None:
+    """A batch of prompts reserves all its prompts and the most each choice of each prompt
+    may generate (n times the prompts); without a maximum, the default for each choice, all
+    of them clipped together to what the smallest token limit leaves."""
+    raw = orjson.dumps({"model": "m", "prompt": ["a" * 40, "b" * 80], "n": 2, "max_tokens": 5})
+    body = parse_request(raw, CompletionRequest)
+    assert reserved_tokens(body, Caller("t"), 256) == 30 + 4 * 5
+    chat = parse_request(_chat_raw(n=3, max_tokens=7), ChatCompletionRequest)
+    assert reserved_tokens(chat, Caller("t"), 256) == prompt_tokens(chat) + 3 * 7
+    unnamed = parse_request(_chat_raw(n=3), ChatCompletionRequest)
+    small = Caller("t", limits=KeyLimits(tokens_per_minute=300))
+    reserved = reserved_tokens(unnamed, small, 1024)
+    assert prompt_tokens(unnamed) < reserved <= 300
+
+
+def _chat_raw(**fields: object) -> bytes:
+    return orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}], **fields})
 
 
 def test_a_stream_without_usage_is_charged_its_reservation() -> None:

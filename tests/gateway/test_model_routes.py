@@ -17,6 +17,7 @@ from access.settings import AccessSettings
 from backends.replica import Replica
 from backends.routes import parse_routes
 from backends.settings import BackendSettings
+from core.errors import UpstreamModelNotFound
 from gateway.app import create_app
 from gateway.settings import Settings
 from tests.gateway.test_observability import SpanWatch, memory_tracing
@@ -170,3 +171,26 @@ async def test_access_goes_by_the_public_name(gw: Gateway) -> None:
     for model in ("llama", "llama-v1"):
         status, _, body = await gw.chat(key="sk-emb", model=model)
         assert status == 404 and body["error"]["code"] == "model_not_found"
+
+
+async def test_a_routed_body_names_the_version(gw: Gateway) -> None:
+    """The body a backend is sent (what an HTTP backend forwards) names the version that
+    serves, not the public name the client asked for."""
+    status, _, body = await gw.chat(user="ann")
+    assert status == 200
+    sent = gw.backends[body["model"]].raws[-1]
+    assert orjson.loads(sent)["model"] == body["model"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_an_upstream_model_not_found_names_the_asked_model(gw: Gateway, stream: bool) -> None:
+    """A version's upstream that says it does not serve the model is a 404 model_not_found
+    naming the public name the client asked for, not the version or the upstream's words."""
+    for version in VERSIONS:
+        gw.backends[version].fail_with = UpstreamModelNotFound("The model `x-up` does not exist.")
+    status, _, body = await gw.chat(stream=stream)
+    assert status == 404
+    error = body["error"]
+    assert (error["code"], error["param"]) == ("model_not_found", "model")
+    assert "'llama'" in error["message"] and "llama-v" not in error["message"]
+    assert "x-up" not in error["message"]

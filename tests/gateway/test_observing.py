@@ -20,6 +20,7 @@ from obs.tracing import Tracing
         ("/v1/chat/completions", "/v1/chat/completions"),
         ("/v1/responses", "/v1/responses"),
         ("/v1/responses/resp_0123abcd", "/v1/responses/{response_id}"),
+        ("/v1/responses/resp_0123abcd/input_items", "/v1/responses/{response_id}/input_items"),
         ("/v1/models", "/v1/models"),
         ("/v1/models/sim", "/v1/models/{model}"),
         ("/v1/models/org/name", "/v1/models/{model}"),
@@ -63,6 +64,11 @@ async def _drop(message: Any) -> None:
         ("POST", "/v1/responses", "/v1/responses"),
         ("GET", "/v1/responses/resp_secretid", "/v1/responses/{response_id}"),
         ("DELETE", "/v1/responses/resp_secretid", "/v1/responses/{response_id}"),
+        (
+            "GET",
+            "/v1/responses/resp_secretid/input_items",
+            "/v1/responses/{response_id}/input_items",
+        ),
         ("GET", "/v1/models/sim", "/v1/models/{model}"),
     ],
 )

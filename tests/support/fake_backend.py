@@ -33,6 +33,7 @@ class FakeBackend:
     stall_after: int | None = None
     hold: asyncio.Event | None = None
     calls: int = 0
+    raws: list[bytes] = field(default_factory=list)  # the body each call was sent
     closed_early: int = 0
     held: int = 0
     _held_changed: asyncio.Event = field(default_factory=asyncio.Event)
@@ -43,6 +44,7 @@ class FakeBackend:
 
     async def complete(self, request: GenerationRequest, deadline: Deadline) -> Completion:
         self.calls += 1
+        self.raws.append(request.raw)
         if self.hold is not None:
             await self._held(request, deadline)
         if self.fail_with is not None:
@@ -56,6 +58,7 @@ class FakeBackend:
         self, request: GenerationRequest, deadline: Deadline
     ) -> AsyncGenerator[StreamChunk, None]:
         self.calls += 1
+        self.raws.append(request.raw)
         finished = False
         try:
             if self.hold is not None:
@@ -104,6 +107,7 @@ class FakeBackend:
 
     async def embed(self, request: EmbeddingCall, deadline: Deadline) -> Embeddings:
         self.calls += 1
+        self.raws.append(request.raw)
         inputs = request.body.input
         count = 1 if isinstance(inputs, str) or isinstance(inputs[0], int) else len(inputs)
         return Embeddings([[0.5, -0.5, 0.25]] * count, prompt_tokens=2 * count)

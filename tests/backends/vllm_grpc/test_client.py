@@ -1,4 +1,5 @@
-"""The gRPC client against the stand-in over loopback: whole answers, deadlines, aborts."""
+"""The gRPC client against the stand-in over loopback: whole answers, batched prompts,
+deadlines, aborts."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from backends.replica import Replica
 from backends.vllm_grpc.client import VllmGrpcBackend
 from budgets.deadline import Deadline
 from budgets.request_budget import ClassBudgets, RequestBudget
-from core.errors import DeadlineExceeded
-from core.protocol import ChatCompletionRequest
+from core.errors import ContextLengthExceeded, DeadlineExceeded
+from core.protocol import ChatCompletionRequest, CompletionRequest
 from core.request_parsing import parse_request
 from standin.vllm.config import SimConfig
 from standin.vllm.server import SimServer
@@ -51,6 +52,14 @@ def _request(request_id: str, *, stream: bool = False, **fields: Any) -> Generat
     body = {"model": "sim", "messages": [{"role": "user", "content": "hi"}], "stream": stream}
     raw = orjson.dumps({**body, **fields})
     return GenerationRequest("chat", parse_request(raw, ChatCompletionRequest), raw, request_id)
+
+
+def _completion(request_id: str, *, stream: bool = False, **fields: Any) -> GenerationRequest:
+    raw = orjson.dumps({"model": "sim", "prompt": "hi", "stream": stream, **fields})
+    return GenerationRequest("completion", parse_request(raw, CompletionRequest), raw, request_id)
+
+
+BATCH = ["Once upon a time", "In a galaxy far away"]
 
 
 def _budget(*, ttft_s: float = 60.0, stall_s: float = 60.0) -> RequestBudget:
@@ -154,3 +163,70 @@ async def test_stream_past_its_deadline_is_aborted(
         async for _chunk in backend.stream(_request("late-2", stream=True), Deadline.after(0.2)):
             pass
     await wait_until(lambda: "late-2" in sim.state.aborted_request_ids)
+
+
+async def test_a_batch_is_each_prompt_answered_alone(backend: VllmGrpcBackend) -> None:
+    """A batch is one Generate per prompt: choice `i * n + j` is choice j of prompt i as that
+    prompt alone gets it, whole and streamed, with the usage of all of them summed (streamed:
+    once, on the last chunk)."""
+    fields: dict[str, Any] = {"n": 2, "seed": 3, "max_tokens": 8}
+    alone = [
+        await backend.complete(_completion(f"alone-{i}", prompt=p, **fields), Deadline.after(30))
+        for i, p in enumerate(BATCH)
+    ]
+    expected = [choice.text for answer in alone for choice in answer.choices]
+    whole = await backend.complete(_completion("batch", prompt=BATCH, **fields), Deadline.after(30))
+    assert [c.index for c in whole.choices] == [0, 1, 2, 3]
+    assert [c.text for c in whole.choices] == expected and all(expected)
+    assert whole.usage.prompt_tokens == sum(a.usage.prompt_tokens for a in alone)
+    assert whole.usage.completion_tokens == sum(a.usage.completion_tokens for a in alone)
+    texts: dict[int, str] = {}
+    finished: set[int] = set()
+    usages = []
+    request = _completion("batch-s", stream=True, prompt=BATCH, **fields)
+    async for chunk in backend.stream(request, Deadline.after(30)):
+        for delta in chunk.deltas:
+            texts[delta.index] = texts.get(delta.index, "") + delta.text
+            if delta.finish_reason is not None:
+                finished.add(delta.index)
+        if chunk.usage is not None:
+            usages.append(chunk.usage)
+    assert [texts[i] for i in range(4)] == expected and finished == {0, 1, 2, 3}
+    assert [(u.prompt_tokens, u.completion_tokens) for u in usages] == [
+        (whole.usage.prompt_tokens, whole.usage.completion_tokens)
+    ]
+
+
+async def test_a_batch_is_checked_whole_before_any_prompt_is_sent(
+    sim: SimServer, backend: VllmGrpcBackend
+) -> None:
+    """A prompt of the batch that cannot fit the context is a 400 naming `prompt` before the
+    engine hears of any of them."""
+    before = sim.state.counters.generate_calls
+    prompts = ["hi", "word " * 5000]
+    with pytest.raises(ContextLengthExceeded) as whole:
+        await backend.complete(_completion("long", prompt=prompts), Deadline.after(30))
+    streamed = backend.stream(
+        _completion("long-s", stream=True, prompt=prompts), Deadline.after(30)
+    )
+    with pytest.raises(ContextLengthExceeded) as stream:
+        await anext(streamed)
+    assert whole.value.param == stream.value.param == "prompt"
+    assert sim.state.counters.generate_calls == before
+
+
+async def test_a_batch_stream_left_early_aborts_every_prompt(
+    sim: SimServer, backend: VllmGrpcBackend
+) -> None:
+    """Closing a batched stream (the client left) ends every prompt's Generate upstream."""
+    sim.configure(itl_ms=200)
+    request = _completion("left", stream=True, prompt=BATCH, max_tokens=50)
+    chunks = backend.stream(request, Deadline.after(30))
+    await anext(chunks)
+    await chunks.aclose()
+
+    def ended() -> bool:
+        gone = {*sim.state.aborted_request_ids, *sim.state.cancelled_request_ids}
+        return {"left-0", "left-1"} <= gone
+
+    await wait_until(ended)

@@ -97,6 +97,27 @@ async def test_openai_client_reads_text_completion_and_stream(lenient_client: As
     assert len(text.split()) == 3
 
 
+async def test_a_batch_of_prompts_is_answered_as_each_alone(lenient_client: AsyncOpenAI) -> None:
+    """A list of prompts is n choices for each, as vLLM answers it: choice `i * n + j` is what
+    prompt i alone gets as its choice j, whole and streamed; usage sums every prompt."""
+    client, prompts = lenient_client, ["Once upon", "Far away in time"]
+    alone = [
+        await client.completions.create(model="mock", prompt=p, n=2, max_tokens=3) for p in prompts
+    ]
+    batch = await client.completions.create(model="mock", prompt=prompts, n=2, max_tokens=3)
+    expected = [choice.text for answer in alone for choice in answer.choices]
+    assert [(c.index, c.text) for c in batch.choices] == list(enumerate(expected))
+    assert batch.usage is not None and batch.usage.prompt_tokens == 6
+    stream = await client.completions.create(
+        model="mock", prompt=prompts, n=2, max_tokens=3, stream=True
+    )
+    texts = ["", "", "", ""]
+    async for chunk in stream:
+        for choice in chunk.choices:
+            texts[choice.index] += choice.text
+    assert texts == expected
+
+
 async def test_openai_client_reads_logprobs_and_tool_calls(client: AsyncOpenAI) -> None:
     """Chat logprobs and a forced tool call parse in the client's models."""
     answer = await client.chat.completions.create(
