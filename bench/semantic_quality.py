@@ -44,6 +44,7 @@ from bench.semantic_sets import (
     load_pairs,
     load_reworded,
     load_spellings,
+    load_symbols,
     load_templated,
 )
 from cache.embedder import SentenceEmbedder
@@ -188,6 +189,15 @@ def report(sets: Evaluation, max_false_hit: float) -> str:
                 "tuned on; test its holdout half, written before the rules it measures.",
                 sets.spellings,
             ),
+            *_split_section(
+                f"Operators, symbols and letter case ({len(sets.symbols)})",
+                "Short pairs (tests/data/semantic_symbols.jsonl) that differ in an operator "
+                '("7 + 5" / "7 - 5"), a symbol (a 👍 / 👎 review) or a letter\'s case ("ls -a" / '
+                '"ls -A", "5 mA" / "5 MA"), beside paraphrases that write them otherwise '
+                '("9+3" / "9 + 3", "45 / 9" / "45 divided by 9"); train is its dev half, '
+                "tuned on; test its holdout half, written before the rules it measures.",
+                sets.symbols,
+            ),
             *_reworded_section(sets.reworded, sets.reworded_alone),
             *ranking_section(sets.ranked),
         ]
@@ -233,6 +243,7 @@ class Evaluation:
     """The reworded-template pairs, each with a sibling of its candidate stored."""
     reworded_alone: list[Scored] = field(default_factory=list)
     """The same pairs with nothing else stored."""
+    symbols: list[Scored] = field(default_factory=list)
     ranked: tuple[Ranking, ...] = ()
     """How often each model ranks a held-out triplet's rewording above its hard negative."""
 
@@ -272,6 +283,7 @@ async def evaluate() -> Evaluation:
             await scored(load_blind()),
             await scored(load_reworded()),
             await scored(load_reworded(siblings=False)),
+            symbols=await scored(load_symbols()),
             ranked=(
                 await rank_triplets("plain model", embedder, held_out),
                 await rank_triplets("clause judge", clauses, held_out),

@@ -40,6 +40,7 @@ FRESH_PATH = DATA / "semantic_templated_fresh.jsonl"
 ADDITIONS_PATH = DATA / "semantic_additions.jsonl"
 EDITS_PATH = DATA / "semantic_edits.jsonl"
 SPELLINGS_PATH = DATA / "semantic_spellings.jsonl"
+SYMBOLS_PATH = DATA / "semantic_symbols.jsonl"
 FRESH_TEMPLATES_PATH = DATA / "semantic_fresh_templates.json"
 BLIND_PATH = DATA / "semantic_templated_blind.jsonl"
 BLIND_TEMPLATES_PATH = DATA / "semantic_blind_templates.json"
@@ -82,6 +83,13 @@ def load_spellings(split: str = "all") -> list[Pair]:
     "Node.js" / "NodeJS") beside hard negatives, the kind as the family (dev: tuned on;
     holdout: written before the rules it measures, measured once)."""
     return load_pairs(SPELLINGS_PATH, split)
+
+
+def load_symbols(split: str = "all") -> list[Pair]:
+    """Short pairs that differ in an operator, a symbol or a letter's case ("7 + 5" / "7 - 5",
+    "ls -a" / "ls -A") beside paraphrases that write them otherwise, the kind as the family
+    (dev: tuned on; holdout: written before the rules it measures, measured once)."""
+    return load_pairs(SYMBOLS_PATH, split)
 
 
 def load_pairs(path: Path = PAIRS_PATH, split: str = "all") -> list[Pair]:

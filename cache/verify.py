@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from cache.verify_asks import same_kind
+from cache.verify_case import same_case
 from cache.verify_entities import entities_found, same_entities
 from cache.verify_features import Features, extract
 from cache.verify_layout import same_layout
@@ -34,6 +35,8 @@ REASONS = (
     "language",
     "asks",
     "quoted",
+    "symbol",
+    "case",
     "number",
     "negation",
     "antonym",
@@ -102,6 +105,14 @@ def _same_quoted(a: Features, b: Features) -> bool:
     return a.quoted == b.quoted
 
 
+def _same_symbols(a: Features, b: Features) -> bool:
+    return a.symbols == b.symbols
+
+
+def _same_case(a: Features, b: Features) -> bool:
+    return same_case(a.case, b.case)
+
+
 def _same_negations(a: Features, b: Features) -> bool:
     return a.negations == b.negations
 
@@ -139,6 +150,8 @@ DEFAULT_CHECKS: tuple[Check, ...] = (
     Check("language", _same_language),
     Check("asks", _same_kind_of_answer),
     Check("quoted", _same_quoted),
+    Check("symbol", _same_symbols),
+    Check("case", _same_case),
     Check("number", same_numbers),
     Check("negation", _same_negations),
     Check("antonym", _no_opposite_poles),

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 
 from cache.verify_asks import asks
+from cache.verify_case import NO_CASE, CaseForms, case_forms
 from cache.verify_lexicon import LANGUAGE_STOPWORDS, NEGATIONS, STOPWORDS
 from cache.verify_lists import without_list_markers
 from cache.verify_numbers import (
@@ -20,6 +21,7 @@ from cache.verify_numbers import (
 )
 from cache.verify_poles import poles_of
 from cache.verify_script import dominant_script, script_of
+from cache.verify_symbols import symbols
 from cache.verify_units import UNITS, is_quantity
 
 _WORD = re.compile(r"[A-Za-z](?:\+\+|#)(?![\w#+])|[^\W_]+(?:['’][^\W_]+)*")  # C++, C#
@@ -68,6 +70,10 @@ class Features:
     directed: frozenset[tuple[str, str, str]]
     asks: frozenset[tuple[str, str]] = frozenset()
     """Its questions that show the kind of answer they ask for (`cache.verify_asks`)."""
+    symbols: tuple[str, ...] = ()
+    """Its operators and symbols, sorted (`cache.verify_symbols`)."""
+    case: CaseForms = NO_CASE
+    """How it writes the words whose case can matter (`cache.verify_case`)."""
 
 
 def stem(word: str) -> str:
@@ -104,7 +110,7 @@ def _quoted(text: str) -> list[str]:
     for match in _QUOTED.finditer(text):
         kind = match.lastgroup or ""
         value = " ".join((match[kind] or "").split())
-        spans.append(value if kind in ("block", "code") else value.casefold())
+        spans.append(value)
     return spans
 
 
@@ -249,4 +255,6 @@ def extract(text: str) -> Features:
         languages=_languages(word_set) if script == "latin" else frozenset(),
         directed=frozenset(_directed(words)) if not word_set.isdisjoint(_DIRECTED) else frozenset(),
         asks=asks(text),
+        symbols=symbols(text),
+        case=case_forms(text),
     )

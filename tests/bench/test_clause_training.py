@@ -27,6 +27,7 @@ from bench.semantic_sets import (
     load_holdout,
     load_pairs,
     load_spellings,
+    load_symbols,
     load_templated,
 )
 from cache.clause_adapter import adapter_deltas, merge, trained_on
@@ -66,6 +67,7 @@ def test_triplets_are_many_split_and_share_no_sentence_with_an_evaluation_set() 
             load_additions(),
             load_edits(),
             load_spellings(),
+            load_symbols(),
         )
         for p in pairs
         for text in (p.a, p.b)

@@ -20,6 +20,7 @@ from bench.semantic_sets import (
     load_pairs,
     load_reworded,
     load_spellings,
+    load_symbols,
     load_templated,
 )
 from cache.embedder import SentenceEmbedder
@@ -186,8 +187,9 @@ def test_templated_test_half_does_not_regress(templated: list[Scored]) -> None:
 
 
 def test_templated_holdout_does_not_regress(holdout: list[Scored]) -> None:
-    """The independent holdout stays at least as good as measured: 60.3% hits, no false hit
-    (0 of 111), with the clause judge; 47.9% with the plain model at 0.85, 52.1% at 0.79;
+    """The independent holdout stays at least as good as measured: 58.9% hits (43 of 73), no
+    false hit (0 of 111), with the clause judge (60.3% before operators had to agree: one
+    paraphrase writes a "-" the other does not); 47.9% with the plain model at 0.85, 52.1% at 0.79;
     43.8% before whole rewritten sentences were judged as short prompts, 54.8% before words
     added to narrow a question were rejected. Before
     the verifier was tuned: 35.6% and 1.8%; after tuning, before anyone looked at its pairs:
@@ -197,12 +199,13 @@ def test_templated_holdout_does_not_regress(holdout: list[Scored]) -> None:
     measured = rates(holdout, DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\ntemplated holdout: {measured}")
     assert measured.false_hit_verified <= MAX_FALSE_HIT
-    assert measured.hit_verified >= 0.6
+    assert measured.hit_verified >= 43 / 73
 
 
 def test_templated_fresh_set_does_not_regress(fresh: list[Scored]) -> None:
-    """The fresh set (never tuned on): 33.3% hits (34 of 102), no false hit (0 of 130), with the
-    clause judge (32.4% before "a", "half", "double" and "1st" counted as numbers); 21.6% with
+    """The fresh set (never tuned on): 31.4% hits (32 of 102), no false hit (0 of 130), with the
+    clause judge (33.3% before operators and a one-letter word's case had to agree; 32.4%
+    before "a", "half", "double" and "1st" counted as numbers); 21.6% with
     the plain model at 0.85, 26.5% at 0.79; 27.5% since whole rewritten sentences are judged
     as short prompts, until thanks and greetings became content words inside a request
     ("write a [thank you] note" is another note); 15.7% before, 13.7% before the rules that
@@ -210,7 +213,7 @@ def test_templated_fresh_set_does_not_regress(fresh: list[Scored]) -> None:
     measured = rates(fresh, DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\ntemplated fresh: {measured}")
     assert measured.false_hit_verified <= MAX_FALSE_HIT
-    assert measured.hit_verified >= 0.33
+    assert measured.hit_verified >= 32 / 102
 
 
 def test_blind_set_is_independent_split_and_covers_every_family() -> None:
@@ -295,6 +298,24 @@ def test_quantities_and_names_written_two_ways_do_not_regress(spellings: list[Sc
     assert test.false_hit_verified == 0 and test.hit_verified >= 0.78
 
 
+@pytest.fixture(scope="module")
+def symbols(minilm: SentenceEmbedder, clause_judge: SentenceEmbedder) -> list[Scored]:
+    """The operators-and-case set, scored once for the module."""
+    return asyncio.run(score(load_symbols(), minilm, clauses=clause_judge))
+
+
+def test_operators_symbols_and_case_do_not_regress(symbols: list[Scored]) -> None:
+    """Measured: dev half (tuned on) 17/19 hits, 1/31 false; holdout half (written before the
+    operator and case checks, measured once) 14/17 hits, 3/25 false: 14/17 and 21/25 before
+    them ("What is 8 - 2?" was served "What is 8 / 2?"). The false hits left are a
+    capitalized word against a lowercase one ("Boolean" / "boolean" in Java)."""
+    dev = rates([s for s in symbols if s.pair.split == "dev"], DEFAULT_SIMILARITY_THRESHOLD)
+    test = rates([s for s in symbols if s.pair.split != "dev"], DEFAULT_SIMILARITY_THRESHOLD)
+    print(f"\nsymbols dev: {dev}\nsymbols holdout: {test}")
+    assert dev.false_hit_verified <= 1 / 31 and dev.hit_verified >= 17 / 19
+    assert test.false_hit_verified <= 3 / 25 and test.hit_verified >= 14 / 17
+
+
 def test_stored_siblings_keep_reworded_templates_from_serving_other_slots(
     minilm: SentenceEmbedder, clause_judge: SentenceEmbedder
 ) -> None:
@@ -316,7 +337,7 @@ def test_stored_siblings_keep_reworded_templates_from_serving_other_slots(
 @pytest.mark.xfail(
     strict=True,
     reason="issue #12 targets not met on templated prompts: test half 60.5% hits / 0.9% false "
-    "hits, independent holdout 60.3% / 0%, fresh set 33% / 0%, blind holdout 33% / 2.3% "
+    "hits, independent holdout 58.9% / 0%, fresh set 31% / 0%, blind holdout 33% / 2.3% "
     "(targets >= 60% and <= 1%)",
 )
 def test_templated_test_half_and_holdout_meet_the_targets(

@@ -81,9 +81,9 @@ def test_shouting_is_not_acronyms() -> None:
 
 
 def test_quoted_spans() -> None:
-    """Quotes of every kind are collected; code keeps its case, prose is casefolded."""
+    """Quotes of every kind are collected as written: a quotation is verbatim, case too."""
     text = "Say \"Hello\" or 'Bye' or “Hi”, run `Foo()` and ```X = 1```"
-    assert set(extract(text).quoted) == {"hello", "bye", "hi", "Foo()", "X = 1"}
+    assert set(extract(text).quoted) == {"Hello", "Bye", "Hi", "Foo()", "X = 1"}
 
 
 def test_japanese_is_kana_dominant() -> None:
