@@ -47,7 +47,7 @@ class ResponsesService:
         self._pipeline = pipeline
         self._store = store
         # Writes not yet done, so that a follow-up on this replica never misses its parent.
-        self._pending: dict[tuple[str, str], asyncio.Task[None]] = {}
+        self._pending: dict[tuple[str, str], asyncio.Task[bool]] = {}
 
     async def create(
         self,
@@ -138,20 +138,28 @@ class ResponsesService:
         if task is not None:
             await asyncio.shield(task)
 
-    def _keep(self, tenant: str, items: list[dict[str, Any]], response: dict[str, Any]) -> None:
-        """Store a final response (a failed one too: its id was given) off the response path;
-        a failure to store is logged, never raised."""
+    async def _keep(
+        self, tenant: str, items: list[dict[str, Any]], response: dict[str, Any]
+    ) -> bool:
+        """Store a final response (a failed one too: its id was given) before the client is
+        shown it, within the store's own timeout; whether it was stored. A failure to store
+        is logged, never raised. The write is a task of its own, so a client that leaves
+        meanwhile does not cut it short, and a read of the same id waits for it."""
         value = orjson.dumps({"response": response, "items": [*items, *response["output"]]})
         slot = (tenant, response["id"])
         task = asyncio.get_running_loop().create_task(self._write(slot, value))
         self._pending[slot] = task
+        return await asyncio.shield(task)
 
-    async def _write(self, slot: tuple[str, str], value: bytes) -> None:
+    async def _write(self, slot: tuple[str, str], value: bytes) -> bool:
         try:
             await self._store.put(*slot, value)
         except GatewayError as exc:
             log.warning("response %s was not stored: %s", slot[1], exc.message)
+            return False
         except Exception:
             log.exception("response %s was not stored", slot[1])
+            return False
         finally:
             self._pending.pop(slot, None)
+        return True

@@ -110,6 +110,19 @@ async def test_writes_recover_on_their_own_once_redis_is_back(stack: StoreStack)
     assert again.id == stored.id and _says_stored(again)
 
 
+async def test_a_failed_write_says_store_false(stack: StoreStack) -> None:
+    """A write that Redis refuses (breaker still closed) is `store: false` in the body and in
+    the streamed `response.completed`, never `store: true` for an id that is then a 404."""
+    client = _client(stack)
+    await _allow_set(stack, False)
+    whole = await _create(client)
+    assert whole.output_text and not _says_stored(whole)
+    with pytest.raises(openai.NotFoundError):
+        await client.responses.retrieve(whole.id)
+    done = await _streamed(client)
+    assert done.output_text and not _says_stored(done)
+
+
 async def test_a_stored_stream_says_so_and_reads_back(stack: StoreStack) -> None:
     """With Redis healthy, the streamed `response.completed` says `store: true` and its id
     reads back, with the same output."""
