@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import openai
 import pytest
@@ -131,6 +132,53 @@ async def test_a_stored_stream_says_so_and_reads_back(stack: StoreStack) -> None
     assert _says_stored(done)
     kept = await client.responses.retrieve(done.id)
     assert kept.output_text == done.output_text
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        b"not json{",
+        b"\xff\xfe",
+        b"[1, 2]",
+        b'{"response": {"id": "x"}}',
+        b'{"response": {"id": "resp_foreign", "object": "response", "output": []}}',
+        b'{"response": {"id": "resp_foreign", "object": "response", "output": 1}, "items": []}',
+    ],
+)
+async def test_foreign_or_corrupt_entries_read_as_not_found(
+    stack: StoreStack, value: bytes
+) -> None:
+    """An entry that does not decode, or lacks the shape the gateway writes, is a 404 naming
+    the id (for GET, input items and `previous_response_id`), logged as a warning, never a
+    500 and never served as it is."""
+    async with _redis(stack) as redis:
+        await redis.set(f"gw:r:{TENANT}:resp_foreign", value)
+    client = _client(stack)
+    log_from = stack.gateway.log_path.stat().st_size
+    with pytest.raises(openai.NotFoundError) as read:
+        await client.responses.retrieve("resp_foreign")
+    assert "resp_foreign" in _error(read.value)["message"]
+    with pytest.raises(openai.NotFoundError):
+        await client.responses.input_items.list("resp_foreign")
+    with pytest.raises(openai.NotFoundError) as chained:
+        await client.responses.create(
+            model="sim", input="And then?", previous_response_id="resp_foreign"
+        )
+    error = _error(chained.value)
+    assert error["param"] == "previous_response_id" and "resp_foreign" in error["message"]
+    path = stack.gateway.log_path
+    async with asyncio.timeout(5):  # the gateway writes its log from a queue
+        while _log_since(path, log_from).count("unreadable") < 3:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+    log = _log_since(path, log_from)
+    assert log.count("resp_foreign is unreadable") == 3  # one warning per lookup
+    assert "Traceback" not in log and '"level":"error"' not in log
+
+
+def _log_since(path: Path, offset: int) -> str:
+    with path.open("rb") as log:
+        log.seek(offset)
+        return log.read().decode(errors="replace")
 
 
 async def _streamed(client: openai.AsyncOpenAI) -> Response:
