@@ -10,7 +10,7 @@ from typing import Protocol, TypeVar
 from cache.memory_store import MemoryExactStore
 from cache.redis_store import RedisExactStore
 from cache.settings import CacheSettings
-from core.breaker import BreakerState, CircuitBreaker, DependencyUnavailable
+from core.breaker import CircuitBreaker, DependencyUnavailable
 from core.errors import StoreUnavailable
 from core.redis_client import redis_client
 
@@ -58,8 +58,10 @@ class ResponseStore:
 
     @property
     def writable(self) -> bool:
-        """False while the breaker says Redis is down: a write now would be lost."""
-        return self._breaker is None or self._breaker.state is BreakerState.CLOSED
+        """False while the breaker says Redis is down: a write now would be refused. True
+        again once its cool-down has passed, so the next write is the probe that closes it
+        (writes recover on their own, not only after a read)."""
+        return self._breaker is None or self._breaker.available
 
     async def get(self, tenant: str, response_id: str) -> bytes | None:
         return await self._call(lambda: self._store.get(tenant, response_id))

@@ -43,7 +43,8 @@ class CircuitBreaker:
     `cooldown_s` (one probe at a time) -> closed on success, open again on failure.
 
     The open -> half-open step happens on the first call after the cool-down, so `state`
-    reads "open" until something tries.
+    reads "open" until something tries; `available` says whether a call would be let
+    through now.
     """
 
     def __init__(
@@ -79,6 +80,18 @@ class CircuitBreaker:
     @property
     def state(self) -> BreakerState:
         return self._state
+
+    @property
+    def available(self) -> bool:
+        """Whether a call now would be let through: closed, open past its cool-down (the call
+        would be the half-open probe), or half-open with no probe in flight. Reading it
+        changes nothing, so a caller that skips work while this is false still lets its next
+        call probe once the cool-down has passed."""
+        if self._state is BreakerState.CLOSED:
+            return True
+        if self._state is BreakerState.OPEN:
+            return self._clock() - self._opened_at >= self._cooldown_s
+        return not self._probing
 
     @property
     def consecutive_failures(self) -> int:

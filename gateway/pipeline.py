@@ -192,14 +192,15 @@ class Pipeline:
             response_headers["age"] = str(cached.age(time.time()))
             response_headers["server-timing"] = timeline.server_timing(total=True)
             if body.stream:
-                return replay_response(cached.replay(), presentation.renderer(), response_headers)
-            return _json(presentation.body(cached.completion), response_headers)
+                replay = presentation.renderer()
+                return await replay_response(cached.replay(), replay, response_headers)
+            return _json(await presentation.body(cached.completion), response_headers)
         if not body.stream:
             completion = await self._complete(request, budget, outcome, record)
             record.note_answer(completion)
             self._limiter.settle(admission, completion.usage.total_tokens)
             response_headers["server-timing"] = timeline.server_timing(total=True)
-            return _json(presentation.body(completion), response_headers)
+            return _json(await presentation.body(completion), response_headers)
         tap = self._cache.tap(outcome, writeback_trace(self._tracing, record))
         source: ChunkSource
         if plan.key is None or not self._coalesce:

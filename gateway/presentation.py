@@ -12,15 +12,16 @@ from gateway.render import ChunkRenderer, completion_body
 
 
 class StreamRenderer(Protocol):
-    """The SSE events of one streamed answer."""
+    """The SSE events of one streamed answer. Its end may wait (the Responses API stores
+    the final response before the last event says whether it was stored)."""
 
     def render(self, chunk: StreamChunk) -> bytes: ...
 
-    def close(self) -> bytes:
+    async def close(self) -> bytes:
         """The end of a stream that ended well."""
         ...
 
-    def fail(self, error: GatewayError) -> bytes:
+    async def fail(self, error: GatewayError) -> bytes:
         """The end of a stream that failed after its first byte."""
         ...
 
@@ -28,7 +29,7 @@ class StreamRenderer(Protocol):
 class Presentation(Protocol):
     """One request's answer as a JSON body or as a stream."""
 
-    def body(self, completion: Completion) -> bytes: ...
+    async def body(self, completion: Completion) -> bytes: ...
 
     def renderer(self) -> StreamRenderer: ...
 
@@ -52,7 +53,7 @@ class CompletionsPresentation:
         self._fingerprint = fingerprint
         self._include_usage = include_usage
 
-    def body(self, completion: Completion) -> bytes:
+    async def body(self, completion: Completion) -> bytes:
         return completion_body(
             self._endpoint,
             completion,

@@ -121,11 +121,11 @@ class ChunkRenderer:
             )
         return b"".join(e for e in events if e)
 
-    def close(self) -> bytes:
+    async def close(self) -> bytes:
         """The end of a stream that ended well."""
         return DONE_EVENT
 
-    def fail(self, error: GatewayError) -> bytes:
+    async def fail(self, error: GatewayError) -> bytes:
         """The end of a stream that failed after its first byte: an error event, then done."""
         return error_event(error.to_json()) + DONE_EVENT
 

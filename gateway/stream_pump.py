@@ -139,10 +139,10 @@ class StreamPump(Response):
         if watch.gone:
             return
         if error is None:
-            tail = self._held + self._renderer.close()
+            tail = self._held + await self._renderer.close()
         else:
             self._note_error(error)
-            tail = self._held + self._renderer.fail(error)
+            tail = self._held + await self._renderer.fail(error)
         await send({"type": "http.response.body", "body": tail, "more_body": False})
 
     async def _pump(self, send: Send, watchdog: StreamWatchdog) -> None:

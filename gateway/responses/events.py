@@ -9,7 +9,7 @@ arrives as an id and name, then argument fragments.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -18,7 +18,17 @@ from core.answers import ChoiceDelta, StreamChunk, Usage
 from core.errors import GatewayError
 from gateway.responses.objects import ResponseShell, output_text, status_of
 
-Finished = Callable[[dict[str, Any]], None]  # hears the final response object
+# Stores the final response object (`store: true`); says whether it was stored.
+Keep = Callable[[dict[str, Any]], Awaitable[bool]]
+
+
+async def kept(response: dict[str, Any], keep: Keep | None) -> dict[str, Any]:
+    """The final response as the client is shown it, once `keep` has stored it or failed
+    to: a response that was not stored says `store: false`, so no client is handed an id
+    that reads as a 404."""
+    if keep is None or await keep(response):
+        return response
+    return {**response, "store": False}
 
 
 def response_error_code(error: GatewayError) -> str:
@@ -39,8 +49,8 @@ class ResponseEvents:
         "_counts",
         "_finish",
         "_item",
+        "_keep",
         "_last_call",
-        "_on_done",
         "_output",
         "_parts",
         "_sequence",
@@ -49,9 +59,9 @@ class ResponseEvents:
         "_usage",
     )
 
-    def __init__(self, shell: ResponseShell, on_done: Finished | None = None) -> None:
+    def __init__(self, shell: ResponseShell, keep: Keep | None = None) -> None:
         self._shell = shell
-        self._on_done = on_done
+        self._keep = keep
         self._sequence = 0
         self._started = False
         self._output: list[dict[str, Any]] = []  # every item so far, in order, open or done
@@ -78,27 +88,28 @@ class ResponseEvents:
             self._usage = chunk.usage
         return b"".join(events)
 
-    def close(self) -> bytes:
+    async def close(self) -> bytes:
+        """The last items' `done`s and `response.completed` (or `response.incomplete`), sent
+        once the response is stored: its `store` says whether it was."""
         events: list[bytes] = []
         self._close_all(events)
         status, incomplete = status_of(self._finish)
         response = self._shell.response(status, self._output, self._usage, incomplete=incomplete)
+        response = await kept(response, self._keep)
         kind = "response.completed" if status == "completed" else "response.incomplete"
         events.append(self._event(kind, {"response": response}))
-        if self._on_done is not None:
-            self._on_done(response)
         return b"".join(events)
 
-    def fail(self, error: GatewayError) -> bytes:
+    async def fail(self, error: GatewayError) -> bytes:
         """The `error` event (the gateway's own code) and `response.failed`, whose error code
         is one of the SDK's enum; the failed response is kept too, as OpenAI keeps it: its id
-        was announced (`response.created`), so a GET must find it."""
+        was announced (`response.created`), so a GET must find it (its `store` says whether
+        one will)."""
         message = error.public_message
         done = [item for item in self._output if item["status"] != "in_progress"]
         detail = {"code": response_error_code(error), "message": message}
         failed = self._shell.response("failed", done, self._usage, error=detail)
-        if self._on_done is not None:
-            self._on_done(failed)
+        failed = await kept(failed, self._keep)
         return self._event(
             "error", {"code": error.code or error.type, "message": message, "param": error.param}
         ) + self._event("response.failed", {"response": failed})

@@ -1,18 +1,14 @@
 """A served answer shown as a Responses API response, whole or as typed events; once the
-response is final it is handed on to be stored (`store: true`)."""
+response is final it is stored (`store: true`) before the client is shown it, so its
+`store` says whether it was."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from typing import Any
 
 import orjson
 
 from core.answers import Completion
-from gateway.responses.events import ResponseEvents
+from gateway.responses.events import Keep, ResponseEvents, kept
 from gateway.responses.objects import ResponseShell
-
-Keep = Callable[[dict[str, Any]], None]
 
 
 class ResponsesPresentation:
@@ -22,11 +18,9 @@ class ResponsesPresentation:
         self._shell = shell
         self._keep = keep
 
-    def body(self, completion: Completion) -> bytes:
+    async def body(self, completion: Completion) -> bytes:
         response = self._shell.finished(completion.choices[0], completion.usage)
-        if self._keep is not None:
-            self._keep(response)
-        return orjson.dumps(response)
+        return orjson.dumps(await kept(response, self._keep))
 
     def renderer(self) -> ResponseEvents:
         return ResponseEvents(self._shell, self._keep)

@@ -2,8 +2,9 @@
 delete stored responses.
 
 A stored response keeps the whole conversation that led to it (earlier items, this input,
-this output), so `previous_response_id` costs one lookup however long the chain. Stored
-responses belong to the caller's tenant: another tenant's id reads as not found.
+this output; `gateway.responses.stored`), so `previous_response_id` costs one lookup however
+long the chain. Stored responses belong to the caller's tenant: another tenant's id reads as
+not found, and so does a value under its key that the gateway did not write.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from gateway.pipeline import Pipeline
 from gateway.responses.item_list import input_item_list
 from gateway.responses.objects import ResponseShell
 from gateway.responses.presentation import ResponsesPresentation
+from gateway.responses.stored import decode, encode
 from gateway.responses.translate import (
     chat_request,
     input_items,
@@ -47,7 +49,7 @@ class ResponsesService:
         self._pipeline = pipeline
         self._store = store
         # Writes not yet done, so that a follow-up on this replica never misses its parent.
-        self._pending: dict[tuple[str, str], asyncio.Task[None]] = {}
+        self._pending: dict[tuple[str, str], asyncio.Task[bool]] = {}
 
     async def create(
         self,
@@ -128,30 +130,35 @@ class ResponsesService:
     async def _load(self, tenant: str, response_id: str) -> dict[str, Any] | None:
         await self._settled(tenant, response_id)
         raw = await self._store.get(tenant, response_id)
-        if raw is None:
-            return None
-        stored: dict[str, Any] = orjson.loads(raw)
-        return stored
+        return None if raw is None else decode(raw, response_id)
 
     async def _settled(self, tenant: str, response_id: str) -> None:
         task = self._pending.get((tenant, response_id))
         if task is not None:
             await asyncio.shield(task)
 
-    def _keep(self, tenant: str, items: list[dict[str, Any]], response: dict[str, Any]) -> None:
-        """Store a final response (a failed one too: its id was given) off the response path;
-        a failure to store is logged, never raised."""
-        value = orjson.dumps({"response": response, "items": [*items, *response["output"]]})
+    async def _keep(
+        self, tenant: str, items: list[dict[str, Any]], response: dict[str, Any]
+    ) -> bool:
+        """Store a final response (a failed one too: its id was given) before the client is
+        shown it, within the store's own timeout; whether it was stored. A failure to store
+        is logged, never raised. The write is a task of its own, so a client that leaves
+        meanwhile does not cut it short, and a read of the same id waits for it."""
+        value = encode(response, items)
         slot = (tenant, response["id"])
         task = asyncio.get_running_loop().create_task(self._write(slot, value))
         self._pending[slot] = task
+        return await asyncio.shield(task)
 
-    async def _write(self, slot: tuple[str, str], value: bytes) -> None:
+    async def _write(self, slot: tuple[str, str], value: bytes) -> bool:
         try:
             await self._store.put(*slot, value)
         except GatewayError as exc:
             log.warning("response %s was not stored: %s", slot[1], exc.message)
+            return False
         except Exception:
             log.exception("response %s was not stored", slot[1])
+            return False
         finally:
             self._pending.pop(slot, None)
+        return True

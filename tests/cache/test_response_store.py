@@ -9,8 +9,10 @@ import pytest
 import redis.asyncio as aioredis
 
 from bench.harness.probes import free_port
+from cache.memory_store import MemoryExactStore
 from cache.response_store import ResponseStore
 from cache.settings import CacheSettings
+from core.breaker import BreakerState, CircuitBreaker
 from core.errors import StoreUnavailable
 from tests.support.redis_cluster import RedisClusterProcess
 
@@ -62,6 +64,41 @@ async def test_a_dead_redis_is_a_503() -> None:
     with pytest.raises(StoreUnavailable):
         await store.put("acme", "resp_4", b"x")
     await store.aclose()
+
+
+class FlakyStore(MemoryExactStore):
+    """An in-process store whose writes fail while `down` is set."""
+
+    def __init__(self) -> None:
+        super().__init__(100)
+        self.down = False
+        self.writes = 0
+
+    async def set(self, namespace: str, key: str, value: bytes, ttl_s: int) -> None:
+        self.writes += 1
+        if self.down:
+            raise ConnectionError("refused")
+        await super().set(namespace, key, value, ttl_s)
+
+
+async def test_writes_probe_a_recovered_redis_without_any_read() -> None:
+    """Once the open breaker's cool-down has passed the store is writable again, and that
+    write is the probe that closes it: no read of the store is needed to recover."""
+    now = [0.0]
+    breaker = CircuitBreaker(failure_threshold=2, cooldown_s=5.0, clock=lambda: now[0])
+    flaky = FlakyStore()
+    store = ResponseStore(flaky, breaker, ttl_s=60)
+    flaky.down = True
+    for _ in range(2):
+        with pytest.raises(StoreUnavailable):
+            await store.put("acme", "resp_6", b"x")
+    assert not store.writable
+    flaky.down = False
+    now[0] += 5.0
+    assert store.writable
+    await store.put("acme", "resp_6", b"x")
+    assert breaker.state is BreakerState.CLOSED and flaky.writes == 3
+    assert await store.get("acme", "resp_6") == b"x"
 
 
 async def test_responses_on_a_redis_cluster_spread_and_read_back(

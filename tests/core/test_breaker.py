@@ -107,6 +107,31 @@ async def test_failed_probe_reopens_for_a_full_cooldown() -> None:
     assert dep.calls == 4
 
 
+async def test_available_says_whether_a_call_would_run_and_changes_nothing() -> None:
+    """`available` is false while the circuit is open and true once its cool-down lets a
+    probe through (the state still reads open until something calls), false again while
+    that probe is in flight."""
+    clock = FakeClock()
+    breaker, dep = make(clock), Dependency()
+    assert breaker.available
+    await fail_times(breaker, dep, 3)
+    assert not breaker.available
+    clock.now += 10
+    assert breaker.available and state(breaker) is BreakerState.OPEN
+    release = asyncio.Event()
+
+    async def slow_ok() -> str:
+        await release.wait()
+        return "ok"
+
+    probe = asyncio.create_task(breaker.call(slow_ok, timeout=30.0))
+    await asyncio.sleep(0)
+    assert state(breaker) is BreakerState.HALF_OPEN and not breaker.available
+    release.set()
+    await probe
+    assert breaker.available and breaker.rejections == 0
+
+
 async def test_timeout_counts_as_failure() -> None:
     """An operation that never answers is cut at the timeout and counted as a failure."""
     breaker = make(FakeClock())

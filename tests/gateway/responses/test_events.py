@@ -37,6 +37,18 @@ def _events(raw: bytes) -> list[dict[str, Any]]:
     return events
 
 
+class Keeper:
+    """A stand-in for the store: hears each final response; `stored` says how it went."""
+
+    def __init__(self, stored: bool = True) -> None:
+        self.stored = stored
+        self.kept: list[dict[str, Any]] = []
+
+    async def __call__(self, response: dict[str, Any]) -> bool:
+        self.kept.append(response)
+        return self.stored
+
+
 def _call(index: int, name: str, arguments: str) -> dict[str, Any]:
     return {
         "index": index,
@@ -46,16 +58,16 @@ def _call(index: int, name: str, arguments: str) -> dict[str, Any]:
     }
 
 
-def test_reasoning_then_text_then_a_call() -> None:
+async def test_reasoning_then_text_then_a_call() -> None:
     """Three items in order, each added, filled and done; the final response holds them."""
-    kept: list[dict[str, Any]] = []
-    events = ResponseEvents(SHELL, kept.append)
+    keeper = Keeper()
+    events = ResponseEvents(SHELL, keeper)
     raw = events.render(StreamChunk([ChoiceDelta(0, reasoning="Think")]))
     raw += events.render(StreamChunk([ChoiceDelta(0, reasoning=" more")]))
     raw += events.render(StreamChunk([ChoiceDelta(0, "Sure.")]))
     raw += events.render(StreamChunk([ChoiceDelta(0, tool_calls=[_call(0, "f", '{"a":1}')])]))
     raw += events.render(StreamChunk([ChoiceDelta(0, finish_reason="tool_calls")], Usage(3, 5)))
-    raw += events.close()
+    raw += await events.close()
     parsed = _events(raw)
     kinds = [event["type"] for event in parsed]
     assert kinds == [
@@ -86,12 +98,12 @@ def test_reasoning_then_text_then_a_call() -> None:
     assert final["output"][2]["arguments"] == '{"a":1}'
     assert final["output"][2]["call_id"] == "call_0"
     assert final["usage"]["output_tokens"] == 5
-    assert kept == [final]
+    assert keeper.kept == [final]
     added = [e for e in parsed if e["type"] == "response.output_item.added"]
     assert [e["output_index"] for e in added] == [0, 1, 2]
 
 
-def test_fragmented_calls_from_a_pass_through_backend() -> None:
+async def test_fragmented_calls_from_a_pass_through_backend() -> None:
     """An id-and-name delta opens a call, fragments without an id continue it; a second id
     opens the next call."""
     events = ResponseEvents(SHELL)
@@ -107,7 +119,7 @@ def test_fragmented_calls_from_a_pass_through_backend() -> None:
     raw = events.render(StreamChunk([ChoiceDelta(0, tool_calls=[head])]))
     raw += events.render(StreamChunk([ChoiceDelta(0, tool_calls=[more, rest, second])]))
     raw += events.render(StreamChunk([ChoiceDelta(0, finish_reason="tool_calls")], Usage(1, 1)))
-    raw += events.close()
+    raw += await events.close()
     final = _events(raw)[-1]["response"]
     assert [(i["name"], i["arguments"]) for i in final["output"]] == [
         ("f", '{"x":2}'),
@@ -115,11 +127,11 @@ def test_fragmented_calls_from_a_pass_through_backend() -> None:
     ]
 
 
-def test_a_length_stop_is_incomplete() -> None:
+async def test_a_length_stop_is_incomplete() -> None:
     """Cut by max_output_tokens: response.incomplete with its reason."""
     events = ResponseEvents(SHELL)
     raw = events.render(StreamChunk([ChoiceDelta(0, "partial", "length")], Usage(1, 1)))
-    last = _events(raw + events.close())[-1]
+    last = _events(raw + await events.close())[-1]
     assert last["type"] == "response.incomplete"
     assert last["response"]["incomplete_details"] == {"reason": "max_output_tokens"}
 
@@ -133,21 +145,41 @@ def test_a_length_stop_is_incomplete() -> None:
         (InvalidRequest("bad prompt"), "invalid_prompt"),
     ],
 )
-def test_a_failure_is_an_error_then_failed_and_kept(error: GatewayError, code: str) -> None:
+async def test_a_failure_is_an_error_then_failed_and_kept(error: GatewayError, code: str) -> None:
     """After the first byte a failure is an error event (the gateway's code) and
     response.failed, which parses strictly with the SDK's types (its code from the SDK's enum)
     and is handed on to be stored, as OpenAI keeps failed responses."""
-    kept: list[dict[str, Any]] = []
-    events = ResponseEvents(SHELL, kept.append)
+    keeper = Keeper()
+    events = ResponseEvents(SHELL, keeper)
     raw = events.render(StreamChunk([ChoiceDelta(0, "partial")]))
-    raw += events.fail(error)
+    raw += await events.fail(error)
     parsed = _events(raw)
     assert [e["type"] for e in parsed[-2:]] == ["error", "response.failed"]
     assert parsed[-2]["message"] == error.public_message and parsed[-2]["code"] == error.code
     failed = ResponseFailedEvent.model_validate(parsed[-1], strict=True)
     assert failed.response.status == "failed" and failed.response.error is not None
     assert failed.response.error.code == code
-    assert kept == [parsed[-1]["response"]]
+    assert keeper.kept == [parsed[-1]["response"]]
+
+
+@pytest.mark.parametrize("finish", ["stop", "length", None])
+async def test_the_last_event_says_whether_the_response_was_stored(
+    finish: str | None,
+) -> None:
+    """The final response (completed, incomplete or failed) is stored before its event is
+    rendered, and says `store: false` when the store did not take it, `true` when it did."""
+    for stored in (True, False):
+        keeper = Keeper(stored)
+        events = ResponseEvents(SHELL, keeper)
+        raw = events.render(StreamChunk([ChoiceDelta(0, "partial", finish)], Usage(1, 1)))
+        if finish is None:
+            raw += await events.fail(BackendError("engine died"))
+        else:
+            raw += await events.close()
+        last = _events(raw)[-1]
+        assert last["type"] in ("response.completed", "response.incomplete", "response.failed")
+        assert last["response"]["store"] is stored
+        assert [kept["id"] for kept in keeper.kept] == ["resp_abc"]
 
 
 def _through_the_sdk(raw: bytes) -> Any:
@@ -164,7 +196,7 @@ def _through_the_sdk(raw: bytes) -> Any:
     return state._completed_response
 
 
-def test_text_and_calls_taking_turns_get_an_id_each() -> None:
+async def test_text_and_calls_taking_turns_get_an_id_each() -> None:
     """Text, a call, text, a call (and reasoning twice): four items with distinct ids, which
     the official SDK's accumulator takes without a conflict."""
     events = ResponseEvents(SHELL)
@@ -175,7 +207,7 @@ def test_text_and_calls_taking_turns_get_an_id_each() -> None:
     raw += events.render(StreamChunk([ChoiceDelta(0, "And.")]))
     raw += events.render(StreamChunk([ChoiceDelta(0, tool_calls=[_call(1, "g", "{}")])]))
     raw += events.render(StreamChunk([ChoiceDelta(0, finish_reason="tool_calls")], Usage(1, 1)))
-    raw += events.close()
+    raw += await events.close()
     output = _events(raw)[-1]["response"]["output"]
     assert [i["type"] for i in output] == ["reasoning", "message", "function_call"] * 2
     assert len({item["id"] for item in output}) == 6
@@ -183,7 +215,7 @@ def test_text_and_calls_taking_turns_get_an_id_each() -> None:
     assert [item.id for item in final.output] == [item["id"] for item in output]
 
 
-def test_interleaved_call_fragments_go_to_their_own_call() -> None:
+async def test_interleaved_call_fragments_go_to_their_own_call() -> None:
     """Two calls' heads, then their fragments by `index`, interleaved: each call gets its own
     arguments, in the events and in the SDK's accumulated response."""
     events = ResponseEvents(SHELL)
@@ -198,7 +230,7 @@ def test_interleaved_call_fragments_go_to_their_own_call() -> None:
     for fragment in fragments:
         raw += events.render(StreamChunk([ChoiceDelta(0, tool_calls=[fragment])]))
     raw += events.render(StreamChunk([ChoiceDelta(0, finish_reason="tool_calls")], Usage(1, 1)))
-    raw += events.close()
+    raw += await events.close()
     done = [e for e in _events(raw) if e["type"] == "response.function_call_arguments.done"]
     assert [(e["name"], e["arguments"]) for e in done] == [
         ("weather", '{"city":"Paris"}'),
@@ -208,11 +240,11 @@ def test_interleaved_call_fragments_go_to_their_own_call() -> None:
     assert [item.arguments for item in final.output] == ['{"city":"Paris"}', '{"tz":"CET"}']
 
 
-def test_a_message_cut_short_is_incomplete() -> None:
+async def test_a_message_cut_short_is_incomplete() -> None:
     """Cut by max_output_tokens, the message item itself is incomplete, streamed or not."""
     events = ResponseEvents(SHELL)
     raw = events.render(StreamChunk([ChoiceDelta(0, "partial", "length")], Usage(1, 1)))
-    output = _events(raw + events.close())[-1]["response"]["output"]
+    output = _events(raw + await events.close())[-1]["response"]["output"]
     assert output[0]["status"] == "incomplete" and output[0]["content"][0]["text"] == "partial"
     whole = SHELL.output(Choice(0, "partial", "length"))
     assert whole[0]["status"] == "incomplete"
