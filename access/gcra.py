@@ -11,7 +11,8 @@ limit and no window edge doubles it as a fixed window would. Against a sliding l
 one number per limit instead of one entry per request, so the shared version is one small
 atomic Redis script.
 
-Refunds (a reservation larger than what was used) move the TAT back, never before now.
+Refunds (a reservation larger than what was used) move the TAT back, never before now; an
+answer that used more than it reserved moves it on, from now once the limit has rested.
 """
 
 from __future__ import annotations
@@ -93,8 +94,9 @@ def decide(
 
 
 def refund(limit: Limit, tat: float, units: int, now: float) -> float:
-    """The TAT after giving back `units` (negative: charging more than was reserved)."""
-    return max(tat - units * limit.interval_s, now)
+    """The TAT after giving back `units` (negative: charging more than was reserved, from now
+    where the limit has rested since, as an admission would)."""
+    return max((tat if tat > now else now) - units * limit.interval_s, now)
 
 
 def state_after(limit: Limit, used_s: float) -> LimitState:

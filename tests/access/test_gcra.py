@@ -64,6 +64,18 @@ def test_refund_gives_back_unused_tokens_but_not_the_past() -> None:
     assert refund(TPM, tat=clock.now, units=10_000, now=clock.now) == clock.now
 
 
+def test_an_excess_charged_once_the_limit_has_rested_counts_from_now() -> None:
+    """More used than reserved, settled after the reservation's TAT has passed: the whole
+    excess is charged from now, none of it lost to the time already gone."""
+    clock = Clock()
+    limiter = LocalLimiter(clock)
+    assert limiter.admit([RPM], [10]).allowed  # rested in 10 s
+    clock.now += 20.0
+    limiter.refund(RPM, -60)  # it used 70
+    assert not limiter.admit([RPM], [1]).allowed
+    assert refund(RPM, tat=clock.now - 5.0, units=-10, now=clock.now) == clock.now + 10.0
+
+
 def test_callers_do_not_share() -> None:
     """Each owner (API key or tenant) has its own limit."""
     limiter = LocalLimiter(Clock())
