@@ -5,7 +5,8 @@ generate), and the reservation is settled with the real usage when the answer en
 stop gives tokens back, and a long answer cannot take more than it reserved before it is
 charged. Decisions go to Redis (one atomic script); when Redis is unreachable, each replica
 decides alone on its share of every limit, after one bounded timeout and without ever
-turning a limit into an error.
+turning a limit into an error. What an answer admitted alone uses beyond its reservation is
+charged to Redis too, since the next request may be decided there.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class Admission:
     """A request let through its caller's limits: what it reserved, on which limits, where."""
 
     limited: bool = False  # False when the caller has no limits
-    token_limits: tuple[Limit, ...] = ()
+    token_limits: tuple[Limit, ...] = ()  # whole limits, as Redis keeps them (not a share)
     reserved_tokens: int = 0
     decision: Decision | None = None
     shared: bool = False  # decided in Redis rather than by this replica alone
@@ -129,10 +130,10 @@ class RateLimiter:
             tokens = reservation.tokens
             _check_fits(caller, limits, reservation)
         costs = [1 if limit.unit == "requests" else tokens for limit in limits]
-        decision, used, shared = await self._decide(limits, costs)
+        decision, shared = await self._decide(limits, costs)
         if not decision.allowed:
             raise self._refusal(caller, decision, costs)
-        token_limits = tuple(limit for limit in used if limit.unit == "tokens")
+        token_limits = tuple(limit for limit in limits if limit.unit == "tokens")
         return Admission(True, token_limits, tokens, decision, shared)
 
     def settle(self, admission: Admission, used_tokens: int) -> None:
@@ -142,9 +143,12 @@ class RateLimiter:
         if not admission.limited or unused == 0 or not admission.token_limits:
             return
         if not admission.shared:
-            for limit in admission.token_limits:
+            for limit in _shares(admission.token_limits, self._replicas):
                 self._local.refund(limit, unused)
-            return
+            if unused > 0 or self._shared is None:
+                return
+            # Redis was not told of the reservation, but the next request may be decided
+            # there again: what the answer used beyond it must reach Redis too, or it is lost.
         # Refunds to Redis are gathered and sent together every REFUND_INTERVAL_S, so a
         # request costs one Redis round trip (its admission), not two.
         for limit in admission.token_limits:
@@ -172,9 +176,7 @@ class RateLimiter:
         await asyncio.sleep(REFUND_INTERVAL_S)
         await self.flush()
 
-    async def _decide(
-        self, limits: tuple[Limit, ...], costs: list[int]
-    ) -> tuple[Decision, tuple[Limit, ...], bool]:
+    async def _decide(self, limits: tuple[Limit, ...], costs: list[int]) -> tuple[Decision, bool]:
         if self._shared is not None:
             try:
                 decision = await self._shared.admit(limits, costs)
@@ -187,9 +189,8 @@ class RateLimiter:
                 if self._deciding_locally:
                     self._deciding_locally = False
                     log.info("rate limits shared through Redis again")
-                return decision, limits, True
-        local = _shares(limits, self._replicas)
-        return self._local.admit(local, costs), local, False
+                return decision, True
+        return self._local.admit(_shares(limits, self._replicas), costs), False
 
     def _refusal(self, caller: Caller, decision: Decision, costs: list[int]) -> RateLimited:
         limit = decision.limited_by

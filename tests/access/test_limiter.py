@@ -6,16 +6,16 @@ from __future__ import annotations
 import asyncio
 import functools
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
 from access.caller import Caller, KeyLimits
-from access.gcra import Limit
+from access.gcra import Decision, Limit
 from access.limiter import UNLIMITED, RateLimiter, Reservation
 from access.shared_limiter import SharedLimiter
 from bench.harness.probes import free_port
-from core.breaker import CircuitBreaker
+from core.breaker import CircuitBreaker, DependencyUnavailable
 from core.errors import RateLimited, RequestTooLarge, TokensRateLimited
 from core.redis_client import redis_client
 
@@ -198,6 +198,37 @@ async def test_unreachable_redis_falls_back_to_a_local_share() -> None:
     finally:
         await limiter.aclose()
     assert admitted == 5 and limiter.local_decisions == 8  # half of 10 on each of 2 replicas
+
+
+class _ScriptTimesOut(SharedLimiter):
+    """Redis whose limit script times out once (decided locally), refunds still reaching it."""
+
+    def __init__(self, url: str) -> None:
+        breaker = CircuitBreaker(failure_threshold=2, cooldown_s=30.0, name="redis-limits")
+        super().__init__(redis_client(url, 0.5), breaker, 0.5)
+        self.timeouts = 1
+
+    async def admit(self, limits: Sequence[Limit], costs: Sequence[int]) -> Decision:
+        if self.timeouts:
+            self.timeouts -= 1
+            raise DependencyUnavailable("the limit script timed out")
+        return await super().admit(limits, costs)
+
+
+async def test_the_excess_of_a_local_decision_is_charged_in_redis(redis_url: str) -> None:
+    """A request this replica admitted alone that used more than it reserved is charged the
+    excess in Redis too, so the next request, decided there again, cannot spend it twice."""
+    limiter, caller = RateLimiter(_ScriptTimesOut(redis_url)), _caller(tokens_per_minute=300)
+    try:
+        first = await limiter.admit(caller, lambda: 55)
+        assert not first.shared and limiter.local_decisions == 1
+        limiter.settle(first, 1509)
+        await limiter.flush()
+        with pytest.raises(TokensRateLimited) as raised:
+            await limiter.admit(caller, lambda: 10)
+        assert int(raised.value.headers()["retry-after"]) > 60
+    finally:
+        await limiter.aclose()
 
 
 def test_limit_shares_round_down_but_never_to_zero() -> None:
