@@ -109,8 +109,17 @@ def test_never_more_than_a_full_bucket_plus_the_refill(arrivals: list[tuple[floa
 
 def test_decide_is_pure() -> None:
     """`decide` leaves refused TATs at max(tat, now) and reports the one that refused."""
+    decision, stored = decide([RPM, TPM], [1, 1000], [0.0, 20.0], now=10.0)
+    assert not decision.allowed and decision.limited_by == TPM and stored == [10.0, 20.0]
+
+
+def test_a_cost_beyond_the_whole_bucket_waits_until_it_has_rested() -> None:
+    """A share smaller than the request: it passes from a rested limit and moves the TAT as
+    far as it costs; before that it is refused until the limit rests, not for ever."""
     decision, stored = decide([RPM], [120], [0.0], now=10.0)
-    assert not decision.allowed and stored == [10.0]
+    assert decision.allowed and stored == [130.0]
+    refused, _ = decide([RPM], [120], [11.5], now=10.0)
+    assert not refused.allowed and refused.retry_after_s == pytest.approx(1.5)
 
 
 @given(now=st.floats(min_value=0.0, max_value=1e7), amount=st.integers(1, 10_000))

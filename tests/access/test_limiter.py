@@ -231,6 +231,22 @@ async def test_the_excess_of_a_local_decision_is_charged_in_redis(redis_url: str
         await limiter.aclose()
 
 
+async def test_a_request_beyond_a_replicas_share_passes_once_the_share_has_rested() -> None:
+    """Deciding alone on half of 300 tokens a minute, n choices reserving 252 (within the whole
+    limit) pass from a rested share, and the next waits as long as its 429 says, not forever."""
+    now = [1000.0]
+    limiter, caller = (
+        RateLimiter(None, replicas=2, clock=lambda: now[0]),
+        _caller(tokens_per_minute=300),
+    )
+    asked = Reservation(prompt=2, per_choice=50, choices=5, n=5)
+    assert not (await limiter.admit(caller, lambda: asked)).shared
+    with pytest.raises(TokensRateLimited) as raised:
+        await limiter.admit(caller, lambda: asked)
+    now[0] += int(raised.value.headers()["retry-after"])
+    assert (await limiter.admit(caller, lambda: asked)).reserved_tokens == 252
+
+
 def test_limit_shares_round_down_but_never_to_zero() -> None:
     """A share is at least one unit."""
     assert Limit("r", "requests", 3, 60.0).shared_by(2).amount == 1
