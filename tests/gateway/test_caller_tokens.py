@@ -148,6 +148,9 @@ def test_the_reservation_names_what_the_client_can_lower() -> None:
         "prompt",
         "max_tokens",
     )
+    capped = Caller("t", limits=KeyLimits(max_tokens=8, tokens_per_minute=300))
+    many = parse_request(_chat_raw(n=40), ChatCompletionRequest)
+    assert reservation(many, capped, 256)[1:] == (8, 40, 40, "messages", "max_tokens")
     embed = parse_request(orjson.dumps({"model": "m", "input": ["abcd"] * 3}), EmbeddingRequest)
     assert input_reservation(embed) == Reservation(3, prompt_param="input")
 
