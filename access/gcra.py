@@ -11,7 +11,12 @@ limit and no window edge doubles it as a fixed window would. Against a sliding l
 one number per limit instead of one entry per request, so the shared version is one small
 atomic Redis script.
 
-Refunds (a reservation larger than what was used) move the TAT back, never before now.
+A request costing more than a whole bucket (a replica deciding alone on its share of a limit
+the request fits) passes when the limit has rested, and moves the TAT as far as it costs, so a
+429 before it says when it would pass, and the long-run rate is still the limit.
+
+Refunds (a reservation larger than what was used) move the TAT back, never before now; an
+answer that used more than it reserved moves it on, from now once the limit has rested.
 """
 
 from __future__ import annotations
@@ -81,9 +86,12 @@ def decide(
     candidates = []
     retry_after, limited_by = 0.0, None
     for limit, cost, tat in zip(limits, costs, tats, strict=True):
-        candidate = (tat if tat > now else now) + cost * limit.interval_s
+        spend = cost * limit.interval_s
+        candidate = (tat if tat > now else now) + spend
         candidates.append(candidate)
-        over = candidate - now - limit.period_s
+        # A cost beyond the whole bucket passes once the bucket has rested (only a replica's
+        # share sees one: a request over a whole limit is refused before it is decided).
+        over = candidate - now - (spend if spend > limit.period_s else limit.period_s)
         if over > retry_after and over > SLACK_S:
             retry_after, limited_by = over, limit
     allowed = limited_by is None
@@ -93,8 +101,9 @@ def decide(
 
 
 def refund(limit: Limit, tat: float, units: int, now: float) -> float:
-    """The TAT after giving back `units` (negative: charging more than was reserved)."""
-    return max(tat - units * limit.interval_s, now)
+    """The TAT after giving back `units` (negative: charging more than was reserved, from now
+    where the limit has rested since, as an admission would)."""
+    return max((tat if tat > now else now) - units * limit.interval_s, now)
 
 
 def state_after(limit: Limit, used_s: float) -> LimitState:

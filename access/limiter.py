@@ -5,7 +5,8 @@ generate), and the reservation is settled with the real usage when the answer en
 stop gives tokens back, and a long answer cannot take more than it reserved before it is
 charged. Decisions go to Redis (one atomic script); when Redis is unreachable, each replica
 decides alone on its share of every limit, after one bounded timeout and without ever
-turning a limit into an error.
+turning a limit into an error. What an answer admitted alone uses beyond its reservation is
+charged to Redis too, since the next request may be decided there.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from access.caller import Caller, KeyLimits
 from access.gcra import Decision, Limit, LocalLimiter
@@ -30,12 +32,29 @@ MINUTE_S, DAY_S = 60.0, 86_400.0
 REFUND_INTERVAL_S = 0.05
 
 
+class Reservation(NamedTuple):
+    """The tokens a request reserves: its prompt (estimated) and up to `per_choice` for each
+    of its `choices` (`n` for each prompt), with the fields the client sent for each, so a
+    request too large for a whole limit can name the one to lower."""
+
+    prompt: int
+    per_choice: int = 0
+    choices: int = 0
+    n: int = 1
+    prompt_param: str = "prompt"
+    output_param: str = "max_tokens"
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt + self.per_choice * self.choices
+
+
 @dataclass(frozen=True, slots=True)
 class Admission:
     """A request let through its caller's limits: what it reserved, on which limits, where."""
 
     limited: bool = False  # False when the caller has no limits
-    token_limits: tuple[Limit, ...] = ()
+    token_limits: tuple[Limit, ...] = ()  # whole limits, as Redis keeps them (not a share)
     reserved_tokens: int = 0
     decision: Decision | None = None
     shared: bool = False  # decided in Redis rather than by this replica alone
@@ -94,21 +113,27 @@ class RateLimiter:
     def shared(self) -> SharedLimiter | None:
         return self._shared
 
-    async def admit(self, caller: Caller, tokens_of: Callable[[], int]) -> Admission:
-        """Charge one request and `tokens_of()` tokens (asked only when the caller's key has a
-        token limit) to the caller's limits, or raise `RateLimited`."""
+    async def admit(self, caller: Caller, tokens_of: Callable[[], Reservation | int]) -> Admission:
+        """Charge one request and the tokens `tokens_of()` reserves (asked only when the
+        caller's key has a token limit; a bare count stands for output tokens) to the caller's
+        limits, or raise `RateLimited` (`RequestTooLarge` when no full limit could hold it)."""
         if caller.key_id is None:
             return UNLIMITED
         limits = caller_limits(caller)
         if not limits:
             return UNLIMITED
-        tokens = tokens_of() if any(limit.unit == "tokens" for limit in limits) else 0
-        _check_fits(caller, limits, tokens)
+        tokens = 0
+        if any(limit.unit == "tokens" for limit in limits):
+            reservation = tokens_of()
+            if isinstance(reservation, int):
+                reservation = Reservation(0, reservation, 1)
+            tokens = reservation.tokens
+            _check_fits(caller, limits, reservation)
         costs = [1 if limit.unit == "requests" else tokens for limit in limits]
-        decision, used, shared = await self._decide(limits, costs)
+        decision, shared = await self._decide(limits, costs)
         if not decision.allowed:
             raise self._refusal(caller, decision, costs)
-        token_limits = tuple(limit for limit in used if limit.unit == "tokens")
+        token_limits = tuple(limit for limit in limits if limit.unit == "tokens")
         return Admission(True, token_limits, tokens, decision, shared)
 
     def settle(self, admission: Admission, used_tokens: int) -> None:
@@ -118,9 +143,12 @@ class RateLimiter:
         if not admission.limited or unused == 0 or not admission.token_limits:
             return
         if not admission.shared:
-            for limit in admission.token_limits:
+            for limit in _shares(admission.token_limits, self._replicas):
                 self._local.refund(limit, unused)
-            return
+            if unused > 0 or self._shared is None:
+                return
+            # Redis was not told of the reservation, but the next request may be decided
+            # there again: what the answer used beyond it must reach Redis too, or it is lost.
         # Refunds to Redis are gathered and sent together every REFUND_INTERVAL_S, so a
         # request costs one Redis round trip (its admission), not two.
         for limit in admission.token_limits:
@@ -148,9 +176,7 @@ class RateLimiter:
         await asyncio.sleep(REFUND_INTERVAL_S)
         await self.flush()
 
-    async def _decide(
-        self, limits: tuple[Limit, ...], costs: list[int]
-    ) -> tuple[Decision, tuple[Limit, ...], bool]:
+    async def _decide(self, limits: tuple[Limit, ...], costs: list[int]) -> tuple[Decision, bool]:
         if self._shared is not None:
             try:
                 decision = await self._shared.admit(limits, costs)
@@ -163,9 +189,8 @@ class RateLimiter:
                 if self._deciding_locally:
                     self._deciding_locally = False
                     log.info("rate limits shared through Redis again")
-                return decision, limits, True
-        local = _shares(limits, self._replicas)
-        return self._local.admit(local, costs), local, False
+                return decision, True
+        return self._local.admit(_shares(limits, self._replicas), costs), False
 
     def _refusal(self, caller: Caller, decision: Decision, costs: list[int]) -> RateLimited:
         limit = decision.limited_by
@@ -183,15 +208,41 @@ class RateLimiter:
         return error(message, headers=limit_headers(decision))
 
 
-def _check_fits(caller: Caller, limits: tuple[Limit, ...], tokens: int) -> None:
+def _check_fits(caller: Caller, limits: tuple[Limit, ...], reservation: Reservation) -> None:
+    """A reservation no full bucket of a token limit could hold is a 400, since waiting could
+    never let it through: naming `n` where a single choice for each prompt would fit, else the
+    output field where a token for each choice would, else the prompt's field."""
+    tokens = reservation.tokens
     for limit in limits:
         if limit.unit == "tokens" and tokens > limit.amount:
-            raise RequestTooLarge(
-                f"Request too large for {limit.name.replace('_', ' ')} of "
-                f"{_whose(caller, limit)}: limit {limit.amount}, requested {tokens} (the prompt "
-                "and max_tokens). Reduce max_tokens or the prompt.",
-                param="max_tokens",
-            )
+            raise _too_large(caller, limit, reservation)
+
+
+def _too_large(caller: Caller, limit: Limit, reservation: Reservation) -> RequestTooLarge:
+    prompt, per_choice, choices, n = reservation[:4]
+    room = limit.amount - prompt  # what the limit leaves beside the prompt
+    per_n = per_choice * (choices // n) if n else 0  # the tokens one more n adds
+    if n > 1 and 0 < per_n <= room:
+        param = "n"
+        advice = f"Lower n to at most {room // per_n}, or {reservation.output_param}."
+    elif choices and choices <= room:
+        param = reservation.output_param
+        each = f" for each of {choices} choices" if choices > 1 else ""
+        advice = f"Lower {param} to at most {room // choices}{each}."
+    else:
+        param = reservation.prompt_param
+        advice = f"Shorten {param}."
+    if not choices:
+        parts = f"about {prompt} for the input"
+    elif choices == 1:
+        parts = f"about {prompt} for the prompt and {per_choice} for the answer"
+    else:
+        parts = f"about {prompt} for the prompt and {per_choice} for each of {choices} choices"
+    return RequestTooLarge(
+        f"Request too large for {limit.name.replace('_', ' ')} of {_whose(caller, limit)}: "
+        f"limit {limit.amount}, requested {reservation.tokens} ({parts}). {advice}",
+        param=param,
+    )
 
 
 def _whose(caller: Caller, limit: Limit) -> str:

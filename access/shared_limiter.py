@@ -1,7 +1,8 @@
 """GCRA shared by every gateway replica: one atomic Redis script per request.
 
 The script reads each limit's TAT, decides with Redis's own clock (so replicas with skewed
-clocks agree), and charges every limit or none; a second script gives back unused tokens.
+clocks agree), and charges every limit or none; a second script gives back unused tokens (or
+charges what an answer used beyond its reservation, even once the key has expired).
 
 On a Redis Cluster every key a script touches must live in one hash slot. A request is charged
 to its API key and, when the tenant has limits too, to its tenant, so all of them carry one
@@ -57,14 +58,14 @@ _REFUND = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 for i = 1, #KEYS do
-  local tat = tonumber(redis.call('GET', KEYS[i]))
-  if tat then
-    tat = tat - tonumber(ARGV[2*i]) * tonumber(ARGV[2*i-1])
-    if tat > now then
-      redis.call('SET', KEYS[i], string.format('%.3f', tat), 'PX', math.ceil(tat - now) + 1)
-    else
-      redis.call('DEL', KEYS[i])
-    end
+  local stored = tonumber(redis.call('GET', KEYS[i]))
+  local tat = stored or now  -- expired (rested): an excess is still charged, from now
+  if tat < now then tat = now end
+  tat = tat - tonumber(ARGV[2*i]) * tonumber(ARGV[2*i-1])
+  if tat > now then
+    redis.call('SET', KEYS[i], string.format('%.3f', tat), 'PX', math.ceil(tat - now) + 1)
+  elseif stored then
+    redis.call('DEL', KEYS[i])
   end
 end
 return 1

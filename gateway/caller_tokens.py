@@ -6,9 +6,9 @@ from __future__ import annotations
 import orjson
 
 from access.caller import Caller
-from access.limiter import Admission
+from access.limiter import Admission, Reservation
 from core.errors import InvalidRequest
-from core.protocol import ChatCompletionRequest, CompletionRequest
+from core.protocol import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
 from core.token_estimate import prompt_tokens
 from obs.request_record import RequestRecord
 
@@ -42,11 +42,12 @@ def within_key_cap(body: Body, raw: bytes, caller: Caller) -> tuple[Body, bytes]
     return body.model_copy(update={"max_tokens": cap}), orjson.dumps(data)
 
 
-def reserved_tokens(body: Body, caller: Caller, default_output: int) -> int:
+def reservation(body: Body, caller: Caller, default_output: int) -> Reservation:
     """The tokens a request may cost: its prompt (every prompt of a batch), estimated, and the
     most each of its choices (n for each prompt) may generate. A request that names no maximum
     reserves the default for each, but never more in all than its smallest token limit leaves
-    beside the prompt (a 300-token-a-minute key could otherwise never send one)."""
+    beside the prompt (a 300-token-a-minute key could otherwise never send one). It names the
+    fields the client sent, for a 400 when no whole limit could hold it."""
     prompt = prompt_tokens(body)
     choices = body.choice_count
     output = body.max_output_tokens or caller.limits.max_tokens
@@ -58,7 +59,13 @@ def reserved_tokens(body: Body, caller: Caller, default_output: int) -> int:
             if amount
         ]
         output = max(1, min([default_output, *room]))
-    return prompt + output * choices
+    prompt_param = "messages" if isinstance(body, ChatCompletionRequest) else "prompt"
+    return Reservation(prompt, output, choices, body.n, prompt_param, body.max_tokens_param)
+
+
+def input_reservation(body: EmbeddingRequest) -> Reservation:
+    """What an embedding request reserves: its inputs, estimated (it generates nothing)."""
+    return Reservation(prompt_tokens(body), prompt_param="input")
 
 
 def used_tokens(record: RequestRecord, admission: Admission) -> int:

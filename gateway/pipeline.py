@@ -24,11 +24,11 @@ from core.errors import DeadlineExceeded, TooManyMessages
 from core.protocol import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
 from core.request_parsing import parse_request
 from core.stages import StageName
-from core.token_estimate import prompt_tokens
 from gateway.cache_stages import CacheStages
 from gateway.caller_tokens import (
     check_max_tokens,
-    reserved_tokens,
+    input_reservation,
+    reservation,
     used_tokens,
     within_key_cap,
 )
@@ -143,9 +143,7 @@ class Pipeline:
         check_max_tokens(body, caller)
         body, raw = within_key_cap(body, raw, caller)
         default = self._default_output_tokens
-        admission = await self._limiter.admit(
-            caller, lambda: reserved_tokens(body, caller, default)
-        )
+        admission = await self._limiter.admit(caller, lambda: reservation(body, caller, default))
         try:
             return await self._answer(
                 endpoint, body, raw, headers, budget, record, caller, admission, presentation
@@ -237,7 +235,7 @@ class Pipeline:
         if body.model != asked:
             raw = with_model(raw, body.model)
         record.note_request(body.model)
-        admission = await self._limiter.admit(caller, lambda: prompt_tokens(body))
+        admission = await self._limiter.admit(caller, lambda: input_reservation(body))
         try:
             with as_asked(asked):
                 response = await embeddings_response(

@@ -64,6 +64,18 @@ def test_refund_gives_back_unused_tokens_but_not_the_past() -> None:
     assert refund(TPM, tat=clock.now, units=10_000, now=clock.now) == clock.now
 
 
+def test_an_excess_charged_once_the_limit_has_rested_counts_from_now() -> None:
+    """More used than reserved, settled after the reservation's TAT has passed: the whole
+    excess is charged from now, none of it lost to the time already gone."""
+    clock = Clock()
+    limiter = LocalLimiter(clock)
+    assert limiter.admit([RPM], [10]).allowed  # rested in 10 s
+    clock.now += 20.0
+    limiter.refund(RPM, -60)  # it used 70
+    assert not limiter.admit([RPM], [1]).allowed
+    assert refund(RPM, tat=clock.now - 5.0, units=-10, now=clock.now) == clock.now + 10.0
+
+
 def test_callers_do_not_share() -> None:
     """Each owner (API key or tenant) has its own limit."""
     limiter = LocalLimiter(Clock())
@@ -97,8 +109,17 @@ def test_never_more_than_a_full_bucket_plus_the_refill(arrivals: list[tuple[floa
 
 def test_decide_is_pure() -> None:
     """`decide` leaves refused TATs at max(tat, now) and reports the one that refused."""
+    decision, stored = decide([RPM, TPM], [1, 1000], [0.0, 20.0], now=10.0)
+    assert not decision.allowed and decision.limited_by == TPM and stored == [10.0, 20.0]
+
+
+def test_a_cost_beyond_the_whole_bucket_waits_until_it_has_rested() -> None:
+    """A share smaller than the request: it passes from a rested limit and moves the TAT as
+    far as it costs; before that it is refused until the limit rests, not for ever."""
     decision, stored = decide([RPM], [120], [0.0], now=10.0)
-    assert not decision.allowed and stored == [10.0]
+    assert decision.allowed and stored == [130.0]
+    refused, _ = decide([RPM], [120], [11.5], now=10.0)
+    assert not refused.allowed and refused.retry_after_s == pytest.approx(1.5)
 
 
 @given(now=st.floats(min_value=0.0, max_value=1e7), amount=st.integers(1, 10_000))

@@ -6,16 +6,16 @@ from __future__ import annotations
 import asyncio
 import functools
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
 from access.caller import Caller, KeyLimits
-from access.gcra import Limit
-from access.limiter import UNLIMITED, RateLimiter
+from access.gcra import Decision, Limit
+from access.limiter import UNLIMITED, RateLimiter, Reservation
 from access.shared_limiter import SharedLimiter
 from bench.harness.probes import free_port
-from core.breaker import CircuitBreaker
+from core.breaker import CircuitBreaker, DependencyUnavailable
 from core.errors import RateLimited, RequestTooLarge, TokensRateLimited
 from core.redis_client import redis_client
 
@@ -91,6 +91,52 @@ async def test_a_request_larger_than_a_whole_limit_is_a_400() -> None:
     assert (await limiter.admit(caller, lambda: 300)).reserved_tokens == 300
 
 
+async def test_too_many_choices_for_the_whole_limit_is_a_400_naming_n() -> None:
+    """A reservation no full bucket could hold only because of its n choices is a 400 naming
+    n that states the limit and how many choices would fit."""
+    limiter, caller = RateLimiter(None), _caller(tokens_per_minute=300)
+    asked = Reservation(prompt=5, per_choice=50, choices=30, n=30)
+    with pytest.raises(RequestTooLarge) as raised:
+        await limiter.admit(caller, lambda: asked)
+    error = raised.value
+    assert error.status == 400 and error.code == "request_too_large" and error.param == "n"
+    assert "limit 300, requested 1505" in error.message and "n to at most 5" in error.message
+    batch = Reservation(prompt=5, per_choice=50, choices=30, n=10)  # three prompts, n=10
+    with pytest.raises(RequestTooLarge, match="n to at most 1") as raised:
+        await limiter.admit(caller, lambda: batch)
+    assert raised.value.param == "n"
+
+
+async def test_a_single_choice_too_large_names_the_field_that_made_it() -> None:
+    """When one choice cannot fit either, the 400 names the output field the client sent;
+    when the prompt alone cannot, the prompt's field (an embedding's input)."""
+    limiter, caller = RateLimiter(None), _caller(tokens_per_minute=300)
+    output = Reservation(
+        prompt=5, per_choice=400, choices=2, n=2, output_param="max_completion_tokens"
+    )
+    with pytest.raises(RequestTooLarge, match="max_completion_tokens to at most 147") as raised:
+        await limiter.admit(caller, lambda: output)
+    assert raised.value.param == "max_completion_tokens"
+    prompt = Reservation(prompt=300, per_choice=10, choices=1, prompt_param="messages")
+    with pytest.raises(RequestTooLarge, match="limit 300") as raised:
+        await limiter.admit(caller, lambda: prompt)
+    assert raised.value.param == "messages"
+    inputs = Reservation(prompt=900, prompt_param="input")
+    with pytest.raises(RequestTooLarge, match="limit 300, requested 900") as raised:
+        await limiter.admit(caller, lambda: inputs)
+    assert raised.value.param == "input"
+
+
+async def test_choices_within_the_limit_but_beyond_what_is_left_are_a_429() -> None:
+    """n choices that fit the whole limit but not what is left now wait: a 429 that says when."""
+    limiter, caller = RateLimiter(None), _caller(tokens_per_minute=300)
+    asked = Reservation(prompt=2, per_choice=50, choices=5, n=5)
+    assert (await limiter.admit(caller, lambda: asked)).reserved_tokens == 252
+    with pytest.raises(TokensRateLimited) as raised:
+        await limiter.admit(caller, lambda: asked)
+    assert int(raised.value.headers()["retry-after"]) > 0
+
+
 async def test_two_limiters_share_one_keys_limit(redis_url: str) -> None:
     """Two limiters (two gateway replicas) over one Redis admit a key's limit, not twice it."""
     first, second = RateLimiter(_shared(redis_url)), RateLimiter(_shared(redis_url))
@@ -152,6 +198,53 @@ async def test_unreachable_redis_falls_back_to_a_local_share() -> None:
     finally:
         await limiter.aclose()
     assert admitted == 5 and limiter.local_decisions == 8  # half of 10 on each of 2 replicas
+
+
+class _ScriptTimesOut(SharedLimiter):
+    """Redis whose limit script times out once (decided locally), refunds still reaching it."""
+
+    def __init__(self, url: str) -> None:
+        breaker = CircuitBreaker(failure_threshold=2, cooldown_s=30.0, name="redis-limits")
+        super().__init__(redis_client(url, 0.5), breaker, 0.5)
+        self.timeouts = 1
+
+    async def admit(self, limits: Sequence[Limit], costs: Sequence[int]) -> Decision:
+        if self.timeouts:
+            self.timeouts -= 1
+            raise DependencyUnavailable("the limit script timed out")
+        return await super().admit(limits, costs)
+
+
+async def test_the_excess_of_a_local_decision_is_charged_in_redis(redis_url: str) -> None:
+    """A request this replica admitted alone that used more than it reserved is charged the
+    excess in Redis too, so the next request, decided there again, cannot spend it twice."""
+    limiter, caller = RateLimiter(_ScriptTimesOut(redis_url)), _caller(tokens_per_minute=300)
+    try:
+        first = await limiter.admit(caller, lambda: 55)
+        assert not first.shared and limiter.local_decisions == 1
+        limiter.settle(first, 1509)
+        await limiter.flush()
+        with pytest.raises(TokensRateLimited) as raised:
+            await limiter.admit(caller, lambda: 10)
+        assert int(raised.value.headers()["retry-after"]) > 60
+    finally:
+        await limiter.aclose()
+
+
+async def test_a_request_beyond_a_replicas_share_passes_once_the_share_has_rested() -> None:
+    """Deciding alone on half of 300 tokens a minute, n choices reserving 252 (within the whole
+    limit) pass from a rested share, and the next waits as long as its 429 says, not forever."""
+    now = [1000.0]
+    limiter, caller = (
+        RateLimiter(None, replicas=2, clock=lambda: now[0]),
+        _caller(tokens_per_minute=300),
+    )
+    asked = Reservation(prompt=2, per_choice=50, choices=5, n=5)
+    assert not (await limiter.admit(caller, lambda: asked)).shared
+    with pytest.raises(TokensRateLimited) as raised:
+        await limiter.admit(caller, lambda: asked)
+    now[0] += int(raised.value.headers()["retry-after"])
+    assert (await limiter.admit(caller, lambda: asked)).reserved_tokens == 252
 
 
 def test_limit_shares_round_down_but_never_to_zero() -> None:

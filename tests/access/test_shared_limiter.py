@@ -4,6 +4,7 @@ locally."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 
@@ -98,6 +99,20 @@ async def test_refunds_of_many_tenants_are_split_by_slot(limiter: RateLimiter) -
     for caller in callers:
         assert (await limiter.admit(caller, lambda: 500)).shared
     assert limiter.local_decisions == 0
+
+
+async def test_an_excess_is_charged_after_redis_has_forgotten_the_reservation(
+    limiter: RateLimiter,
+) -> None:
+    """An answer that outlived its small reservation (the key expired with its TAT) is still
+    charged everything it used beyond it."""
+    caller = _caller(uuid.uuid4().hex[:8], key_tokens=60_000)  # a token every millisecond
+    first = await limiter.admit(caller, lambda: 10)
+    await asyncio.sleep(0.05)  # the key expired 10 ms after it was set
+    limiter.settle(first, 59_000)
+    await limiter.flush()
+    with pytest.raises(TokensRateLimited):
+        await limiter.admit(caller, lambda: 2_000)
 
 
 async def test_an_unreachable_cluster_is_decided_locally() -> None:

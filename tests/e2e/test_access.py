@@ -18,6 +18,7 @@ from access.key_set import key_set_entry, new_key
 from tests.e2e.stack import Stack, running_stack
 
 FULL, LIMITED, LATE, BUSY = new_key(), new_key(), new_key(), new_key()
+TOKENS = new_key()
 JSON = {"content-type": "application/json"}
 HELLO: list[openai.types.chat.ChatCompletionMessageParam] = [{"role": "user", "content": "Hi"}]
 
@@ -33,6 +34,7 @@ FIRST_KEYS = (
     key_set_entry(key_digest(FULL), "acme", name="acme-prod"),
     key_set_entry(key_digest(LIMITED), "globex", models=["sim"], max_tokens=8, priority="batch"),
     key_set_entry(key_digest(BUSY), "initech", requests_per_minute=BUSY_RPM),
+    key_set_entry(key_digest(TOKENS), "umbrella", tokens_per_minute=300),
 )
 
 
@@ -147,6 +149,38 @@ async def test_a_batch_is_held_to_the_key_cap_for_each_choice(guarded: Stack) ->
     )
     assert len(batch.choices) == 4 and {c.finish_reason for c in batch.choices} == {"length"}
     assert batch.usage is not None and batch.usage.completion_tokens == 4 * 8
+
+
+async def test_a_request_no_minute_of_tokens_could_hold_is_a_400(guarded: Stack) -> None:
+    """Under a 300-token-a-minute key, n choices (streamed or not), max_tokens,
+    max_output_tokens or embedding inputs no full minute could hold are a 400 naming the
+    field to lower and the limit; n choices that fit but exceed what is left are a 429."""
+    client, eos = _client(guarded, TOKENS), {"ignore_eos": True}
+    too_large = [
+        client.completions.create(model="sim", prompt="Hi", n=30, max_tokens=50, extra_body=eos),
+        client.chat.completions.create(
+            model="sim", messages=HELLO, n=30, max_tokens=50, stream=True, extra_body=eos
+        ),
+        client.chat.completions.create(model="sim", messages=HELLO, max_tokens=400),
+        client.responses.create(model="sim", input="Hi", max_output_tokens=400, store=False),
+        client.embeddings.create(model="sim", input=["word " * 400] * 3),
+    ]
+    named = []
+    for call in too_large:
+        with pytest.raises(openai.BadRequestError) as refused:
+            await call
+        assert refused.value.code == "request_too_large" and "limit 300" in refused.value.message
+        named.append(refused.value.param)
+    assert named == ["n", "n", "max_tokens", "max_output_tokens", "input"]
+    fits = await client.completions.create(
+        model="sim", prompt="Hi", n=5, max_tokens=50, extra_body=eos
+    )
+    assert fits.usage is not None and 250 <= fits.usage.total_tokens <= 300
+    with pytest.raises(openai.RateLimitError) as waits:
+        await client.completions.create(
+            model="sim", prompt="Hi", n=5, max_tokens=50, extra_body=eos
+        )
+    assert int(waits.value.response.headers["retry-after"]) > 0
 
 
 async def test_stored_responses_belong_to_their_tenant(guarded: Stack) -> None:

@@ -8,12 +8,18 @@ import orjson
 import pytest
 
 from access.caller import Caller, KeyLimits
-from access.limiter import Admission
+from access.limiter import Admission, Reservation
 from core.errors import InvalidRequest
-from core.protocol import ChatCompletionRequest, CompletionRequest
+from core.protocol import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
 from core.request_parsing import parse_request
 from core.token_estimate import prompt_tokens
-from gateway.caller_tokens import check_max_tokens, reserved_tokens, used_tokens, within_key_cap
+from gateway.caller_tokens import (
+    check_max_tokens,
+    input_reservation,
+    reservation,
+    used_tokens,
+    within_key_cap,
+)
 from obs.request_record import RequestRecord
 
 
@@ -92,9 +98,11 @@ def test_the_reservation_is_the_prompt_and_the_most_it_may_generate() -> None:
     """The request's own cap, else the key's, else the default."""
     body = _body()
     prompt = prompt_tokens(body)
-    assert reserved_tokens(_body(50), Caller("t"), 256) == prompt + 50
-    assert reserved_tokens(body, Caller("t", limits=KeyLimits(max_tokens=80)), 256) == prompt + 80
-    assert reserved_tokens(body, Caller("t"), 256) == prompt + 256
+    assert reservation(_body(50), Caller("t"), 256).tokens == prompt + 50
+    assert (
+        reservation(body, Caller("t", limits=KeyLimits(max_tokens=80)), 256).tokens == prompt + 80
+    )
+    assert reservation(body, Caller("t"), 256).tokens == prompt + 256
 
 
 def test_a_default_reservation_fits_the_smallest_token_limit() -> None:
@@ -103,10 +111,10 @@ def test_a_default_reservation_fits_the_smallest_token_limit() -> None:
     body = _body()
     prompt = prompt_tokens(body)
     small = Caller("t", limits=KeyLimits(tokens_per_minute=300))
-    assert reserved_tokens(body, small, 1024) == 300
+    assert reservation(body, small, 1024).tokens == 300
     tenant = Caller("t", tenant_limits=KeyLimits(tokens_per_day=prompt + 40))
-    assert reserved_tokens(body, tenant, 1024) == prompt + 40
-    assert reserved_tokens(_body(1000), small, 1024) == prompt + 1000
+    assert reservation(body, tenant, 1024).tokens == prompt + 40
+    assert reservation(_body(1000), small, 1024).tokens == prompt + 1000
 
 
 def test_a_batch_reserves_every_prompt_and_every_choice() -> None:
@@ -115,13 +123,36 @@ def test_a_batch_reserves_every_prompt_and_every_choice() -> None:
     of them clipped together to what the smallest token limit leaves."""
     raw = orjson.dumps({"model": "m", "prompt": ["a" * 40, "b" * 80], "n": 2, "max_tokens": 5})
     body = parse_request(raw, CompletionRequest)
-    assert reserved_tokens(body, Caller("t"), 256) == 30 + 4 * 5
+    assert reservation(body, Caller("t"), 256).tokens == 30 + 4 * 5
     chat = parse_request(_chat_raw(n=3, max_tokens=7), ChatCompletionRequest)
-    assert reserved_tokens(chat, Caller("t"), 256) == prompt_tokens(chat) + 3 * 7
+    assert reservation(chat, Caller("t"), 256).tokens == prompt_tokens(chat) + 3 * 7
     unnamed = parse_request(_chat_raw(n=3), ChatCompletionRequest)
     small = Caller("t", limits=KeyLimits(tokens_per_minute=300))
-    reserved = reserved_tokens(unnamed, small, 1024)
+    reserved = reservation(unnamed, small, 1024).tokens
     assert prompt_tokens(unnamed) < reserved <= 300
+
+
+def test_the_reservation_names_what_the_client_can_lower() -> None:
+    """The reservation says how it was made (prompt, tokens for each choice, n) and which
+    fields the client sent for each, so a 400 can name the one to lower."""
+    chat = parse_request(_chat_raw(n=30, max_completion_tokens=50), ChatCompletionRequest)
+    prompt = prompt_tokens(chat)
+    assert reservation(chat, Caller("t"), 256) == Reservation(
+        prompt, 50, 30, 30, "messages", "max_completion_tokens"
+    )
+    raw = orjson.dumps({"model": "m", "prompt": ["a", "b", "c"], "n": 2, "max_tokens": 5})
+    batch = reservation(parse_request(raw, CompletionRequest), Caller("t"), 256)
+    assert (batch.choices, batch.n, batch.prompt_param, batch.output_param) == (
+        6,
+        2,
+        "prompt",
+        "max_tokens",
+    )
+    capped = Caller("t", limits=KeyLimits(max_tokens=8, tokens_per_minute=300))
+    many = parse_request(_chat_raw(n=40), ChatCompletionRequest)
+    assert reservation(many, capped, 256)[1:] == (8, 40, 40, "messages", "max_tokens")
+    embed = parse_request(orjson.dumps({"model": "m", "input": ["abcd"] * 3}), EmbeddingRequest)
+    assert input_reservation(embed) == Reservation(3, prompt_param="input")
 
 
 def _chat_raw(**fields: object) -> bytes:
