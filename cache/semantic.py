@@ -25,7 +25,9 @@ from core.breaker import CircuitBreaker
 
 @dataclass
 class SemanticStats:
-    """Counters for metrics: what the semantic stage saw and decided."""
+    """Counters for metrics: what the semantic stage saw and decided, and how the matches
+    judged against the fresh answer fared (shadow matches, and matches withheld from serving:
+    by the error bound, or for audit)."""
 
     lookups: int = 0
     candidates: int = 0
@@ -34,6 +36,15 @@ class SemanticStats:
     shadow_would_hit: int = 0
     shadow_agreed: int = 0
     shadow_disagreed: int = 0
+    withheld_agreed: int = 0
+    withheld_disagreed: int = 0
+
+    def judgements(self) -> tuple[int, int]:
+        """Every match judged so far, with or without an error bound: (correct, wrong)."""
+        return (
+            self.shadow_agreed + self.withheld_agreed,
+            self.shadow_disagreed + self.withheld_disagreed,
+        )
 
 
 @dataclass(frozen=True, slots=True)
