@@ -257,7 +257,9 @@ class CacheLayer:
         tenant, key = plan.tenant, plan.key
         self._writeback.submit(_traced(lambda: self._exact.put(tenant, key, answer), trace))
         semantic, query = self._semantic, plan.semantic
-        if semantic is not None and query is not None and not _agentic(completion):
+        if semantic is None or query is None or _agentic(completion):
+            return
+        if semantic.index_mismatch is None:  # a refused index is not written (warned once)
             vector = outcome.vector
             write = _traced(lambda: semantic.add(query, vector, tenant, answer), trace)
             self._writeback.submit(write)

@@ -15,6 +15,7 @@ from cache.types import (
     CacheUnavailable,
     Embedder,
     EncoderProbe,
+    RefusableIndex,
     Vector,
     VectorHit,
     VectorIndex,
@@ -97,6 +98,12 @@ class SemanticCache:
     @property
     def breaker(self) -> CircuitBreaker | None:
         return self._breaker
+
+    @property
+    def index_mismatch(self) -> str | None:
+        """Why the vector index is refused (another schema under its name in Redis), or None."""
+        index = self._index
+        return index.mismatch if isinstance(index, RefusableIndex) else None
 
     async def embed(self, text: str) -> Vector:
         """The embedding of what the model can read of `text` (see `embedded_text`)."""

@@ -76,6 +76,7 @@ def sample(
         metrics.sampled.semantic_error(
             estimate.correct, estimate.wrong, estimate.rate, estimate.upper
         )
+        metrics.sampled.semantic_index(refused=semantic.index_mismatch is not None)
     metrics.flush()
 
 

@@ -294,3 +294,28 @@ async def test_failed_shadow_lookup_is_an_error() -> None:
     assert outcome.shadow_result == "error"
     layer.remember(outcome, _answer("Use the link."))
     assert semantic.stats.judgements() == (0, 0)
+
+
+class RefusedIndex(InMemoryVectorIndex):
+    """An index refused for another schema: nothing may be written into it."""
+
+    mismatch = "another schema under the name"
+
+    async def add(self, vector: Vector, **entry: Any) -> None:
+        raise AssertionError("a refused index was written")
+
+
+async def test_a_refused_index_is_not_written() -> None:
+    """An answer is written to the exact cache only while the vector index is refused."""
+    semantic = SemanticCache(
+        WordEmbedder(),
+        RefusedIndex(dimensions=DIMENSIONS),
+        threshold=0.5,
+        breaker=None,
+        timeout_s=5,
+        ttl_s=60,
+    )
+    layer = _layer_over("on", semantic)
+    assert semantic.index_mismatch == RefusedIndex.mismatch
+    await _store(layer, "reset my password how", "Use the link.")
+    assert layer.writeback.failed == 0 and layer.writeback.written == 1
