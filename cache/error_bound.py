@@ -83,6 +83,12 @@ class BoundEstimate:
     rate: float
     upper: float
 
+    @classmethod
+    def of(cls, correct: int, wrong: int) -> BoundEstimate:
+        """The estimate from these counts (no data: rate 0, upper bound 1)."""
+        total = correct + wrong
+        return cls(correct, wrong, wrong / total if total else 0.0, wilson_upper(wrong, total))
+
 
 @dataclass(slots=True)
 class _Entry:
@@ -186,6 +192,4 @@ class ErrorBound:
         return self.audit_rate > 0.0 and self._random() < self.audit_rate
 
     def estimate(self) -> BoundEstimate:
-        total = self._correct + self._wrong
-        rate = self._wrong / total if total else 0.0
-        return BoundEstimate(self._correct, self._wrong, rate, wilson_upper(self._wrong, total))
+        return BoundEstimate.of(self._correct, self._wrong)

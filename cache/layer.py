@@ -171,11 +171,21 @@ class CacheLayer:
         return self._settings.semantic == "shadow"
 
     def start_shadow(self, plan: CachePlan, now: float) -> asyncio.Task[SemanticMatch | None]:
-        """The semantic lookup of shadow mode, off the request path."""
+        """The semantic lookup of shadow mode, off the request path: its verified match (not
+        held to any error bound), None, or CacheUnavailable when the lookup failed (read it
+        with `CacheOutcome.shadow_result`)."""
         task = asyncio.create_task(self._shadow_lookup(plan, now))
         self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        task.add_done_callback(self._shadow_done)
         return task
+
+    def _shadow_done(self, task: asyncio.Task[SemanticMatch | None]) -> None:
+        self._background.discard(task)
+        if task.cancelled():
+            return
+        exc = task.exception()  # retrieved: a failed lookup is a result, not a lost error
+        if exc is not None and not isinstance(exc, CacheUnavailable):
+            log.error("shadow semantic lookup failed", exc_info=exc)
 
     async def lookup_semantic(
         self, plan: CachePlan, now: float, timeout_s: float | None = None
@@ -214,13 +224,10 @@ class CacheLayer:
 
     async def _shadow_lookup(self, plan: CachePlan, now: float) -> SemanticMatch | None:
         assert self._semantic is not None and plan.semantic is not None
-        try:
-            vector = await self._semantic.embed(plan.semantic.text)
-            return await self._semantic.lookup(
-                plan.semantic, vector, plan.tenant, plan.max_age, now, bounded=False
-            )
-        except CacheUnavailable:
-            return None
+        vector = await self._semantic.embed(plan.semantic.text)
+        return await self._semantic.lookup(
+            plan.semantic, vector, plan.tenant, plan.max_age, now, bounded=False
+        )
 
     def tap(self, outcome: CacheOutcome, trace: WriteTrace | None = None) -> AnswerTap | None:
         """What a streamed answer is fed to so that, once complete, it is written back (and
@@ -239,7 +246,7 @@ class CacheLayer:
         """
         plan, shadow = outcome.plan, outcome.shadow
         if outcome.withheld is not None and self._judge is not None:
-            self._judge.judge(outcome.withheld, completion, plan.tenant)
+            self._count_withheld(self._judge.judge(outcome.withheld, completion, plan.tenant))
         if shadow is not None and self._judge is not None:
             self._judge.shadow(shadow, completion, outcome.looked_up_at, plan.tenant)
         if not plan.write or plan.key is None:
@@ -250,10 +257,20 @@ class CacheLayer:
         tenant, key = plan.tenant, plan.key
         self._writeback.submit(_traced(lambda: self._exact.put(tenant, key, answer), trace))
         semantic, query = self._semantic, plan.semantic
-        if semantic is not None and query is not None and not _agentic(completion):
+        if semantic is None or query is None or _agentic(completion):
+            return
+        if semantic.index_mismatch is None:  # a refused index is not written (warned once)
             vector = outcome.vector
             write = _traced(lambda: semantic.add(query, vector, tenant, answer), trace)
             self._writeback.submit(write)
+
+    def _count_withheld(self, agreed: bool) -> None:
+        assert self._semantic is not None
+        stats = self._semantic.stats
+        if agreed:
+            stats.withheld_agreed += 1
+        else:
+            stats.withheld_disagreed += 1
 
     async def aclose(self, drain_timeout_s: float) -> None:
         await self._writeback.drain(drain_timeout_s)

@@ -93,3 +93,17 @@ class CacheOutcome:
     @property
     def withheld(self) -> SemanticMatch | None:
         return None if self.semantic is None else self.semantic.withheld
+
+    @property
+    def shadow_result(self) -> LookupResult | None:
+        """What the shadow lookup found, once it is done: `hit` for a verified match written
+        before this request's lookups began (what the verifier would have served), `error`
+        for a failed lookup; None without one, or while it runs."""
+        task = self.shadow
+        if task is None or not task.done():
+            return None
+        if task.cancelled() or task.exception() is not None:
+            return "error"
+        match = task.result()
+        stored_before = match is not None and match.answer.created_at < self.looked_up_at
+        return "hit" if stored_before else "miss"

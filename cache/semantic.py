@@ -15,6 +15,7 @@ from cache.types import (
     CacheUnavailable,
     Embedder,
     EncoderProbe,
+    RefusableIndex,
     Vector,
     VectorHit,
     VectorIndex,
@@ -25,7 +26,9 @@ from core.breaker import CircuitBreaker
 
 @dataclass
 class SemanticStats:
-    """Counters for metrics: what the semantic stage saw and decided."""
+    """Counters for metrics: what the semantic stage saw and decided, and how the matches
+    judged against the fresh answer fared (shadow matches, and matches withheld from serving:
+    by the error bound, or for audit)."""
 
     lookups: int = 0
     candidates: int = 0
@@ -34,6 +37,15 @@ class SemanticStats:
     shadow_would_hit: int = 0
     shadow_agreed: int = 0
     shadow_disagreed: int = 0
+    withheld_agreed: int = 0
+    withheld_disagreed: int = 0
+
+    def judgements(self) -> tuple[int, int]:
+        """Every match judged so far, with or without an error bound: (correct, wrong)."""
+        return (
+            self.shadow_agreed + self.withheld_agreed,
+            self.shadow_disagreed + self.withheld_disagreed,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +98,12 @@ class SemanticCache:
     @property
     def breaker(self) -> CircuitBreaker | None:
         return self._breaker
+
+    @property
+    def index_mismatch(self) -> str | None:
+        """Why the vector index is refused (another schema under its name in Redis), or None."""
+        index = self._index
+        return index.mismatch if isinstance(index, RefusableIndex) else None
 
     async def embed(self, text: str) -> Vector:
         """The embedding of what the model can read of `text` (see `embedded_text`)."""

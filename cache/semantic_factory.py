@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from cache.clause_adapter import AdapterMismatch, adapted_model, misfit
@@ -17,37 +19,68 @@ from cache.semantic import SemanticCache
 from cache.settings import CacheSettings
 from cache.types import CacheUnavailable, Vector, VectorHit, VectorIndex
 from cache.vector_index_memory import InMemoryVectorIndex
-from cache.vector_index_redis import RedisVectorIndex
+from cache.vector_index_redis import IndexMismatch, RedisVectorIndex
 from cache.verify_confirm import PLAIN_SLOT_SIMILARITY, SLOT_SIMILARITY, ModelVerifier
 from core.breaker import CircuitBreaker
 
 log = logging.getLogger("gateway.cache")
 
 
+# While the index under the gateway's name has another schema, how often a lookup looks at
+# it again (the others fail at once, without a round trip).
+INDEX_RECHECK_S = 5.0
+
+
 class EnsuredIndex:
     """A Redis vector index that creates itself on first use, so a Redis that was down when
     the gateway started does not disable the semantic cache for good; and again after a failed
     search, so a Redis that comes back empty (a restart without persistence, a failover to an
-    empty replica, FLUSHALL) gets its index back, over the entries written since."""
+    empty replica, FLUSHALL) gets its index back, over the entries written since.
 
-    def __init__(self, index: RedisVectorIndex) -> None:
+    An index of another schema under its name (another application's, an older gateway's with
+    other dimensions) is refused: every search and write fails (`CacheUnavailable`, so a
+    lookup is an `error`, never a silent miss), it is neither written into nor dropped, one
+    warning per process names it and what differs, and `mismatch` says why for the metrics.
+    Once it is gone (dropped, renamed), the next check creates the gateway's own."""
+
+    def __init__(self, index: RedisVectorIndex, clock: Callable[[], float] = time.monotonic):
         self._index = index
+        self._clock = clock
         self._ready = False
+        self._checked_at = -math.inf
+        self._warned = False
+        self.mismatch: str | None = None
 
     async def ensure(self) -> None:
-        """Create the index if missing; a mismatched existing index raises ValueError."""
-        if not self._ready:
-            await self._index.ensure_index()
-            self._ready = True
-
-    async def _ensure(self) -> None:
+        """Create the index if missing; CacheUnavailable if Redis fails or the index there
+        has another schema."""
+        if self._ready:
+            return
+        if self.mismatch is not None and self._clock() - self._checked_at < INDEX_RECHECK_S:
+            raise CacheUnavailable(self.mismatch)
+        self._checked_at = self._clock()
         try:
-            await self.ensure()
-        except ValueError as exc:  # per request, even a misconfiguration stays fail-open
+            await self._index.ensure_index()
+        except IndexMismatch as exc:
+            self._refuse(str(exc))
             raise CacheUnavailable(str(exc)) from exc
+        if self.mismatch is not None:
+            log.warning("semantic index %r now has the gateway's schema: using it", self.name)
+            self.mismatch = None
+        self._ready = True
+
+    @property
+    def name(self) -> str:
+        return self._index.name
+
+    def _refuse(self, why: str) -> None:
+        self.mismatch = why
+        if not self._warned:  # every lookup fails while it lasts: say so once
+            self._warned = True
+            log.warning("semantic cache lookups fail until this is fixed: %s", why)
 
     async def search(self, vector: Vector, *, tenant: str, scope: str, k: int) -> list[VectorHit]:
-        await self._ensure()
+        await self.ensure()
         try:
             return await self._index.search(vector, tenant=tenant, scope=scope, k=k)
         except CacheUnavailable:
@@ -65,7 +98,7 @@ class EnsuredIndex:
         created_at: float,
         ttl_s: int,
     ) -> None:
-        await self._ensure()
+        await self.ensure()
         await self._index.add(
             vector, tenant=tenant, scope=scope, text=text, payload=payload,
             created_at=created_at, ttl_s=ttl_s,
@@ -156,11 +189,13 @@ async def _vector_index(
         )
         return index, None
     client = semantic_redis_client(settings)  # a Redis Cluster stops the gateway
-    ensured = EnsuredIndex(RedisVectorIndex(client, dimensions=dimensions))
+    named = RedisVectorIndex(client, dimensions=dimensions, name=settings.semantic_index)
+    ensured = EnsuredIndex(named)
     try:
         await ensured.ensure()
     except CacheUnavailable as exc:
-        log.warning("semantic index not created yet (will retry on use): %s", exc)
+        if ensured.mismatch is None:  # else it was just said
+            log.warning("semantic index not created yet (will retry on use): %s", exc)
     except BaseException:
         await ensured.aclose()
         raise

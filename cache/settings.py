@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,7 @@ from core.env import (
     env_int,
     env_map,
     env_ms,
+    env_str,
 )
 from core.redis_client import check_redis_url, is_cluster_url
 
@@ -57,6 +59,7 @@ class CacheSettings:
     semantic_audit_rate: float = 0.05  # share of would-be hits answered fresh and judged
     semantic_timeout_s: float = 0.25
     semantic_clause_adapter: bool = True  # compare rewritten clauses with the trained adapter
+    semantic_index: str = "gw:sem"  # the Redis index's name, and its keys' prefix before ":"
     embedding_model: str = ""
     embedding_backend: EmbeddingBackend = "onnx"
     embedding_threads: int = 1
@@ -136,6 +139,7 @@ class CacheSettings:
             semantic_clause_adapter=env_bool(
                 env, "GATEWAY_SEMANTIC_CLAUSE_ADAPTER", d.semantic_clause_adapter
             ),
+            semantic_index=_index_name(env_str(env, "GATEWAY_SEMANTIC_INDEX", d.semantic_index)),
             embedding_model=_embedding_model(env),
             embedding_backend=cast(
                 EmbeddingBackend,
@@ -162,6 +166,15 @@ class CacheSettings:
                 high=_MAX_ENTRIES,
             ),
         )
+
+
+def _index_name(name: str) -> str:
+    """GATEWAY_SEMANTIC_INDEX: letters, digits and `:_.-` (it is also a key prefix)."""
+    if not re.fullmatch(r"[A-Za-z0-9:_.-]{1,100}", name):
+        raise SettingsError(
+            f"GATEWAY_SEMANTIC_INDEX must be 1 to 100 letters, digits and ':_.-', got {name!r}"
+        )
+    return name
 
 
 def _embedding_model(env: Mapping[str, str]) -> str:

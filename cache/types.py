@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -62,6 +62,15 @@ class VectorIndex(Protocol):
     ) -> None: ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class RefusableIndex(Protocol):
+    """A vector index that can refuse what it finds in its store: `mismatch` says why (an
+    index of another schema under its name), None while it is in use."""
+
+    @property
+    def mismatch(self) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,9 @@ payload, returned undecoded). A key is a digest of tenant, scope and text, so wr
 prompt again replaces the entry. Each hash expires on its own TTL; RediSearch drops expired
 documents from the index.
 
+An index of another schema under the same name (another application's, or an older gateway's
+with other dimensions) is refused, never searched, written into or dropped: `IndexMismatch`.
+
 Pitfalls handled here: RedisVL renders `Tag("tenant") == ""` as no filter at all, and tag
 values are split on "," at indexing time, so empty values and commas are rejected (tenants and
 scopes are hex digests in the gateway). RedisVL's result processing deletes a field named
@@ -32,6 +35,14 @@ from cache.types import CacheUnavailable, Vector, VectorHit
 
 _ERRORS = (RedisError, RedisVLError, OSError, asyncio.TimeoutError)
 _RETURN = ("text", "body", "created_at", VectorQuery.DISTANCE_ID)
+
+
+class IndexMismatch(ValueError):
+    """An index of the gateway's name exists in Redis with another schema."""
+
+
+# The fields the gateway searches by and their FT.INFO types.
+_FIELDS = (("tenant", "TAG"), ("scope", "TAG"), ("created_at", "NUMERIC"), ("embedding", "VECTOR"))
 
 
 def _checked(kind: str, value: str) -> str:
@@ -98,7 +109,8 @@ class RedisVectorIndex:
         return index
 
     async def ensure_index(self) -> None:
-        """Creates the Redis index if missing; ValueError if one exists with other dimensions."""
+        """Creates the Redis index if missing; IndexMismatch if one exists with another
+        schema (left as it is)."""
         try:
             try:
                 await self._index.create(overwrite=False)
@@ -108,11 +120,12 @@ class RedisVectorIndex:
             info = await self._index.info()
         except _ERRORS as exc:
             raise CacheUnavailable(f"vector index {self.name!r}: {exc}") from exc
-        existing = _vector_dims(info)
-        if existing is not None and existing != self.dimensions:
-            raise ValueError(
-                f"index {self.name!r} holds {existing}-dimensional vectors, the embedder makes "
-                f"{self.dimensions}: use another index name or drop the index"
+        problems = schema_mismatch(info, name=self.name, dimensions=self.dimensions)
+        if problems:
+            raise IndexMismatch(
+                f"the Redis index {self.name!r} is not the gateway's semantic index "
+                f"({'; '.join(problems)}): the gateway neither searches nor writes it; drop it "
+                "if it is an old gateway index, or set GATEWAY_SEMANTIC_INDEX to another name"
             )
 
     def key(self, *, tenant: str, scope: str, text: str) -> str:
@@ -197,10 +210,54 @@ def _hit(row: dict[str, Any]) -> VectorHit:
     )
 
 
-def _vector_dims(info: dict[str, Any]) -> int | None:
-    """The `dim` of the embedding attribute in FT.INFO output, if present."""
+def schema_mismatch(info: dict[str, Any], *, name: str, dimensions: int) -> list[str]:
+    """How the index FT.INFO describes differs from the one the gateway creates as `name` for
+    `dimensions`-dimensional vectors: its key type, prefix, fields and their types, and the
+    vector's dimensions, metric and type (where FT.INFO reports them); empty if it fits."""
+    problems: list[str] = []
+    definition = _pairs(info.get("index_definition", []))
+    key_type = _text(definition.get("key_type", "HASH"))
+    if key_type.upper() != "HASH":
+        problems.append(f"it indexes {key_type} keys, not hashes")
+    prefixes = [_text(p) for p in definition.get("prefixes", [f"{name}:"])]
+    if prefixes != [f"{name}:"]:
+        problems.append(f"its key prefixes are {prefixes}, not [{name + ':'!r}]")
+    fields = {}
     for attribute in info.get("attributes", []):
-        fields = [x.decode() if isinstance(x, bytes) else x for x in attribute]
-        if "embedding" in fields and "dim" in fields:
-            return int(fields[fields.index("dim") + 1])
-    return None
+        described = _pairs(attribute)
+        fields[_text(described.get("attribute", described.get("identifier", "")))] = described
+    missing = [field for field, _ in _FIELDS if field not in fields]
+    if missing:
+        problems.append(f"it has no {', '.join(missing)} field (its fields: {', '.join(fields)})")
+    for field, kind in _FIELDS:
+        found = _text(fields.get(field, {}).get("type", kind))
+        if found.upper() != kind:
+            problems.append(f"its {field} field is a {found}, not a {kind}")
+    vector = fields.get("embedding", {})
+    dims = vector.get("dim")
+    if dims is not None and int(_text(dims)) != dimensions:
+        problems.append(
+            f"it holds {_text(dims)}-dimensional vectors, the embedder makes {dimensions}"
+        )
+    for key, wanted in (("distance_metric", "COSINE"), ("data_type", "FLOAT32")):
+        found = _text(vector.get(key, wanted))
+        if found.upper() != wanted:
+            problems.append(f"its vectors' {key} is {found}, not {wanted}")
+    return problems
+
+
+def _pairs(described: Any) -> dict[str, Any]:
+    """An FT.INFO description (a dict, or a flat list of names, values and bare flags) as a
+    dict by lower-case name."""
+    if isinstance(described, dict):
+        return {_text(k).lower(): v for k, v in described.items()}
+    items = list(described)
+    return {
+        _text(items[i]).lower(): items[i + 1]
+        for i in range(len(items) - 1)
+        if isinstance(items[i], (str, bytes))
+    }
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

@@ -46,6 +46,7 @@ class CacheStages:
             elif cache.shadow_only:
                 shadow = cache.start_shadow(plan, now)
                 outcome = CacheOutcome(plan, exact, shadow=shadow, looked_up_at=now)
+                record.note_shadow(shadow, lambda: outcome.shadow_result)
             else:
                 semantic = await self._stage(
                     self._semantic,

@@ -1,6 +1,6 @@
 """Copies live state (replica load, Redis circuits, write-back queue, rate limits, the
-semantic cache's encoders, the event loop's task count) into the metrics, and flushes the
-per-request observations added up since the last time.
+semantic cache's encoders and judgements, the event loop's task count) into the metrics, and
+flushes the per-request observations added up since the last time.
 
 Each worker samples its own state on a timer: with several workers, sampling only when
 /metrics is scraped would leave the other workers' values stale.
@@ -14,6 +14,7 @@ import logging
 from access.limiter import RateLimiter
 from backends.discovery import Discovery
 from backends.fleet import Fleet
+from cache.error_bound import BoundEstimate
 from cache.layer import CacheLayer
 from cache.types import EncoderSample
 from obs.metrics import GatewayMetrics
@@ -66,15 +67,16 @@ def sample(
     metrics.sampled.rate_limits(limiter.refused, limiter.local_decisions)
     writeback = cache.writeback
     metrics.sampled.writeback(writeback.depth, writeback.dropped, writeback.failed)
-    if cache.semantic is not None:
-        for encoder in cache.semantic.encoders:
+    semantic = cache.semantic
+    if semantic is not None:
+        for encoder in semantic.encoders:
             _encoder(metrics, encoder.sample())
-    bound = cache.semantic.error_bound if cache.semantic is not None else None
-    if bound is not None:
-        estimate = bound.estimate()
+        # Every judged match (shadow mode, withheld or audited ones), with or without a bound.
+        estimate = BoundEstimate.of(*semantic.stats.judgements())
         metrics.sampled.semantic_error(
             estimate.correct, estimate.wrong, estimate.rate, estimate.upper
         )
+        metrics.sampled.semantic_index(refused=semantic.index_mismatch is not None)
     metrics.flush()
 
 

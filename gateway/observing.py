@@ -16,6 +16,9 @@ from obs.request_record import RequestRecord
 log = logging.getLogger("gateway.observing")
 
 RECORD_SCOPE_KEY = "gateway.record"
+# How long a request's report waits for its shadow-mode semantic lookup after the last byte;
+# the lookup's own embedding and Redis calls are bounded by GATEWAY_SEMANTIC_TIMEOUT_MS.
+SHADOW_WAIT_S = 5.0
 OBSERVED_ROUTES = frozenset(
     {"/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses", "/v1/models"}
 )
@@ -72,6 +75,9 @@ class ObservingMiddleware:
             # Starlette's outer error middleware answers it
             record.note_failure(record.error or "internal_error", status=500)
             raise
+        else:
+            # The response is written: a shadow lookup still running delays only the report.
+            await record.wait_shadow(SHADOW_WAIT_S)
         finally:
             # Every response is written before the app returns (a stream included), so
             # now is its last byte; no wrapper on `send` is needed for that.

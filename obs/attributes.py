@@ -93,6 +93,7 @@ ATTR_PRIORITY: Final = "gateway.priority"
 ATTR_TENANT: Final = "gateway.tenant"
 ATTR_KEY_ID: Final = "gateway.api_key.id"  # the first 12 hex digits of the key's SHA-256
 ATTR_CACHE_RESULT: Final = "gateway.cache.result"
+ATTR_CACHE_SHADOW: Final = "gateway.cache.shadow"  # shadow mode: what `on` would have found
 ATTR_CACHE_AGE_S: Final = "gateway.cache.age_s"
 ATTR_SEMANTIC_SIMILARITY: Final = "gateway.cache.semantic.similarity"
 ATTR_SEMANTIC_THRESHOLD: Final = "gateway.cache.semantic.threshold"

@@ -66,7 +66,8 @@ TPOT_BUCKETS = (
     *(0.05, 0.075, 0.1, 0.25, 0.5, 1.0),
 )
 
-CacheKind = Literal["exact", "semantic"]
+# `semantic_shadow`: shadow mode's lookups, which are measured and never served.
+CacheKind = Literal["exact", "semantic", "semantic_shadow"]
 CacheResult = Literal["hit", "miss", "error", "skipped"]
 
 
@@ -116,7 +117,8 @@ class GatewayMetrics:
         )
         self._cache = Counter(
             "gateway_cache_lookups_total",
-            "Cache lookups by kind (exact, semantic) and result (hit, miss, error, skipped)",
+            "Cache lookups by kind (exact, semantic, semantic_shadow: never served) and result "
+            "(hit, miss, error, skipped)",
             ("kind", "result"),
             registry=registry,
         )
@@ -199,7 +201,7 @@ class GatewayMetrics:
         child.observe(seconds)
 
     def cache_lookup(self, kind: CacheKind, result: CacheResult) -> None:
-        """One exact or semantic cache lookup and its outcome."""
+        """One exact, semantic or shadow-mode semantic cache lookup and its outcome."""
         key = (kind, result)
         child = self._cache_children.get(key)
         if child is None:

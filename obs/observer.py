@@ -15,6 +15,7 @@ from obs.attributes import (
     ATTR_BUDGET_EXCEEDED,
     ATTR_BUDGET_REMAINING_MS,
     ATTR_CACHE_RESULT,
+    ATTR_CACHE_SHADOW,
     ATTR_KEY_ID,
     ATTR_PRIORITY,
     ATTR_REPLICA,
@@ -170,6 +171,8 @@ class Observer:
             root.set_attribute(ATTR_KEY_ID, record.key_id)
         if record.cache:
             root.set_attribute(ATTR_CACHE_RESULT, record.cache)
+        if record.shadow is not None:
+            root.set_attribute(ATTR_CACHE_SHADOW, record.shadow)
         if record.similarity is not None:
             root.set_attribute(ATTR_SEMANTIC_SIMILARITY, record.similarity)
             if self._threshold is not None:
@@ -209,6 +212,8 @@ class Observer:
         }
         if ids is not None:
             fields["span_id"] = ids[1]
+        if record.shadow is not None:
+            fields["cache_shadow"] = record.shadow
         if record.input_tokens is not None:
             fields["input_tokens"] = record.input_tokens
         if record.output_tokens is not None:

@@ -3,8 +3,10 @@ line when its response is over."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from opentelemetry.trace import Span
 
@@ -42,6 +44,7 @@ class RequestRecord:
     cache: str | None = None
     similarity: float | None = None
     cache_lookups: list[tuple[CacheKind, CacheResult]] = field(default_factory=list)
+    shadow: CacheResult | None = None  # what shadow mode's semantic lookup found, once done
     substages: list[Stage] = field(default_factory=list)
     input_tokens: int | None = None
     output_tokens: int | None = None
@@ -53,6 +56,10 @@ class RequestRecord:
     # Only with GATEWAY_TRACE_CONTENT=true on a traced request: the prompt and the answer.
     content_in: str | None = None
     content_out: list[str] | None = None
+    _shadow_lookup: asyncio.Future[Any] | None = field(default=None, init=False, repr=False)
+    _shadow_result: Callable[[], CacheResult | None] | None = field(
+        default=None, init=False, repr=False
+    )
 
     def begin(self, request_id: str, client_trace_id: str | None) -> None:
         """The request's id, and the client's trace id when the gateway does not trace it."""
@@ -139,6 +146,28 @@ class RequestRecord:
         self.cache_lookups.append((kind, result))
         if overran is not None:
             self.overruns.append(overran)
+
+    def note_shadow(
+        self, lookup: asyncio.Future[Any], result: Callable[[], CacheResult | None]
+    ) -> None:
+        """Shadow mode's semantic lookup runs beside the request; once `lookup` is done,
+        `result()` says what it found (see `wait_shadow`)."""
+        self._shadow_lookup = lookup
+        self._shadow_result = result
+
+    async def wait_shadow(self, timeout_s: float) -> None:
+        """Until the shadow lookup (if any) is done, at most `timeout_s`, then note its result
+        as a `semantic_shadow` lookup; one still running by then is left out. Called after
+        the last byte: the client never waits for it."""
+        lookup, result = self._shadow_lookup, self._shadow_result
+        if lookup is None or result is None:
+            return
+        if not lookup.done():
+            await asyncio.wait((lookup,), timeout=timeout_s)
+        found = result() if lookup.done() else None
+        if found is not None:
+            self.shadow = found
+            self.cache_lookups.append(("semantic_shadow", found))
 
     def note_cache(
         self, status: str, similarity: float | None, semantic: _HasSubstages | None

@@ -1,6 +1,6 @@
 """The gauges and counters the periodic sampler sets from other objects' state: the Redis
-circuit breakers, the write-back queue, the semantic error bound, the semantic cache's
-encoders, the rate limiter and the event loop. Each sample carries cumulative totals; a
+circuit breakers, the write-back queue, the semantic error bound and index, the semantic
+cache's encoders, the rate limiter and the event loop. Each sample carries cumulative totals; a
 counter advances by the difference."""
 
 from __future__ import annotations
@@ -61,6 +61,13 @@ class SampledMetrics:
             "gateway_semantic_error_rate_upper",
             "95% Wilson upper bound of the semantic wrong-hit rate (with several workers: the "
             "highest)",
+            multiprocess_mode="livemax",
+            registry=registry,
+        )
+        self._index_mismatch = Gauge(
+            "gateway_semantic_index_mismatch",
+            "1 while the semantic index in Redis under the gateway's name has another schema: "
+            "refused, semantic lookups fail (with several workers: the highest)",
             multiprocess_mode="livemax",
             registry=registry,
         )
@@ -160,6 +167,10 @@ class SampledMetrics:
         if wrong := added(wrong_total, last_wrong):
             self._judged.labels("wrong").inc(wrong)
         self._judged_last = (correct_total, wrong_total)
+
+    def semantic_index(self, *, refused: bool) -> None:
+        """Sampled semantic index: whether the one in Redis is refused (another schema)."""
+        self._index_mismatch.set(1 if refused else 0)
 
     def event_loop_tasks(self, count: int) -> None:
         """Sampled number of asyncio tasks alive in this worker (a leak shows as a climb)."""

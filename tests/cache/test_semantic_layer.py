@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections import Counter
 from dataclasses import replace
@@ -232,3 +233,89 @@ async def test_other_stored_prompts_show_the_slot_of_a_reworded_template() -> No
     outcome = await look(layer, layer.plan(_body(query), {}, tenant_for({})))
     assert outcome.answer is None and stats.candidates > seen
     assert stats.rejected - before == Counter(slot=stats.candidates - seen)
+
+
+async def test_shadow_judgements_are_counted_without_a_bound() -> None:
+    """Without an error bound, each shadow judgement still counts as correct or wrong."""
+    layer = _layer("shadow")
+    await _store(layer, "reset my password how", "Use the link.")
+    await _shadow_judge(layer, "how reset my password", "Use the link.")
+    await _shadow_judge(layer, "my password reset how", "Call support.")
+    assert layer.semantic is not None
+    assert layer.semantic.stats.judgements() == (1, 1)
+
+
+async def test_withheld_judgements_are_counted() -> None:
+    """A match the bound withheld, judged against the fresh answer, counts as a judgement."""
+    layer = _layer("on", ErrorBound(0.05))
+    await _store(layer, "reset my password how", "Use the link.")
+    outcome = await look(layer, layer.plan(_body("how reset my password"), {}, tenant_for({})))
+    assert outcome.withheld is not None
+    layer.remember(outcome, _answer("Call support."))
+    assert layer.semantic is not None
+    assert layer.semantic.stats.judgements() == (0, 1)
+
+
+async def test_shadow_lookup_reports_a_would_be_hit_or_a_miss() -> None:
+    """A shadow lookup's result is `hit` for a verified match (what `on` would serve), else
+    `miss`; unknown while it runs."""
+    layer = _layer("shadow")
+    await _store(layer, "reset my password how", "Use the link.")
+    hit = await look(layer, layer.plan(_body("how reset my password"), {}, tenant_for({})))
+    miss = await look(layer, layer.plan(_body("enable 2FA now"), {}, tenant_for({})))
+    assert hit.shadow is not None and miss.shadow is not None
+    running = hit.shadow_result
+    assert running is None
+    await asyncio.wait((hit.shadow, miss.shadow))
+    assert (hit.shadow_result, miss.shadow_result) == ("hit", "miss")
+
+
+class DownEmbedder(WordEmbedder):
+    """An embedder whose encoder is unavailable."""
+
+    async def embed(self, text: str) -> Vector:
+        raise CacheUnavailable("encoder queue full")
+
+
+async def test_failed_shadow_lookup_is_an_error() -> None:
+    """A shadow lookup that fails reports `error`, and nothing is judged."""
+    semantic = SemanticCache(
+        DownEmbedder(),
+        InMemoryVectorIndex(dimensions=DIMENSIONS),
+        threshold=0.5,
+        breaker=None,
+        timeout_s=5,
+        ttl_s=60,
+    )
+    layer = _layer_over("shadow", semantic)
+    outcome = await look(layer, layer.plan(_body("how reset my password"), {}, tenant_for({})))
+    assert outcome.shadow is not None
+    await asyncio.wait((outcome.shadow,))
+    assert outcome.shadow_result == "error"
+    layer.remember(outcome, _answer("Use the link."))
+    assert semantic.stats.judgements() == (0, 0)
+
+
+class RefusedIndex(InMemoryVectorIndex):
+    """An index refused for another schema: nothing may be written into it."""
+
+    mismatch = "another schema under the name"
+
+    async def add(self, vector: Vector, **entry: Any) -> None:
+        raise AssertionError("a refused index was written")
+
+
+async def test_a_refused_index_is_not_written() -> None:
+    """An answer is written to the exact cache only while the vector index is refused."""
+    semantic = SemanticCache(
+        WordEmbedder(),
+        RefusedIndex(dimensions=DIMENSIONS),
+        threshold=0.5,
+        breaker=None,
+        timeout_s=5,
+        ttl_s=60,
+    )
+    layer = _layer_over("on", semantic)
+    assert semantic.index_mismatch == RefusedIndex.mismatch
+    await _store(layer, "reset my password how", "Use the link.")
+    assert layer.writeback.failed == 0 and layer.writeback.written == 1

@@ -52,3 +52,13 @@ async def test_the_semantic_index_client_is_never_a_cluster() -> None:
     client = semantic_redis_client(CacheSettings(redis_url="redis://127.0.0.1:1/0", semantic="on"))
     assert isinstance(client, aioredis.Redis)
     await client.aclose()
+
+
+def test_the_semantic_index_name_is_a_setting() -> None:
+    """GATEWAY_SEMANTIC_INDEX names the index (default gw:sem); a name unfit for a key prefix
+    stops the gateway, naming the variable."""
+    assert CacheSettings.from_env({}).semantic_index == "gw:sem"
+    named = CacheSettings.from_env({"GATEWAY_SEMANTIC_INDEX": "gw:sem-v2"})
+    assert named.semantic_index == "gw:sem-v2"
+    with pytest.raises(SettingsError, match="GATEWAY_SEMANTIC_INDEX"):
+        CacheSettings.from_env({"GATEWAY_SEMANTIC_INDEX": "gw sem*"})

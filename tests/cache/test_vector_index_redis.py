@@ -13,7 +13,7 @@ from redis.asyncio import Redis
 from bench.harness.probes import free_port
 from cache.types import CacheUnavailable, Vector
 from cache.vector_index_memory import InMemoryVectorIndex
-from cache.vector_index_redis import RedisVectorIndex
+from cache.vector_index_redis import IndexMismatch, RedisVectorIndex
 
 DIMS = 16
 
@@ -173,3 +173,32 @@ async def test_concurrent_opens_all_succeed(client: Redis) -> None:
         *(RedisVectorIndex.open(client, dimensions=DIMS, name=name) for _ in range(8))
     )
     await indexes[0].drop()
+
+
+_TAGS = "tenant TAG CASESENSITIVE scope TAG CASESENSITIVE created_at NUMERIC"
+_VECTOR = f"embedding VECTOR FLAT 6 TYPE FLOAT32 DIM {DIMS} DISTANCE_METRIC"
+FOREIGN = [
+    ("gw:", "v VECTOR FLAT 6 TYPE FLOAT32 DIM 8 DISTANCE_METRIC COSINE", "no tenant, scope"),
+    ("gw:", f"{_VECTOR} COSINE", "no tenant"),  # searches would miss silently
+    ("gw:", f"{_TAGS} {_VECTOR} L2", "L2"),
+    ("other:", f"{_TAGS} {_VECTOR} COSINE", "prefix"),
+]
+
+
+@pytest.mark.parametrize(("prefix", "schema", "why"), FOREIGN)
+async def test_an_index_of_another_schema_is_refused(
+    client: Redis, prefix: str, schema: str, why: str
+) -> None:
+    """An index under the name with another schema is refused, naming it and what differs,
+    even one that searches would silently miss in; it is left as it was."""
+    name = f"test:sem:{uuid.uuid4().hex[:8]}"
+    key_prefix = f"{name}:" if prefix == "gw:" else f"{name}-{prefix}"
+    await client.execute_command(  # type: ignore[no-untyped-call]
+        "FT.CREATE", name, "ON", "HASH", "PREFIX", "1", key_prefix, "SCHEMA", *schema.split()
+    )
+    try:
+        with pytest.raises(IndexMismatch, match=why) as refused:
+            await RedisVectorIndex.open(client, dimensions=DIMS, name=name)
+        assert repr(name) in str(refused.value)
+    finally:
+        await client.execute_command("FT.DROPINDEX", name)  # type: ignore[no-untyped-call]

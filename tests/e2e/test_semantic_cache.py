@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import re
 from collections.abc import Iterator
 
 import aiohttp
@@ -10,6 +12,7 @@ import pytest
 from tests.e2e.stack import semantic_gateway
 
 SYSTEM = {"role": "system", "content": "You are a support assistant."}
+LOOKUPS = re.compile(r'^gateway_cache_lookups_total\{kind="(\w+)",result="(\w+)"\} (\S+)$', re.M)
 
 
 @pytest.fixture(scope="module")
@@ -68,3 +71,31 @@ async def test_scope_and_tenant_are_hard_filters(gateway_url: str) -> None:
         await _ask(gateway_url, "Where can I download my invoices?", system=other_system) == "miss"
     )
     assert await _ask(gateway_url, "Where can I download my invoices?", token="other") == "miss"
+
+
+async def _lookups(url: str) -> dict[tuple[str, str], float]:
+    """gateway_cache_lookups_total by (kind, result)."""
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(url.removesuffix("/v1") + "/metrics") as response,
+    ):
+        text = await response.text()
+    return {(kind, result): float(value) for kind, result, value in LOOKUPS.findall(text)}
+
+
+async def test_semantic_lookups_are_counted_by_result(gateway_url: str) -> None:
+    """`on` mode counts each semantic lookup under kind="semantic": the first ask a miss,
+    the paraphrase a hit, and no shadow lookups."""
+    before = await _lookups(gateway_url)
+    await _stored(gateway_url, "How do I reset my password?", token="counted")
+    assert await _ask(gateway_url, "How can I reset my password?", token="counted") == (
+        "hit-semantic"
+    )
+    for _ in range(100):  # a request is counted just after its last byte
+        after = await _lookups(gateway_url)
+        if after.get(("semantic", "hit"), 0) > before.get(("semantic", "hit"), 0):
+            break
+        await asyncio.sleep(0.05)
+    assert after[("semantic", "hit")] - before.get(("semantic", "hit"), 0) == 1
+    assert after[("semantic", "miss")] - before.get(("semantic", "miss"), 0) == 1
+    assert not [kind for kind, _ in after if kind == "semantic_shadow"]

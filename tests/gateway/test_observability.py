@@ -622,6 +622,43 @@ async def test_semantic_encoders_are_sampled_into_metrics(semantic_gw: Gateway) 
     assert _total(samples, "gateway_encoder_failed_batches_total") == 0
 
 
+@pytest.fixture
+async def shadow_gw(
+    backend: RecordingBackend, access_log: AccessLog, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Gateway]:
+    """A traced gateway with the in-process semantic cache in shadow mode and no error bound."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    cache = CacheSettings(semantic="shadow", semantic_timeout_s=WAIT_S)
+    settings = _settings(cache, exact_cache_s=WAIT_S, semantic_cache_s=WAIT_S)
+    async for served in _gateway(settings, backend, access_log):
+        yield served
+
+
+async def test_shadow_lookups_are_counted_judged_and_logged(shadow_gw: Gateway) -> None:
+    """Shadow mode without a bound never serves a paraphrase, but counts its lookup as a
+    would-be hit, judges it against the fresh answer and names it in the log line."""
+    gw = shadow_gw
+    first = await gw.post(_chat("How do I reset my password?", system=True, temperature=0))
+    assert first.status == 200 and first.headers["x-cache"] == "miss"
+    await gw.spans.writebacks(first.request_id, 2)  # exact entry and vector entry
+    reply = await gw.post(_chat("How can I reset my password?", system=True, temperature=0))
+    assert reply.status == 200 and reply.headers["x-cache"] == "miss"
+    assert gw.backend.calls == 2
+    assert getattr(await gw.log.line(first.request_id), "cache_shadow", None) == "miss"
+    line = await gw.log.line(reply.request_id)
+    assert (getattr(line, "cache", None), getattr(line, "cache_shadow", None)) == ("miss", "hit")
+
+    judged = "gateway_semantic_judgements_total"
+    await _poll(gw, lambda s: _value(s, judged, outcome="correct") == 1)
+    samples = await gw.metrics()
+    lookups = "gateway_cache_lookups_total"
+    assert _value(samples, lookups, kind="semantic_shadow", result="hit") == 1
+    assert _value(samples, lookups, kind="semantic_shadow", result="miss") == 1
+    assert _matching(samples, lookups, kind="semantic") == 0  # nothing was looked up to serve
+    assert _value(samples, judged, outcome="wrong") == 0
+    assert _value(samples, "gateway_semantic_error_rate") == 0
+
+
 # --------------------------------------------------------------------------- W3C context
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import pytest
 from starlette.types import Receive, Scope, Send
 
-from gateway.observing import ObservingMiddleware, observed_route
+from gateway.observing import RECORD_SCOPE_KEY, ObservingMiddleware, observed_route
 from obs.observer import Observer
 from obs.request_record import RequestRecord
 from obs.tracing import Tracing
@@ -85,3 +86,26 @@ async def test_responses_and_model_routes_are_reported(method: str, path: str, r
     await ObservingMiddleware(_answer)(scope, _nothing, _drop)
     (record,) = observer.finished
     assert (record.method, record.route) == (method, route)
+
+
+async def test_the_report_waits_for_a_shadow_lookup_still_running() -> None:
+    """A shadow lookup that ends after the last byte is still in the request's report."""
+    observer = StubObserver()
+    lookup: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def answer(scope: Scope, receive: Receive, send: Send) -> None:
+        record: RequestRecord = scope[RECORD_SCOPE_KEY]
+        record.note_shadow(lookup, lambda: "miss")
+        await _answer(scope, receive, send)
+        asyncio.get_running_loop().call_later(0.01, lookup.set_result, None)
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/v1/chat/completions",
+        "headers": [],
+        "state": {"observer": cast(Observer, observer)},
+    }
+    await ObservingMiddleware(answer)(scope, _nothing, _drop)
+    (record,) = observer.finished
+    assert record.shadow == "miss" and record.cache_lookups == [("semantic_shadow", "miss")]

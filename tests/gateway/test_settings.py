@@ -86,6 +86,7 @@ NOT_NUMBERS = {  # free text, names and paths, where a huge number is a legal va
     "GATEWAY_HOST",
     "GATEWAY_SYSTEM_FINGERPRINT",
     "GATEWAY_PROMPT_VERSION",
+    "GATEWAY_SEMANTIC_INDEX",
     "GATEWAY_TOKENIZER_CACHE_DIR",
     "GATEWAY_EMBEDDING_CACHE_DIR",
     "GATEWAY_LOG_FORMAT",  # read by obs.logs

@@ -309,3 +309,12 @@ def test_semantic_error_bound_metrics() -> None:
     assert value(s, "gateway_semantic_judgements_total", outcome="wrong") == 1
     assert value(s, "gateway_semantic_error_rate") == 0.05
     assert value(s, "gateway_semantic_error_rate_upper") == 0.24
+
+
+def test_semantic_index_mismatch_gauge() -> None:
+    """The gauge is 1 while the semantic index in Redis is refused, 0 once it is used."""
+    metrics = GatewayMetrics()
+    metrics.sampled.semantic_index(refused=True)
+    assert value(parse(metrics.render()[0]), "gateway_semantic_index_mismatch") == 1
+    metrics.sampled.semantic_index(refused=False)
+    assert value(parse(metrics.render()[0]), "gateway_semantic_index_mismatch") == 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from budgets.timeline import Timeline
 from core.answers import Choice, ChoiceDelta, Completion, StreamChunk, Usage
 from obs.request_record import RequestRecord
@@ -56,3 +58,18 @@ def test_lookups_and_the_cache_status() -> None:
     record.note_cache("error", None, None)
     assert record.cache_lookups == [("exact", "error")] and record.overruns == ["exact_cache"]
     assert record.cache == "error" and record.similarity is None
+
+
+async def test_a_shadow_lookup_is_noted_once_it_is_done() -> None:
+    """A shadow lookup joins the lookups as `semantic_shadow` once done; one still running
+    when the wait ends is left out."""
+    loop = asyncio.get_running_loop()
+    record, slow = _record(), _record()
+    done: asyncio.Future[None] = loop.create_future()
+    record.note_shadow(done, lambda: "hit")
+    loop.call_later(0.01, done.set_result, None)
+    await record.wait_shadow(5.0)
+    assert record.shadow == "hit" and record.cache_lookups == [("semantic_shadow", "hit")]
+    slow.note_shadow(loop.create_future(), lambda: "hit")
+    await slow.wait_shadow(0.01)
+    assert slow.shadow is None and slow.cache_lookups == []
