@@ -41,6 +41,7 @@ from bench.semantic_sets import (
     load_edits,
     load_fresh,
     load_holdout,
+    load_nearby,
     load_pairs,
     load_reworded,
     load_spellings,
@@ -198,6 +199,16 @@ def report(sets: Evaluation, max_false_hit: float) -> str:
                 "tuned on; test its holdout half, written before the rules it measures.",
                 sets.symbols,
             ),
+            *_split_section(
+                f"Near-identical pairs, blind ({len(sets.nearby)})",
+                "One prompt is the other with a word or two added, dropped or swapped, a "
+                "number, polarity, order, quantifier or modal changed, or reworded by a "
+                "synonym, filler, reordering, spelling or frame "
+                "(tests/data/semantic_nearby.jsonl, written by someone who had seen neither "
+                "the verifier nor the other sets): train is its dev half, tuned on; test its "
+                "holdout half, not looked at.",
+                sets.nearby,
+            ),
             *_reworded_section(sets.reworded, sets.reworded_alone),
             *ranking_section(sets.ranked),
         ]
@@ -244,6 +255,7 @@ class Evaluation:
     reworded_alone: list[Scored] = field(default_factory=list)
     """The same pairs with nothing else stored."""
     symbols: list[Scored] = field(default_factory=list)
+    nearby: list[Scored] = field(default_factory=list)
     ranked: tuple[Ranking, ...] = ()
     """How often each model ranks a held-out triplet's rewording above its hard negative."""
 
@@ -284,6 +296,7 @@ async def evaluate() -> Evaluation:
             await scored(load_reworded()),
             await scored(load_reworded(siblings=False)),
             symbols=await scored(load_symbols()),
+            nearby=await scored(load_nearby()),
             ranked=(
                 await rank_triplets("plain model", embedder, held_out),
                 await rank_triplets("clause judge", clauses, held_out),

@@ -41,6 +41,7 @@ ADDITIONS_PATH = DATA / "semantic_additions.jsonl"
 EDITS_PATH = DATA / "semantic_edits.jsonl"
 SPELLINGS_PATH = DATA / "semantic_spellings.jsonl"
 SYMBOLS_PATH = DATA / "semantic_symbols.jsonl"
+NEARBY_PATH = DATA / "semantic_nearby.jsonl"
 FRESH_TEMPLATES_PATH = DATA / "semantic_fresh_templates.json"
 BLIND_PATH = DATA / "semantic_templated_blind.jsonl"
 BLIND_TEMPLATES_PATH = DATA / "semantic_blind_templates.json"
@@ -90,6 +91,13 @@ def load_symbols(split: str = "all") -> list[Pair]:
     "ls -a" / "ls -A") beside paraphrases that write them otherwise, the kind as the family
     (dev: tuned on; holdout: written before the rules it measures, measured once)."""
     return load_pairs(SYMBOLS_PATH, split)
+
+
+def load_nearby(split: str = "all") -> list[Pair]:
+    """Near-identical short pairs over eight kinds of answer-changing edit and five kinds of
+    rewording, the kind as the family, written by someone who had seen neither the verifier
+    nor the other sets (dev: tuned on; holdout: measured, not looked at)."""
+    return load_pairs(NEARBY_PATH, split)
 
 
 def load_pairs(path: Path = PAIRS_PATH, split: str = "all") -> list[Pair]:

@@ -26,7 +26,9 @@ from cache.verify_case import same_case
 from cache.verify_entities import entities_found, same_entities
 from cache.verify_features import Features, extract
 from cache.verify_layout import same_layout
+from cache.verify_modality import same_modality
 from cache.verify_quantities import same_numbers
+from cache.verify_scope import same_scope
 from cache.verify_slot import SWAP_SIMILARITY, judge
 from cache.verify_swaps import no_swapped_slot, same_roles_in_place
 
@@ -39,6 +41,8 @@ REASONS = (
     "case",
     "number",
     "negation",
+    "modality",
+    "scope",
     "antonym",
     "entity",
     "order",
@@ -117,6 +121,14 @@ def _same_negations(a: Features, b: Features) -> bool:
     return a.negations == b.negations
 
 
+def _same_modality(a: Features, b: Features) -> bool:
+    return same_modality(a.modality, b.modality)
+
+
+def _same_scope(a: Features, b: Features) -> bool:
+    return same_scope(a.scope, b.scope)
+
+
 def _no_opposite_poles(a: Features, b: Features) -> bool:
     """On every axis both texts touch (on/off, before/after, ...) they pick the same poles."""
     if not a.poles or not b.poles:
@@ -154,6 +166,8 @@ DEFAULT_CHECKS: tuple[Check, ...] = (
     Check("case", _same_case),
     Check("number", same_numbers),
     Check("negation", _same_negations),
+    Check("modality", _same_modality),
+    Check("scope", _same_scope),
     Check("antonym", _no_opposite_poles),
     Check("entity", same_entities),
     Check("order", _same_direction),
@@ -170,6 +184,12 @@ _SLOT_CHECKS = frozenset({"antonym", "slot", "roles"})
 # quotation to keep verbatim, and a capitalized word after a template's "[USER]" tag is not a
 # name (entities are taken from the changed places, and looked for in the whole other text).
 _CLAUSE_CHECKS = frozenset({"quoted", "entity"})
+
+
+# Compared, for prompts sharing a template, on the one changed place only: when the template
+# itself was reworded, its own "only" or "must" ("Return only the code" / "Reply with just
+# the code") would decide.
+_ONE_PLACE_CHECKS = frozenset({"modality", "scope"})
 
 
 def _clause_agrees(check: Check, a: Features, b: Features, ca: Features, cb: Features) -> bool:
@@ -196,10 +216,14 @@ def verify(
     a, b = extract(query), extract(candidate)
     slots = judge(query, candidate, siblings)
     clause_a, clause_b = (extract(t) for t in slots.clauses) if slots is not None else (a, b)
+    one_place = slots is not None and "\n" not in slots.clauses[0] + slots.clauses[1]
     for check in checks:
         if slots is not None and check.name in _SLOT_CHECKS:
             continue
-        if slots is not None and check.name in _CLAUSE_CHECKS:
+        if slots is not None and check.name in _ONE_PLACE_CHECKS:
+            if one_place and not check.agrees(clause_a, clause_b):
+                return Verdict(ok=False, reason=check.name)
+        elif slots is not None and check.name in _CLAUSE_CHECKS:
             if not _clause_agrees(check, a, b, clause_a, clause_b):
                 return Verdict(ok=False, reason=check.name)
         elif not check.agrees(a, b):

@@ -12,6 +12,7 @@ from cache.verify_asks import asks
 from cache.verify_case import NO_CASE, CaseForms, case_forms
 from cache.verify_lexicon import LANGUAGE_STOPWORDS, NEGATIONS, STOPWORDS
 from cache.verify_lists import without_list_markers
+from cache.verify_modality import modality
 from cache.verify_numbers import (
     NUMBER_WORDS,
     canonical_numbers,
@@ -20,6 +21,7 @@ from cache.verify_numbers import (
     without_restatements,
 )
 from cache.verify_poles import poles_of
+from cache.verify_scope import scope
 from cache.verify_script import dominant_script, script_of
 from cache.verify_symbols import symbols
 from cache.verify_units import UNITS, is_quantity
@@ -74,6 +76,10 @@ class Features:
     """Its operators and symbols, sorted (`cache.verify_symbols`)."""
     case: CaseForms = NO_CASE
     """How it writes the words whose case can matter (`cache.verify_case`)."""
+    modality: frozenset[str] = frozenset()
+    """The kinds of modal it asks with (`cache.verify_modality`)."""
+    scope: frozenset[str] = frozenset()
+    """The kinds of quantifier it uses (`cache.verify_scope`)."""
 
 
 def stem(word: str) -> str:
@@ -257,4 +263,6 @@ def extract(text: str) -> Features:
         asks=asks(text),
         symbols=symbols(text),
         case=case_forms(text),
+        modality=modality(text),
+        scope=scope(word_set, tuple(words)),
     )

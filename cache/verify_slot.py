@@ -259,4 +259,8 @@ def judge(query: str, candidate: str, siblings: Sequence[str] = ()) -> SlotJudge
     joined = (" … ".join(c.place.a for c in changes), " … ".join(c.place.b for c in changes))
     left = tuple(w for c in changes for w in c.left)
     right = tuple(w for c in changes for w in c.right)
+    if len(changes) == 2 and len(left) == len(right) == 2 and left == right[::-1] != right:
+        # Two words trading places: "a parent claimed by their child" / "a child claimed by
+        # their parent".
+        return SlotJudgement(ok=False, reason="roles", clauses=clauses)
     return SlotJudgement(ok=True, pending=(joined,), words=((left, right),), clauses=clauses)

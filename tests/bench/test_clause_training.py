@@ -25,6 +25,7 @@ from bench.semantic_sets import (
     load_edits,
     load_fresh,
     load_holdout,
+    load_nearby,
     load_pairs,
     load_spellings,
     load_symbols,
@@ -68,6 +69,7 @@ def test_triplets_are_many_split_and_share_no_sentence_with_an_evaluation_set() 
             load_edits(),
             load_spellings(),
             load_symbols(),
+            load_nearby(),
         )
         for p in pairs
         for text in (p.a, p.b)

@@ -17,6 +17,7 @@ from bench.semantic_sets import (
     load_edits,
     load_fresh,
     load_holdout,
+    load_nearby,
     load_pairs,
     load_reworded,
     load_spellings,
@@ -203,8 +204,9 @@ def test_templated_holdout_does_not_regress(holdout: list[Scored]) -> None:
 
 
 def test_templated_fresh_set_does_not_regress(fresh: list[Scored]) -> None:
-    """The fresh set (never tuned on): 31.4% hits (32 of 102), no false hit (0 of 130), with the
-    clause judge (33.3% before operators and a one-letter word's case had to agree; 32.4%
+    """The fresh set (never tuned on): 29.4% hits (30 of 102), no false hit (0 of 130), with the
+    clause judge (31.4% before the modal and quantifier checks; 33.3% before operators and a
+    one-letter word's case had to agree; 32.4%
     before "a", "half", "double" and "1st" counted as numbers); 21.6% with
     the plain model at 0.85, 26.5% at 0.79; 27.5% since whole rewritten sentences are judged
     as short prompts, until thanks and greetings became content words inside a request
@@ -213,7 +215,7 @@ def test_templated_fresh_set_does_not_regress(fresh: list[Scored]) -> None:
     measured = rates(fresh, DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\ntemplated fresh: {measured}")
     assert measured.false_hit_verified <= MAX_FALSE_HIT
-    assert measured.hit_verified >= 32 / 102
+    assert measured.hit_verified >= 30 / 102
 
 
 def test_blind_set_is_independent_split_and_covers_every_family() -> None:
@@ -233,7 +235,8 @@ def test_blind_set_is_independent_split_and_covers_every_family() -> None:
 def test_blind_set_does_not_regress(blind: list[Scored]) -> None:
     """The blind set as measured with the clause judge: dev half (tuned on) 29.7% hits, no false
     hit of 88 (28.4% before "a", "half", "double" and "1st" counted as numbers); holdout half
-    (not looked at) 33.3% hits, 2 false hits of 86 (adapters trained with the extra triplets
+    (not looked at) 32.0% hits (24 of 75), 1 false hit of 86 (33.3% and 2 before the modal,
+    quantifier and two-words-trading-places checks; adapters trained with the extra triplets
     served 3 of the 86, and were not shipped). With the plain model at 0.85: 21.6% and none,
     22.7% and 2 (4 at 0.79; 20.0% hits before a translated text spelled another way was the
     same text)."""
@@ -241,7 +244,7 @@ def test_blind_set_does_not_regress(blind: list[Scored]) -> None:
     holdout = rates([s for s in blind if s.pair.half == "test"], DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\nblind dev: {dev}\nblind holdout: {holdout}")
     assert dev.false_hit_verified == 0 and dev.hit_verified >= 0.29
-    assert holdout.false_hit_verified <= 0.024 and holdout.hit_verified >= 0.33
+    assert holdout.false_hit_verified <= 1 / 86 and holdout.hit_verified >= 24 / 75
 
 
 def test_additions_set_is_balanced_in_each_half() -> None:
@@ -316,6 +319,23 @@ def test_operators_symbols_and_case_do_not_regress(symbols: list[Scored]) -> Non
     assert test.false_hit_verified <= 3 / 25 and test.hit_verified >= 14 / 17
 
 
+@pytest.fixture(scope="module")
+def nearby(minilm: SentenceEmbedder, clause_judge: SentenceEmbedder) -> list[Scored]:
+    """The blind near-identical set, scored once for the module."""
+    return asyncio.run(score(load_nearby(), minilm, clauses=clause_judge))
+
+
+def test_blind_near_identical_pairs_do_not_regress(nearby: list[Scored]) -> None:
+    """Measured: dev half (tuned on) 35/46 hits, 0/47 false; holdout half (not looked at)
+    36/44 hits, 3/49 false: 35/46 and 9/47 on dev, 36/44 and 5/49 on the holdout before the
+    modal, quantifier and two-words-trading-places checks tuned on the dev half."""
+    dev = rates([s for s in nearby if s.pair.split == "dev"], DEFAULT_SIMILARITY_THRESHOLD)
+    test = rates([s for s in nearby if s.pair.split != "dev"], DEFAULT_SIMILARITY_THRESHOLD)
+    print(f"\nnearby dev: {dev}\nnearby holdout: {test}")
+    assert dev.false_hit_verified == 0 and dev.hit_verified >= 35 / 46
+    assert test.false_hit_verified <= 3 / 49 and test.hit_verified >= 36 / 44
+
+
 def test_stored_siblings_keep_reworded_templates_from_serving_other_slots(
     minilm: SentenceEmbedder, clause_judge: SentenceEmbedder
 ) -> None:
@@ -337,7 +357,7 @@ def test_stored_siblings_keep_reworded_templates_from_serving_other_slots(
 @pytest.mark.xfail(
     strict=True,
     reason="issue #12 targets not met on templated prompts: test half 60.5% hits / 0.9% false "
-    "hits, independent holdout 58.9% / 0%, fresh set 31% / 0%, blind holdout 33% / 2.3% "
+    "hits, independent holdout 58.9% / 0%, fresh set 29% / 0%, blind holdout 32% / 1.2% "
     "(targets >= 60% and <= 1%)",
 )
 def test_templated_test_half_and_holdout_meet_the_targets(

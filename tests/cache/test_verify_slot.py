@@ -532,3 +532,12 @@ def test_two_words_trading_places_in_a_slot_swap_roles() -> None:
         "Can I get to Denver from Boston by train?",
     )
     assert verify(_t(moved[0]), _t(moved[1])).ok
+
+
+def test_two_words_trading_places_across_two_changes_are_other_roles() -> None:
+    """Two words that swap places in two separate changes swap roles, not wording."""
+    verdict = judge(
+        "Can a parent be claimed as a dependent by their child?",
+        "Can a child be claimed as a dependent by their parent?",
+    )
+    assert verdict is not None and not verdict.ok and verdict.reason == "roles"
