@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from cache.verify_asks import same_kind
 from cache.verify_case import same_case
+from cache.verify_compounds import joined, may_join
 from cache.verify_entities import entities_found, same_entities
 from cache.verify_features import Features, extract
 from cache.verify_layout import same_layout
@@ -214,6 +215,9 @@ def verify(
     if " ".join(query.split()) == " ".join(candidate.split()):
         return ACCEPT if same_layout(query, candidate) else Verdict(ok=False, reason="layout")
     a, b = extract(query), extract(candidate)
+    if may_join(a.words, b.words):
+        query, candidate = joined(query, candidate)
+        a, b = extract(query), extract(candidate)
     slots = judge(query, candidate, siblings)
     clause_a, clause_b = (extract(t) for t in slots.clauses) if slots is not None else (a, b)
     one_place = slots is not None and "\n" not in slots.clauses[0] + slots.clauses[1]

@@ -22,7 +22,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_TOKEN = re.compile(r"[^\W\d_]+")
+_INTERESTING = re.compile(
+    r"(?:(?<=[-\\\d])|(?<=\d ))[^\W\d_]+"  # after a mark or a number: "-R", "\\s", "5 mA"
+    r"|(?<![^\W\d_])(?=[^\W\d_]*[^\W\d_a-z])[^\W\d_]+"  # a letter besides a-z: "MyFunc"
+    r"|(?<![^\W\d_])[a-z](?![^\W\d_])"  # a one-letter word: "g"
+)
+"""The words whose case can matter; plain lowercase words, most of a text, are skipped."""
+_LOWER = re.compile(r"[a-z]")
 _SENTENCE_START = frozenset(".!?:;\n\"'“‘«([-*•#>")
 _MARKS = frozenset("-\\")
 _PRONOUN = "I"
@@ -45,14 +51,16 @@ def case_forms(text: str) -> CaseForms:
     """The case forms of `text` (see the module's rules)."""
     forms = set()
     cased = False
-    letters = upper = 0
-    for match in _TOKEN.finditer(text):
+    for match in _INTERESTING.finditer(text):
         word, start = match.group(), match.start()
-        letters += 1
-        upper += word.isupper()
         before = text[start - 1] if start else " "
-        if before in "'’":
-            continue  # "I'm", "don't"
+        if before in "'’" or (
+            word.islower()
+            and len(word) > 1
+            and before not in _MARKS
+            and not _after_number(text, start)
+        ):
+            continue  # "I'm"; a plain lowercase word differs from no form of itself
         if before in _MARKS and (start < 2 or not text[start - 2].isalnum()):
             where = "mark"
         elif (
@@ -74,15 +82,15 @@ def case_forms(text: str) -> CaseForms:
         forms.add((word.casefold(), word, where))
     if not forms:
         return NO_CASE
-    if not cased or (upper == letters and letters >= 3):
+    if not cased or _LOWER.search(text) is None:  # no case used, or all of it shouted
         return CaseForms(cased=False, forms=frozenset(f for f in forms if f[2] == "mark"))
     return CaseForms(cased=True, forms=frozenset(forms))
 
 
 def _after_number(text: str, start: int) -> bool:
     i = start - 1
-    while i >= 0 and text[i] == " ":
-        i -= 1
+    if i >= 0 and text[i] == " ":
+        i -= 1  # "500 MB" or "500MB"
     return i >= 0 and text[i].isdigit()
 
 
@@ -95,14 +103,13 @@ def _opens_sentence(text: str, start: int) -> bool:
 
 def same_case(a: CaseForms, b: CaseForms) -> bool:
     """No word is written in `a` and `b` in forms whose difference carries meaning."""
-    if not a.forms or not b.forms:
+    if not a.forms or not b.forms or a.forms == b.forms:
         return True
-    written_a = _by_word(a)
-    written_b = _by_word(b)
+    differing = {folded for folded, _, _ in a.forms ^ b.forms}  # a template's words drop out
+    written_a = _by_word(a, differing)
+    written_b = _by_word(b, differing)
     for folded in written_a.keys() & written_b.keys():
         forms_a, forms_b = written_a[folded], written_b[folded]
-        if forms_a == forms_b:
-            continue
         for word_a, where_a in forms_a:
             for word_b, where_b in forms_b:
                 if word_a != word_b and _differs(folded, word_a, word_b, where_a, where_b, a, b):
@@ -110,10 +117,11 @@ def same_case(a: CaseForms, b: CaseForms) -> bool:
     return True
 
 
-def _by_word(forms: CaseForms) -> dict[str, set[tuple[str, str]]]:
+def _by_word(forms: CaseForms, only: set[str]) -> dict[str, set[tuple[str, str]]]:
     found: dict[str, set[tuple[str, str]]] = {}
     for folded, word, where in forms.forms:
-        found.setdefault(folded, set()).add((word, where))
+        if folded in only:
+            found.setdefault(folded, set()).add((word, where))
     return found
 
 

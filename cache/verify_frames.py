@@ -32,6 +32,22 @@ _LEADING = tuple(
         "could you tell me",
         "can you tell me",
         "would you tell me",
+        "just curious",
+        "curious",
+        "honest question",
+        "genuine question",
+        "random question",
+        "serious question",
+        "dumb question",
+        "stupid question",
+        "silly question",
+        "sorry if this is dumb but",
+        "sorry if this is stupid but",
+        "sorry if this is a dumb question but",
+        "sorry if this is a stupid question but",
+        "sorry if this is a silly question but",
+        "this might be a dumb question but",
+        "this may be a dumb question but",
     )
 )
 _TRAILING = tuple(

@@ -36,12 +36,17 @@ _OPERATOR_WORDS = (
     ("times", "*"),
     ("to", "-"),
 )
-_TOKENS = re.compile(
-    r"(?P<word>\b(?:"
-    + "|".join(w.replace(" ", r"\s+") for w, _ in _OPERATOR_WORDS)
-    + r")\b)|(?P<run>[^\w\s]+)",
-    re.IGNORECASE,
-)
+
+
+def _tokens(words: tuple[tuple[str, str], ...]) -> re.Pattern[str]:
+    spelled = "|".join(w.replace(" ", r"\s+") for w, _ in words)
+    return re.compile(r"(?P<word>\b(?:" + spelled + r")\b)|(?P<run>[^\w\s]+)", re.IGNORECASE)
+
+
+_TOKENS = _tokens(_OPERATOR_WORDS)
+_TOKENS_NO_RANGE = _tokens(tuple(w for w in _OPERATOR_WORDS if w[0] != "to"))
+"""Without "to", for texts with no digit: a range is "5 to 10", and "to" is everywhere."""
+_DIGIT = re.compile(r"\d")
 _SYMBOL_OF = dict(_OPERATOR_WORDS)
 _LAST_WORD = re.compile(r"([\w.,]+)\s*$")
 _FIRST_WORD = re.compile(r"^\s*(\w+)")
@@ -52,7 +57,8 @@ def symbols(text: str) -> tuple[str, ...]:
     if _NAMES.search(text):
         text = _NAMES.sub(lambda m: m.group()[0], text)
     found: list[str] = []
-    for match in _TOKENS.finditer(text):
+    tokens = _TOKENS if _DIGIT.search(text) else _TOKENS_NO_RANGE
+    for match in tokens.finditer(text):
         if match.lastgroup == "word":
             symbol = _spelled_operator(text, match)
         else:

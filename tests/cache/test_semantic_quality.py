@@ -326,13 +326,14 @@ def nearby(minilm: SentenceEmbedder, clause_judge: SentenceEmbedder) -> list[Sco
 
 
 def test_blind_near_identical_pairs_do_not_regress(nearby: list[Scored]) -> None:
-    """Measured: dev half (tuned on) 35/46 hits, 0/47 false; holdout half (not looked at)
+    """Measured: dev half (tuned on) 38/46 hits, 0/47 false; holdout half (not looked at)
     36/44 hits, 3/49 false: 35/46 and 9/47 on dev, 36/44 and 5/49 on the holdout before the
-    modal, quantifier and two-words-trading-places checks tuned on the dev half."""
+    modal, quantifier and two-words-trading-places checks, the "just curious" frames and the
+    words written as one or two ("workout" / "work out"), tuned on the dev half."""
     dev = rates([s for s in nearby if s.pair.split == "dev"], DEFAULT_SIMILARITY_THRESHOLD)
     test = rates([s for s in nearby if s.pair.split != "dev"], DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\nnearby dev: {dev}\nnearby holdout: {test}")
-    assert dev.false_hit_verified == 0 and dev.hit_verified >= 35 / 46
+    assert dev.false_hit_verified == 0 and dev.hit_verified >= 38 / 46
     assert test.false_hit_verified <= 3 / 49 and test.hit_verified >= 36 / 44
 
 
