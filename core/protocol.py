@@ -210,6 +210,11 @@ class CompletionRequest(_Sampling):
             raise InvalidRequest("stream_options requires stream=true.", param="stream_options")
         if isinstance(self.prompt, list) and len(self.prompt) == 0:
             raise InvalidRequest("prompt must not be empty.", param="prompt")
+        for i, item in enumerate(self.prompt if isinstance(self.prompt, list) else ()):
+            if isinstance(item, list) and not item:
+                raise InvalidRequest(
+                    f"prompt[{i}] must not be an empty token list.", param="prompt"
+                )
         count = len(self.prompts)
         if count > MAX_PROMPTS:
             raise InvalidRequest(

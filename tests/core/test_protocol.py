@@ -108,6 +108,14 @@ def test_a_batch_over_the_limits_is_a_400_naming_prompt(fields: dict[str, object
     assert refused.value.param == "prompt"
 
 
+@pytest.mark.parametrize("prompt", [[[], [5, 6]], [[5], []], [[]]])
+def test_an_empty_token_list_in_a_batch_is_a_400_naming_prompt(prompt: object) -> None:
+    """An empty token list, alone or in a batch, is a 400 naming `prompt`, not a crash."""
+    with pytest.raises(InvalidRequest) as refused:
+        parse_request(orjson.dumps({"model": "m", "prompt": prompt}), CompletionRequest)
+    assert refused.value.param == "prompt"
+
+
 def test_embedding_dimensions_unsupported() -> None:
     """Embeddings refuse `dimensions` rather than ignoring it."""
     with pytest.raises(UnsupportedParameter) as info:
