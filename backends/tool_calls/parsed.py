@@ -31,8 +31,10 @@ class Parsed:
 
 class ToolCallParser(Protocol):
     """Turns a model's output text into content and calls, incrementally: `feed` each piece of
-    text as it is decoded, then `finish` once. Text that may still turn out to be call markup
-    is held back; markup that does not parse as a call to one of the tools is content."""
+    text as it is decoded, then `finish` once (`cut`: the answer was cut short by the token
+    limit). Text that may still turn out to be call markup is held back; markup that does not
+    parse as a call to one of the tools is content, but for that of a call the cut left
+    unfinished, which is dropped."""
 
     @property
     def finish_reason(self) -> str:
@@ -41,4 +43,4 @@ class ToolCallParser(Protocol):
 
     def feed(self, text: str) -> Parsed: ...
 
-    def finish(self) -> Parsed: ...
+    def finish(self, cut: bool = False) -> Parsed: ...
