@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass, field
 from typing import Protocol
 
-
-def new_call_id() -> str:
-    """An OpenAI-style tool call id."""
-    return "call_" + secrets.token_hex(12)
+from core.answers import new_call_id
 
 
 @dataclass(frozen=True, slots=True)

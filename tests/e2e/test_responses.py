@@ -169,6 +169,25 @@ async def test_a_call_cut_by_max_output_tokens_is_not_text(stack: Stack, limit: 
         assert not [item for item in response.output if item.type == "function_call"]
 
 
+async def test_a_cached_answer_gets_fresh_call_ids(stack: Stack) -> None:
+    """The same call asked again (an exact cache hit, whole or streamed): each response's
+    call_id and item id are its own."""
+    client = _client(stack)
+    asked: Any = {"model": "sim", "input": "weather [[single]]", "tools": [WEATHER]}
+    asked["temperature"] = 0
+    ids: list[tuple[str, str | None]] = []
+    caches: list[str] = []
+    for _ in range(3):
+        raw = await client.responses.with_raw_response.create(**asked)
+        caches.append(raw.headers["x-cache"])
+        ids += [(i.call_id, i.id) for i in raw.parse().output if i.type == "function_call"]
+    async with client.responses.stream(**asked) as stream:
+        final = await stream.get_final_response()
+    ids += [(i.call_id, i.id) for i in final.output if i.type == "function_call"]
+    assert caches[-1] == "hit-exact" and len(ids) == 4
+    assert len({call_id for call_id, _ in ids}) == 4 and len({item for _, item in ids}) == 4
+
+
 async def test_deleted_and_unstored_responses_are_not_found(stack: Stack) -> None:
     """DELETE removes a stored response; one created with store=false was never kept."""
     client = _client(stack)
