@@ -264,3 +264,38 @@ async def test_replayed_calls_get_fresh_ids(cached_stack: Stack) -> None:
     ids = [call_id for call_ids, _ in answers for call_id in call_ids]
     assert all(len(call_ids) == 2 for call_ids, _ in answers)
     assert len(set(ids)) == len(ids) and all(call_id.startswith("call_") for call_id in ids)
+
+
+async def test_callers_sharing_one_call_get_their_own_call_ids(
+    cached_stack: Stack, sim: ControlClient
+) -> None:
+    """Identical concurrent requests with tools, whole and streamed, share one backend call
+    each, yet every answer's call ids are its own."""
+    await sim.configure(itl_ms=20)
+    client = openai.AsyncOpenAI(base_url=cached_stack.api_url, api_key="t1")
+    tool: Any = {"type": "function", "function": {"name": "get_weather", "parameters": {}}}
+
+    async def ids(stream: bool) -> list[str]:
+        ask: Any = {
+            "model": "sim",
+            "messages": _messages(f"Weather in Oslo, stream {stream}? [[single]]"),
+            "tools": [tool],
+            "temperature": 0,
+        }
+        if not stream:
+            answer = await client.chat.completions.create(**ask)
+            return [call.id for call in answer.choices[0].message.tool_calls or ()]
+        chunks = await client.chat.completions.create(**ask, stream=True)
+        return [
+            call.id
+            async for chunk in chunks
+            for call in chunk.choices[0].delta.tool_calls or ()
+            if call.id is not None
+        ]
+
+    for stream in (False, True):
+        before = (await sim.stats())["generate_calls"]
+        answers = await asyncio.gather(*(ids(stream) for _ in range(5)))
+        assert (await sim.stats())["generate_calls"] - before == 1
+        every = [call_id for answer in answers for call_id in answer]
+        assert len(every) == 5 and len(set(every)) == 5, (stream, answers)
