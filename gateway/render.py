@@ -33,18 +33,21 @@ def completion_body(
     model: str,
     fingerprint: str,
 ) -> bytes:
-    """The JSON body of a non-streaming chat or text completion."""
+    """The JSON body of a non-streaming chat or text completion. A chat message's content is
+    null when none was produced beside calls or thinking (as vLLM and OpenAI answer)."""
     choices: list[dict[str, Any]] = []
     for choice in completion.choices:
         if endpoint == "chat":
-            message: dict[str, Any] = {"role": "assistant", "content": choice.text}
+            produced = choice.text or not (choice.tool_calls or choice.reasoning is not None)
+            message: dict[str, Any] = {
+                "role": "assistant",
+                "content": choice.text if produced else None,
+            }
             if choice.reasoning is not None:
                 # vLLM renamed reasoning_content to reasoning; clients read either.
                 message["reasoning_content"] = message["reasoning"] = choice.reasoning
             if choice.tool_calls:
                 message["tool_calls"] = choice.tool_calls
-                if not choice.text:
-                    message["content"] = None
             choices.append(
                 {
                     "index": choice.index,

@@ -95,7 +95,7 @@ async def test_an_answer_with_thinking_goes_back_as_history(
     assert answer["reasoning"]
     messages: list[Any] = [*ASK, answer, {"role": "user", "content": "And at sunset?"}]
     second = await client.chat.completions.create(model="sim", messages=messages, max_tokens=20)
-    assert second.choices[0].message.content is not None
+    assert second.choices[0].message.content or _reasoning(second.choices[0].message)
 
 
 async def test_a_call_after_thinking(thinking: Stack) -> None:
@@ -127,3 +127,18 @@ async def test_the_responses_api_has_a_reasoning_item(thinking: Stack) -> None:
     reasoning = final.output[0]
     assert reasoning.type == "reasoning" and reasoning.content
     assert reasoning.content[0].text == deltas
+
+
+async def test_an_answer_cut_while_thinking_has_null_content(thinking: Stack) -> None:
+    """max_tokens spent inside the thinking: content null (no content was produced), as the
+    stream, which sends no content delta, accumulates; finish reason length."""
+    client = _client(thinking)
+    answer = await client.chat.completions.create(model="sim", messages=ASK, seed=1, max_tokens=8)
+    message = answer.choices[0].message
+    assert answer.choices[0].finish_reason == "length" and _reasoning(message)
+    assert message.content is None
+    chunks = await client.chat.completions.create(
+        model="sim", messages=ASK, seed=1, max_tokens=8, stream=True
+    )
+    contents = [c.choices[0].delta.content async for c in chunks if c.choices]
+    assert not any(contents)

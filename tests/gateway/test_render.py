@@ -1,5 +1,6 @@
 """Chat answers rendered as OpenAI JSON and SSE: reasoning under both of its names, reasoning
-tokens in usage, and a streamed call in OpenAI's delta shape."""
+tokens in usage, content null where none was produced, and a streamed call in OpenAI's delta
+shape."""
 
 from __future__ import annotations
 
@@ -48,6 +49,23 @@ def test_an_answer_without_reasoning_has_no_reasoning_fields() -> None:
     )
     assert "reasoning_content" not in body["choices"][0]["message"]
     assert "completion_tokens_details" not in body["usage"]
+
+
+def _message(completion: Completion) -> dict[str, Any]:
+    body = completion_body(
+        "chat", completion, response_id="r", created=1, model="m", fingerprint="f"
+    )
+    message: dict[str, Any] = orjson.loads(body)["choices"][0]["message"]
+    return message
+
+
+def test_content_is_null_where_none_was_produced() -> None:
+    """Cut while thinking, or calls alone: content null; a plain empty answer keeps ""."""
+    thinking = Completion([Choice(0, "", "length", reasoning="Hmm")], Usage(3, 5, 0, 5))
+    assert _message(thinking)["content"] is None
+    called = Completion([Choice(0, "", "tool_calls", tool_calls=[CALL])], Usage(3, 5))
+    assert _message(called)["content"] is None
+    assert _message(Completion([Choice(0, "", "stop")], Usage(3, 0)))["content"] == ""
 
 
 def test_a_whole_call_streams_as_a_head_then_its_arguments() -> None:
