@@ -118,6 +118,7 @@ class Pipeline:
             body.model,
             self._settings.system_fingerprint,
             body.include_usage,
+            not isinstance(body, ChatCompletionRequest) or body.include_reasoning,
         )
         with as_asked(asked):
             return await self.serve(
