@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from core.answers import Choice, ChoiceDelta, Completion, StreamChunk, Usage
+from core.answers import Choice, ChoiceDelta, Completion, StreamChunk, Usage, new_call_id
 
 _FORMAT = 2  # 2: reasoning and reasoning tokens
 
@@ -51,13 +51,17 @@ class CachedAnswer:
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> CachedAnswer | None:
-        """Decode an entry; None for anything malformed or of another format version."""
+        """Decode an entry; None for anything malformed or of another format version. Each
+        decoding is an answer to another request: its calls get new ids (see `_fresh_ids`)."""
         try:
             data: Any = orjson.loads(raw)
             if data.get("v") != _FORMAT:
                 return None
             prompt, completion, cached, reasoning = data["u"]
-            choices = [Choice(c["i"], c["t"], c["f"], c["l"], c["x"], c["r"]) for c in data["c"]]
+            choices = [
+                Choice(c["i"], c["t"], c["f"], c["l"], _fresh_ids(c["x"]), c["r"])
+                for c in data["c"]
+            ]
             usage = Usage(prompt, completion, cached, reasoning)
             return cls(Completion(choices, usage, data["fp"]), float(data["ts"]))
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
@@ -160,6 +164,16 @@ def _merge_calls(calls: list[dict[str, Any]], deltas: list[Any]) -> None:
         if isinstance(position, int) and position < len(calls):
             call = calls[position]
         call["function"]["arguments"] += function.get("arguments") or ""
+
+
+def _fresh_ids(calls: Any) -> Any:
+    """A stored answer's calls, just decoded, with new ids of their own (set in place: no
+    copy). Clients match a tool's output to its call by id, and OpenAI's ids are unique per
+    answer, so no two requests served from one entry share one; a streamed replay carries
+    each call whole, so its deltas agree."""
+    for call in calls or ():
+        call["id"] = new_call_id()
+    return calls
 
 
 def _indexed(calls: list[Any] | None) -> list[Any] | None:

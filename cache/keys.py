@@ -25,7 +25,7 @@ KEYED_FIELDS = frozenset(
         "ignore_eos", "skip_special_tokens", "spaces_between_special_tokens",
         "include_stop_str_in_output", "stop_token_ids", "chat_template_kwargs",
         "add_generation_prompt", "continue_final_message", "echo", "best_of", "suffix",
-        "reasoning_effort", "verbosity",
+        "reasoning_effort", "verbosity", "include_reasoning",
     }
 )  # fmt: skip
 
@@ -138,6 +138,9 @@ def canonical_chat(body: ChatCompletionRequest, normalize: bool) -> dict[str, An
         # Only when set, so the keys of requests without them did not change when they came.
         **({"reasoning_effort": body.reasoning_effort} if body.reasoning_effort else {}),
         **({"verbosity": body.verbosity} if body.verbosity else {}),
+        # A vLLM server behind the gateway leaves the thinking out of what it answers (and so
+        # of the entry): an answer without it must not serve a request that wants it.
+        **({} if body.include_reasoning else {"include_reasoning": False}),
     }
 
 

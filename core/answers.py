@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Endpoint = Literal["chat", "completion"]
 FinishReason = str  # "stop" | "length" | "abort" | "content_filter" | "tool_calls"
+
+
+def new_call_id() -> str:
+    """An OpenAI-style tool call id, unique to the answer it is in."""
+    return "call_" + secrets.token_hex(12)
 
 
 @dataclass(slots=True)

@@ -148,6 +148,8 @@ class ChatCompletionRequest(_Sampling):
     prompt_cache_key: str | None = None
     safety_identifier: str | None = None
     chat_template_kwargs: dict[str, Any] | None = None
+    include_reasoning: bool = True
+    """vLLM's: false leaves the thinking out of the answer (it still counts in the usage)."""
     add_generation_prompt: bool = True
     continue_final_message: bool = False
 

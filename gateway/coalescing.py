@@ -4,22 +4,24 @@ The shared call runs under the class budgets counted from the first caller's arr
 that caller's own `X-Request-Timeout-Ms`: a leader with a short deadline must not cut the
 answer short for the callers who joined it with time to spare. Each caller leaves at its own
 deadline instead, and the last one to leave cancels the call (`cache.coalesce`), which aborts
-the backend's work.
+the backend's work. A caller who joined another's call gets the answer with call ids of its own
+(`own_call_ids`, `OwnCallIds`): OpenAI's ids are unique per answer.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from backends.base import GenerationRequest
 from backends.fleet import Fleet
 from budgets.deadline import Deadline
 from budgets.request_budget import RequestBudget
-from core.answers import StreamChunk
+from core.answers import ChoiceDelta, Completion, StreamChunk, Usage, new_call_id
 from core.errors import DeadlineExceeded
+from gateway.stream_pump import ChunkSource
 
 T = TypeVar("T")
 
@@ -56,3 +58,80 @@ def shared_stream(
         return opened.iterate()
 
     return start
+
+
+def own_call_ids(completion: Completion) -> Completion:
+    """A shared answer as one more caller's: a copy whose calls have new ids (the answer
+    itself, shared with the others, is left as it is)."""
+    if not any(choice.tool_calls for choice in completion.choices):
+        return completion
+    choices = [
+        replace(choice, tool_calls=[{**call, "id": new_call_id()} for call in choice.tool_calls])
+        if choice.tool_calls
+        else choice
+        for choice in completion.choices
+    ]
+    return replace(completion, choices=choices)
+
+
+class OwnCallIds:
+    """A shared stream as one more caller's: the same chunks, each call's id replaced by a new
+    one, the same in every delta that carries it (a pass-through call's fragments name it only
+    in the first); chunks without calls pass as they are."""
+
+    __slots__ = ("_ids", "_source")
+
+    def __init__(self, source: ChunkSource) -> None:
+        self._source = source
+        self._ids: dict[Any, str] = {}
+
+    @property
+    def first(self) -> StreamChunk | None:
+        first = self._source.first
+        return None if first is None else self._own(first)
+
+    @property
+    def chunks(self) -> AsyncIterator[StreamChunk]:
+        return _Renamed(self._source.chunks, self._own)
+
+    def failed(self, exc: BaseException) -> None:
+        self._source.failed(exc)
+
+    def finished(self, usage: Usage) -> None:
+        self._source.finished(usage)
+
+    async def close(self) -> None:
+        await self._source.close()
+
+    def _own(self, chunk: StreamChunk) -> StreamChunk:
+        if not any(delta.tool_calls for delta in chunk.deltas):
+            return chunk
+        return StreamChunk([self._delta(delta) for delta in chunk.deltas], chunk.usage)
+
+    def _delta(self, delta: ChoiceDelta) -> ChoiceDelta:
+        if not delta.tool_calls:
+            return delta
+        return replace(delta, tool_calls=[self._call(call) for call in delta.tool_calls])
+
+    def _call(self, call: Any) -> Any:
+        if not isinstance(call, dict) or call.get("id") is None:
+            return call
+        known = self._ids.get(call["id"])
+        if known is None:
+            known = self._ids[call["id"]] = new_call_id()
+        return {**call, "id": known}
+
+
+class _Renamed(AsyncIterator[StreamChunk]):
+    """`chunks`, each passed through `rename`."""
+
+    __slots__ = ("_chunks", "_rename")
+
+    def __init__(
+        self, chunks: AsyncIterator[StreamChunk], rename: Callable[[StreamChunk], StreamChunk]
+    ) -> None:
+        self._chunks = chunks
+        self._rename = rename
+
+    async def __anext__(self) -> StreamChunk:
+        return self._rename(await anext(self._chunks))

@@ -32,7 +32,7 @@ from gateway.caller_tokens import (
     used_tokens,
     within_key_cap,
 )
-from gateway.coalescing import shared_budget, shared_stream, within
+from gateway.coalescing import OwnCallIds, own_call_ids, shared_budget, shared_stream, within
 from gateway.embeddings import embeddings_response
 from gateway.model_access import Body, as_asked, routed, with_model
 from gateway.presentation import CompletionsPresentation, Presentation
@@ -118,6 +118,7 @@ class Pipeline:
             body.model,
             self._settings.system_fingerprint,
             body.include_usage,
+            not isinstance(body, ChatCompletionRequest) or body.include_reasoning,
         )
         with as_asked(asked):
             return await self.serve(
@@ -208,7 +209,8 @@ class Pipeline:
             flight = self._stream_flights.open(
                 f"{plan.tenant}:{plan.key}", shared_stream(self._fleet, request, budget), tap
             )
-            source = await within(flight, budget.first_token)
+            subscription = await within(flight, budget.first_token)
+            source = OwnCallIds(subscription) if subscription.shared else subscription
             tap = None
         response_headers["server-timing"] = timeline.server_timing()
 
@@ -276,7 +278,9 @@ class Pipeline:
 
         if not coalesced:
             return await call()
-        return await within(self._flights.do(f"{plan.tenant}:{plan.key}", call), budget.total)
+        flight = self._flights.do_shared(f"{plan.tenant}:{plan.key}", call)
+        completion, joined = await within(flight, budget.total)
+        return own_call_ids(completion) if joined else completion
 
 
 def _json(body: bytes, headers: dict[str, str]) -> Response:

@@ -37,7 +37,14 @@ class Presentation(Protocol):
 class CompletionsPresentation:
     """Chat and text completions, as OpenAI's chat/completions and completions endpoints."""
 
-    __slots__ = ("_endpoint", "_fingerprint", "_include_usage", "_model", "_response_id")
+    __slots__ = (
+        "_endpoint",
+        "_fingerprint",
+        "_include_reasoning",
+        "_include_usage",
+        "_model",
+        "_response_id",
+    )
 
     def __init__(
         self,
@@ -46,8 +53,10 @@ class CompletionsPresentation:
         model: str,
         fingerprint: str,
         include_usage: bool,
+        include_reasoning: bool = True,
     ) -> None:
         self._endpoint = endpoint
+        self._include_reasoning = include_reasoning
         self._response_id = ("chatcmpl-" if endpoint == "chat" else "cmpl-") + request_id
         self._model = model
         self._fingerprint = fingerprint
@@ -61,6 +70,7 @@ class CompletionsPresentation:
             created=int(time.time()),
             model=self._model,
             fingerprint=self._fingerprint,
+            include_reasoning=self._include_reasoning,
         )
 
     def renderer(self) -> ChunkRenderer:
@@ -71,4 +81,5 @@ class CompletionsPresentation:
             model=self._model,
             fingerprint=self._fingerprint,
             include_usage=self._include_usage,
+            include_reasoning=self._include_reasoning,
         )

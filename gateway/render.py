@@ -32,19 +32,24 @@ def completion_body(
     created: int,
     model: str,
     fingerprint: str,
+    include_reasoning: bool = True,
 ) -> bytes:
-    """The JSON body of a non-streaming chat or text completion."""
+    """The JSON body of a non-streaming chat or text completion. A chat message's content is
+    null when none was produced beside calls or thinking (as vLLM and OpenAI answer);
+    `include_reasoning` false leaves the thinking out (the usage still counts it, as vLLM)."""
     choices: list[dict[str, Any]] = []
     for choice in completion.choices:
         if endpoint == "chat":
-            message: dict[str, Any] = {"role": "assistant", "content": choice.text}
-            if choice.reasoning is not None:
+            produced = choice.text or not (choice.tool_calls or choice.reasoning is not None)
+            message: dict[str, Any] = {
+                "role": "assistant",
+                "content": choice.text if produced else None,
+            }
+            if choice.reasoning is not None and include_reasoning:
                 # vLLM renamed reasoning_content to reasoning; clients read either.
                 message["reasoning_content"] = message["reasoning"] = choice.reasoning
             if choice.tool_calls:
                 message["tool_calls"] = choice.tool_calls
-                if not choice.text:
-                    message["content"] = None
             choices.append(
                 {
                     "index": choice.index,
@@ -86,7 +91,14 @@ class ChunkRenderer:
     response; each event only serializes its own choice.
     """
 
-    __slots__ = ("_endpoint", "_head", "_include_usage", "_role_sent", "_usage_tail")
+    __slots__ = (
+        "_endpoint",
+        "_head",
+        "_include_reasoning",
+        "_include_usage",
+        "_role_sent",
+        "_usage_tail",
+    )
 
     def __init__(
         self,
@@ -97,8 +109,10 @@ class ChunkRenderer:
         model: str,
         fingerprint: str,
         include_usage: bool,
+        include_reasoning: bool = True,
     ) -> None:
         self._endpoint = endpoint
+        self._include_reasoning = include_reasoning  # false: thinking deltas are not sent
         envelope = orjson.dumps(
             {
                 "id": response_id,
@@ -170,7 +184,7 @@ class ChunkRenderer:
                 body["content"] = delta.text
             elif delta.text:
                 body["content"] = delta.text
-            if delta.reasoning:
+            if delta.reasoning and self._include_reasoning:
                 body["reasoning_content"] = body["reasoning"] = delta.reasoning
             if delta.tool_calls:
                 body["tool_calls"] = delta.tool_calls

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from backends.tool_calls.functions import ToolsLike
-from backends.tool_calls.incremental import MarkupParser, Step, text_step
+from backends.tool_calls.incremental import MarkupParser, Step, text_step, unfinished
 from backends.tool_calls.markers import is_partial
 from backends.tool_calls.parsed import ParsedCall
 
@@ -46,8 +46,8 @@ class DeepSeekV3Parser(MarkupParser):
         if buffer.startswith(CALLS_BEGIN):
             start = len(buffer) - len(buffer[len(CALLS_BEGIN) :].lstrip())
             rest = buffer[start:]
-            if not final and (not rest or is_partial(rest, CALL_BEGIN)):
-                return None
+            if not rest or is_partial(rest, CALL_BEGIN):
+                return unfinished(buffer) if final else None
             if not rest.startswith(CALL_BEGIN):
                 return Step(len(CALLS_BEGIN), CALLS_BEGIN)
             return self._call_at(buffer, start, final)
@@ -62,10 +62,13 @@ class DeepSeekV3Parser(MarkupParser):
             return self._call_at(buffer, start, final)
         if rest.startswith(CALLS_END):
             return self._leave(buffer, start + len(CALLS_END))
-        if not final and (not rest or is_partial(rest, CALL_BEGIN) or is_partial(rest, CALLS_END)):
-            return None
         if not rest:  # whitespace at the end of an unclosed section
-            return self._leave(buffer, start)
+            return self._leave(buffer, start) if final else None
+        if is_partial(rest, CALL_BEGIN) or is_partial(rest, CALLS_END):
+            if not final:
+                return None
+            self._in_section = False
+            return unfinished(buffer)
         self._in_section = False
         return Step(0)  # text resumes; the whitespace before it is text too
 
@@ -85,7 +88,7 @@ class DeepSeekV3Parser(MarkupParser):
         if first:
             self._section_calls = 0
         if call is None:
-            return Step(consumed, buffer[:consumed])
+            return Step(consumed, buffer[:consumed], unfinished=end < 0)
         self._section_calls += 1
         return Step(consumed, calls=(call,))
 

@@ -70,7 +70,9 @@ class ForcedCallsParser:
         self._text.append(text)
         return Parsed()
 
-    def finish(self) -> Parsed:
+    def finish(self, cut: bool = False) -> Parsed:
+        """The calls; JSON that is not their shape is text, cut short or not (the answer is
+        the calls' JSON only: no markup around it to drop)."""
         text = "".join(self._text)
         calls = self._calls(text)
         return Parsed(calls=calls) if calls else Parsed(text)

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from backends.reasoning.harmony import CHANNEL, ENDS, HEADER_LIMIT, MESSAGE, START, Header
-from backends.tool_calls.incremental import MarkupParser, Step, text_step
+from backends.tool_calls.incremental import MarkupParser, Step, text_step, unfinished
 from backends.tool_calls.markers import first_marker
 from backends.tool_calls.parsed import ParsedCall
 
@@ -43,6 +43,8 @@ class HarmonyParser(MarkupParser):
         found = first_marker(buffer, _HEADER_ENDS, len(opener))
         if found is None and not final and len(buffer) < _HEADER_WAIT:
             return None
+        if found is None and len(buffer) < _HEADER_WAIT:
+            return unfinished(buffer)  # the answer ended inside a header
         if found is None or found[1] != MESSAGE or found[0] > len(opener) + HEADER_LIMIT:
             return Step(len(opener), opener)  # no header after all: the marker is text
         header_end = found[0] + len(MESSAGE)
@@ -55,7 +57,9 @@ class HarmonyParser(MarkupParser):
         body_end = len(buffer) if end is None else end[0]
         consumed = body_end if end is None or end[1] == START else body_end + len(end[1])
         call = self._call(name, buffer[header_end:body_end])
-        return Step(consumed, calls=(call,)) if call else Step(consumed, buffer[:consumed])
+        if call is None:
+            return Step(consumed, buffer[:consumed], unfinished=end is None)
+        return Step(consumed, calls=(call,))
 
     def _call(self, name: str, body: str) -> ParsedCall | None:
         try:

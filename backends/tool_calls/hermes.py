@@ -22,7 +22,7 @@ class HermesParser(MarkupParser):
     """Incremental: the text before a call streams out at once, except a tail that may be the
     start of `<tool_call>`; each call is released whole once its closing tag arrives. At the
     end an unclosed block still counts if its JSON is a whole call (models may stop right
-    after the object)."""
+    after the object); else it is text, or dropped if the token limit cut it short."""
 
     def _step(self, buffer: str, final: bool) -> Step | None:
         if not buffer.startswith(OPEN):
@@ -32,7 +32,9 @@ class HermesParser(MarkupParser):
             return None  # a call in progress: wait for its end
         consumed = len(buffer) if end < 0 else end + len(CLOSE)
         call = self._call(buffer[len(OPEN) : end if end >= 0 else len(buffer)])
-        return Step(consumed, calls=(call,)) if call else Step(consumed, buffer[:consumed])
+        if call is None:
+            return Step(consumed, buffer[:consumed], unfinished=end < 0)
+        return Step(consumed, calls=(call,))
 
     def _call(self, body: str) -> ParsedCall | None:
         try:

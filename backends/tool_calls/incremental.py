@@ -3,7 +3,9 @@ takes decided steps off its front; whatever may still become a call waits in the
 
 A step is decided only when more text could not change it, so any split of an output into
 pieces gives the result of the whole. On `finish` nothing waits: the parser decides with what
-it has, and whatever it still declines is content.
+it has, and whatever it still declines is content; except when the answer was cut short (the
+token limit): then the markup of a call it had begun and never ended, or a tail that may have
+started a marker, is dropped, as vLLM never shows it, and the calls that did end are kept.
 """
 
 from __future__ import annotations
@@ -19,22 +21,30 @@ from backends.tool_calls.parsed import Parsed, ParsedCall
 @dataclass(frozen=True, slots=True)
 class Step:
     """The first `consumed` characters of the buffer, decided: as content, or as calls (a step
-    that consumes nothing changes the parser's state only)."""
+    that consumes nothing changes the parser's state only). `unfinished`: the content is the
+    markup of a call that had begun when the answer ended, dropped if it was cut short."""
 
     consumed: int
     content: str = ""
     calls: tuple[ParsedCall, ...] = ()
+    unfinished: bool = False
+
+
+def unfinished(buffer: str) -> Step:
+    """All of `buffer`, at the end of the answer, as the markup of a call that never ended."""
+    return Step(len(buffer), buffer, unfinished=True)
 
 
 def text_step(buffer: str, markers: Sequence[str], final: bool) -> Step | None:
-    """The content before the first of `markers` (all of it but a tail that may start one,
-    unless `final`); None when nothing can leave yet. `buffer` must not start with a marker."""
+    """The content before the first of `markers` (all of it but a tail that may start one);
+    None when nothing can leave yet. With `final` that tail is a step of its own, the start of
+    markup the answer ended in. `buffer` must not start with a marker."""
     found = first_marker(buffer, markers)
     if found is not None:
         return Step(found[0], buffer[: found[0]])
-    keep = 0 if final else partial_length(buffer, markers)
+    keep = partial_length(buffer, markers)
     if keep == len(buffer):
-        return None
+        return unfinished(buffer) if final else None
     return Step(len(buffer) - keep, buffer[: len(buffer) - keep])
 
 
@@ -52,10 +62,10 @@ class MarkupParser:
         self._buffer += text
         return self._drain(final=False)
 
-    def finish(self) -> Parsed:
-        return self._drain(final=True)
+    def finish(self, cut: bool = False) -> Parsed:
+        return self._drain(final=True, cut=cut)
 
-    def _drain(self, final: bool) -> Parsed:
+    def _drain(self, final: bool, cut: bool = False) -> Parsed:
         content: list[str] = []
         calls: list[ParsedCall] = []
         while self._buffer:
@@ -66,7 +76,8 @@ class MarkupParser:
                     self._offset += len(self._buffer)
                     self._buffer = ""
                 break
-            content.append(step.content)
+            if not (cut and step.unfinished):
+                content.append(step.content)
             calls.extend(step.calls)
             self._buffer = self._buffer[step.consumed :]
             self._offset += step.consumed

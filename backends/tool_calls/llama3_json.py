@@ -18,7 +18,7 @@ import orjson
 
 from backends.tool_calls.brackets import BROKEN, BracketScan
 from backends.tool_calls.functions import ToolsLike
-from backends.tool_calls.incremental import MarkupParser, Step, text_step
+from backends.tool_calls.incremental import MarkupParser, Step, text_step, unfinished
 from backends.tool_calls.markers import is_partial
 from backends.tool_calls.parsed import ParsedCall
 
@@ -66,8 +66,8 @@ class Llama3JsonParser(MarkupParser):
             return self._call_at(buffer, space, final)
         if rest.startswith(TAG):
             return self._call_at(buffer, space + len(TAG), final)
-        if is_partial(rest, TAG) and not final:
-            return None
+        if is_partial(rest, TAG):
+            return unfinished(buffer) if final else None
         self._mode = _Mode.TEXT
         return Step(space, buffer[:space])
 
@@ -76,12 +76,12 @@ class Llama3JsonParser(MarkupParser):
         follows as a call; or that markup, and the object if it closes, as text."""
         start = len(buffer) - len(buffer[skip:].lstrip())
         if start == len(buffer):
-            return self._as_text(buffer, len(buffer)) if final else None
+            return self._as_text(buffer, len(buffer), unfinished=True) if final else None
         if buffer[start] != "{":
             return self._as_text(buffer, skip)  # markup not followed by an object
         end = self._scan.end(buffer, start, self._offset)
         if end is None:
-            return self._as_text(buffer, len(buffer)) if final else None
+            return self._as_text(buffer, len(buffer), unfinished=True) if final else None
         if end == BROKEN:
             return self._as_text(buffer, start + 1)
         call = self._call(buffer[start:end])
@@ -90,9 +90,9 @@ class Llama3JsonParser(MarkupParser):
         self._mode = _Mode.AFTER_CALL
         return Step(end, calls=(call,))
 
-    def _as_text(self, buffer: str, consumed: int) -> Step:
+    def _as_text(self, buffer: str, consumed: int, unfinished: bool = False) -> Step:
         self._mode = _Mode.TEXT
-        return Step(consumed, buffer[:consumed])
+        return Step(consumed, buffer[:consumed], unfinished=unfinished)
 
     def _call(self, text: str) -> ParsedCall | None:
         try:

@@ -22,7 +22,7 @@ import orjson
 
 from backends.tool_calls.brackets import BROKEN, BracketScan
 from backends.tool_calls.functions import ToolsLike
-from backends.tool_calls.incremental import MarkupParser, Step, text_step
+from backends.tool_calls.incremental import MarkupParser, Step, text_step, unfinished
 from backends.tool_calls.markers import is_partial
 from backends.tool_calls.parsed import ParsedCall
 
@@ -45,7 +45,7 @@ class MistralParser(MarkupParser):
             return text_step(buffer, (TOOL_CALLS,), final)
         start = len(buffer) - len(buffer[len(TOOL_CALLS) :].lstrip())
         if start == len(buffer):
-            return Step(start, buffer) if final else None
+            return unfinished(buffer) if final else None
         if buffer[start] == "[":
             return self._json_at(buffer, start, final, self._array)
         name = _NAME.match(buffer, start)
@@ -53,7 +53,7 @@ class MistralParser(MarkupParser):
             return Step(len(TOOL_CALLS), TOOL_CALLS)
         args = self._args_start(buffer, name.end())
         if args is None:
-            return Step(len(buffer), buffer) if final else None
+            return unfinished(buffer) if final else None
         if args < 0:
             return Step(len(TOOL_CALLS), TOOL_CALLS)
         return self._json_at(buffer, args, final, lambda value: self._named(name.group(), value))
@@ -78,7 +78,7 @@ class MistralParser(MarkupParser):
         """The JSON value at `start` read as calls, or the markup up to its end as text."""
         end = self._scan.end(buffer, start, self._offset)
         if end is None:
-            return Step(len(buffer), buffer) if final else None
+            return unfinished(buffer) if final else None
         if end == BROKEN:
             return Step(start + 1, buffer[: start + 1])
         try:

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass, field
 from typing import Protocol
 
-
-def new_call_id() -> str:
-    """An OpenAI-style tool call id."""
-    return "call_" + secrets.token_hex(12)
+from core.answers import new_call_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,8 +27,10 @@ class Parsed:
 
 class ToolCallParser(Protocol):
     """Turns a model's output text into content and calls, incrementally: `feed` each piece of
-    text as it is decoded, then `finish` once. Text that may still turn out to be call markup
-    is held back; markup that does not parse as a call to one of the tools is content."""
+    text as it is decoded, then `finish` once (`cut`: the answer was cut short by the token
+    limit). Text that may still turn out to be call markup is held back; markup that does not
+    parse as a call to one of the tools is content, but for that of a call the cut left
+    unfinished, which is dropped."""
 
     @property
     def finish_reason(self) -> str:
@@ -41,4 +39,4 @@ class ToolCallParser(Protocol):
 
     def feed(self, text: str) -> Parsed: ...
 
-    def finish(self) -> Parsed: ...
+    def finish(self, cut: bool = False) -> Parsed: ...

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from backends.tool_calls.brackets import BROKEN, BracketScan
 from backends.tool_calls.functions import ToolsLike
-from backends.tool_calls.incremental import MarkupParser, Step, text_step
+from backends.tool_calls.incremental import MarkupParser, Step, text_step, unfinished
 from backends.tool_calls.markers import is_partial
 from backends.tool_calls.parsed import ParsedCall
 from backends.tool_calls.python_literals import NotLiteral, call_list
@@ -32,8 +32,8 @@ class PythonicParser(MarkupParser):
 
     def _step(self, buffer: str, final: bool) -> Step | None:
         if self._after_list:  # the end tag that may follow a list is markup
-            if is_partial(buffer, END) and not final:
-                return None
+            if is_partial(buffer, END):
+                return unfinished(buffer) if final else None
             self._after_list = False
             return Step(len(END)) if buffer.startswith(END) else Step(0)
         if self._line_start:
@@ -46,8 +46,8 @@ class PythonicParser(MarkupParser):
             return Step(0)
         if buffer.startswith(START):
             start = len(buffer) - len(buffer[len(START) :].lstrip())
-            if start == len(buffer) and not final:
-                return None
+            if start == len(buffer):
+                return unfinished(buffer) if final else None
             if buffer[start:].startswith("["):
                 return self._list_at(buffer, start, final)
             return Step(len(START), START)
@@ -64,7 +64,7 @@ class PythonicParser(MarkupParser):
             return None
         self._line_start = False
         if end is None:
-            return Step(len(buffer), buffer)
+            return unfinished(buffer)
         if end == BROKEN:
             return Step(start + 1, buffer[: start + 1])
         calls = self._calls(buffer[start:end])

@@ -48,7 +48,9 @@ class Qwen3CoderParser(MarkupParser):
         consumed = len(buffer) if end < 0 else end + len(close)
         body = buffer[body_start : consumed if close == FUNCTION_END else end if end >= 0 else None]
         calls = self._calls(body)
-        return Step(consumed, calls=calls) if calls else Step(consumed, buffer[:consumed])
+        if not calls:
+            return Step(consumed, buffer[:consumed], unfinished=end < 0)
+        return Step(consumed, calls=calls)
 
     def _calls(self, body: str) -> tuple[ParsedCall, ...]:
         """The functions in a block, or () when any of them is not a good call."""

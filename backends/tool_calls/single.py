@@ -22,8 +22,8 @@ class FirstCallOnly:
     def feed(self, text: str) -> Parsed:
         return self._first(self._inner.feed(text))
 
-    def finish(self) -> Parsed:
-        return self._first(self._inner.finish())
+    def finish(self, cut: bool = False) -> Parsed:
+        return self._first(self._inner.finish(cut))
 
     def _first(self, parsed: Parsed) -> Parsed:
         if not parsed.calls:

@@ -166,7 +166,7 @@ class ChoiceDecoder:
         calls = None
         if self._tools is not None:
             text, calls = self._parsed(self._tools.feed(text))
-            rest, more = self._parsed(self._tools.finish())
+            rest, more = self._parsed(self._tools.finish(cut=finish_reason == "length"))
             text, calls = text + rest, (calls or []) + (more or []) or None
             text = self._beside_calls(text, calls, last=True)
             if self._calls and finish_reason == "stop":

@@ -69,11 +69,55 @@ def test_reasoning_and_calls_round_trip_and_replay() -> None:
         [Choice(0, "", "tool_calls", None, [call], "thinking")], Usage(5, 9, 0, 4)
     )
     answer = CachedAnswer(completion, created_at=1.0)
-    assert CachedAnswer.from_bytes(answer.to_bytes()) == answer
+    decoded = CachedAnswer.from_bytes(answer.to_bytes())
+    assert decoded is not None and _without_ids(decoded.completion) == _without_ids(completion)
     recorder = StreamRecorder()
     for chunk in answer.replay():
         recorder.add(chunk)
     assert recorder.completion() == completion
+
+
+def _call_ids(completion: Completion) -> list[str]:
+    return [call["id"] for choice in completion.choices for call in choice.tool_calls or ()]
+
+
+def _without_ids(completion: Completion) -> Completion:
+    """The answer with its calls' ids blanked, to compare the rest."""
+    choices = [
+        Choice(
+            c.index,
+            c.text,
+            c.finish_reason,
+            c.logprobs,
+            [{**call, "id": ""} for call in c.tool_calls] if c.tool_calls else c.tool_calls,
+            c.reasoning,
+        )
+        for c in completion.choices
+    ]
+    return Completion(choices, completion.usage, completion.system_fingerprint)
+
+
+def test_each_decoded_answer_gets_fresh_call_ids() -> None:
+    """Every read of an entry answers another request: its calls get new ids of their own,
+    OpenAI's shape, distinct per call and per read; its replay carries the same ids."""
+    calls = [
+        {"id": f"call_{i}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        for i in range(2)
+    ]
+    completion = Completion([Choice(0, "", "tool_calls", None, calls)], Usage(5, 9))
+    raw = CachedAnswer(completion, created_at=1.0).to_bytes()
+    reads = [CachedAnswer.from_bytes(raw) for _ in range(3)]
+    ids = [_call_ids(read.completion) for read in reads if read is not None]
+    every = [call_id for read_ids in ids for call_id in read_ids]
+    assert len(every) == 6 and len(set(every)) == 6
+    assert all(call_id.startswith("call_") and len(call_id) == 29 for call_id in every)
+    assert _call_ids(completion) == ["call_0", "call_1"]
+    read = reads[0]
+    assert read is not None
+    replayed = [
+        c["id"] for chunk in read.replay() for d in chunk.deltas for c in d.tool_calls or ()
+    ]
+    assert replayed == _call_ids(read.completion)
 
 
 def test_recorder_joins_pass_through_call_fragments() -> None:

@@ -130,6 +130,13 @@ def test_reasoning_effort_and_verbosity_change_key() -> None:
     assert len(keys) == 4
 
 
+def test_include_reasoning_false_is_another_entry() -> None:
+    """An upstream vLLM leaves the thinking out for include_reasoning false: its answer must
+    not serve one that wants the thinking; true is the default, the same entry."""
+    assert exact_key(_chat(include_reasoning=True), CTX) == exact_key(_chat(), CTX)
+    assert exact_key(_chat(include_reasoning=False), CTX) != exact_key(_chat(), CTX)
+
+
 def test_sampling_and_context_change_key() -> None:
     """Every sampling field, the model revision and the prompt version separate entries."""
     base = exact_key(_chat(), CTX)

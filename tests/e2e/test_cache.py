@@ -6,6 +6,7 @@ import asyncio
 import signal
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import grpc
@@ -224,3 +225,77 @@ async def test_writeback_drains_on_shutdown(tmp_path: Path) -> None:
         # uvicorn shuts down gracefully, then re-raises the signal it captured.
         assert gateway.popen.wait(30) in (0, -signal.SIGTERM)
         assert _redis_keys(server.url) == 20
+
+
+async def test_replayed_calls_get_fresh_ids(cached_stack: Stack) -> None:
+    """Hits on an answer with calls, whole and streamed: each answer's call ids are its own,
+    unique across answers and calls; a streamed call keeps its id across its deltas."""
+    client = openai.AsyncOpenAI(base_url=cached_stack.api_url, api_key="t1")
+    tool: Any = {"type": "function", "function": {"name": "get_weather", "parameters": {}}}
+    ask: Any = {
+        "model": "sim",
+        "messages": _messages("Weather in Paris? [[parallel]]"),
+        "tools": [tool],
+        "temperature": 0,
+    }
+
+    async def whole() -> tuple[list[str], str]:
+        raw = await client.chat.completions.with_raw_response.create(**ask)
+        calls = raw.parse().choices[0].message.tool_calls or []
+        return [call.id for call in calls], raw.headers["x-cache"]
+
+    async def streamed() -> tuple[list[str], str]:
+        raw = await client.chat.completions.with_raw_response.create(**ask, stream=True)
+        ids: dict[int, list[str]] = {}
+        async for chunk in raw.parse():
+            for call in chunk.choices[0].delta.tool_calls or ():
+                ids.setdefault(call.index, [])
+                if call.id is not None:
+                    ids[call.index].append(call.id)
+        assert all(len(call_ids) == 1 for call_ids in ids.values()), ids
+        return [call_ids[0] for _, call_ids in sorted(ids.items())], raw.headers["x-cache"]
+
+    answers = [await whole()]
+    async with asyncio.timeout(10):
+        while answers[-1][1] != "hit-exact":
+            answers.append(await whole())
+    answers += [await whole(), await streamed(), await streamed()]
+    assert [cache for _, cache in answers[-4:]] == ["hit-exact"] * 4
+    ids = [call_id for call_ids, _ in answers for call_id in call_ids]
+    assert all(len(call_ids) == 2 for call_ids, _ in answers)
+    assert len(set(ids)) == len(ids) and all(call_id.startswith("call_") for call_id in ids)
+
+
+async def test_callers_sharing_one_call_get_their_own_call_ids(
+    cached_stack: Stack, sim: ControlClient
+) -> None:
+    """Identical concurrent requests with tools, whole and streamed, share one backend call
+    each, yet every answer's call ids are its own."""
+    await sim.configure(itl_ms=20)
+    client = openai.AsyncOpenAI(base_url=cached_stack.api_url, api_key="t1")
+    tool: Any = {"type": "function", "function": {"name": "get_weather", "parameters": {}}}
+
+    async def ids(stream: bool) -> list[str]:
+        ask: Any = {
+            "model": "sim",
+            "messages": _messages(f"Weather in Oslo, stream {stream}? [[single]]"),
+            "tools": [tool],
+            "temperature": 0,
+        }
+        if not stream:
+            answer = await client.chat.completions.create(**ask)
+            return [call.id for call in answer.choices[0].message.tool_calls or ()]
+        chunks = await client.chat.completions.create(**ask, stream=True)
+        return [
+            call.id
+            async for chunk in chunks
+            for call in chunk.choices[0].delta.tool_calls or ()
+            if call.id is not None
+        ]
+
+    for stream in (False, True):
+        before = (await sim.stats())["generate_calls"]
+        answers = await asyncio.gather(*(ids(stream) for _ in range(5)))
+        assert (await sim.stats())["generate_calls"] - before == 1
+        every = [call_id for answer in answers for call_id in answer]
+        assert len(every) == 5 and len(set(every)) == 5, (stream, answers)

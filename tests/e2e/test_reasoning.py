@@ -95,7 +95,7 @@ async def test_an_answer_with_thinking_goes_back_as_history(
     assert answer["reasoning"]
     messages: list[Any] = [*ASK, answer, {"role": "user", "content": "And at sunset?"}]
     second = await client.chat.completions.create(model="sim", messages=messages, max_tokens=20)
-    assert second.choices[0].message.content is not None
+    assert second.choices[0].message.content or _reasoning(second.choices[0].message)
 
 
 async def test_a_call_after_thinking(thinking: Stack) -> None:
@@ -127,3 +127,55 @@ async def test_the_responses_api_has_a_reasoning_item(thinking: Stack) -> None:
     reasoning = final.output[0]
     assert reasoning.type == "reasoning" and reasoning.content
     assert reasoning.content[0].text == deltas
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_include_reasoning_false_leaves_the_thinking_out(
+    thinking: Stack, stream: bool
+) -> None:
+    """`include_reasoning: false` (vLLM's): the answer without reasoning_content or reasoning,
+    streamed or not; the content is the same, and the thinking still counts in the usage."""
+    client = _client(thinking)
+    ask: Any = {"model": "sim", "messages": ASK, "seed": 3}
+    full = await client.chat.completions.create(**ask)
+    shown = await client.chat.completions.create(**ask, extra_body={"include_reasoning": True})
+    assert _reasoning(shown.choices[0].message) == _reasoning(full.choices[0].message)
+    if not stream:
+        answer = await client.chat.completions.create(
+            **ask, extra_body={"include_reasoning": False}
+        )
+        message = answer.choices[0].message
+        assert "reasoning_content" not in (message.model_extra or {})
+        assert "reasoning" not in (message.model_extra or {})
+        assert message.content == full.choices[0].message.content
+        assert answer.usage == full.usage
+        return
+    chunks = await client.chat.completions.create(
+        **ask,
+        stream=True,
+        stream_options={"include_usage": True},
+        extra_body={"include_reasoning": False},
+    )
+    content, usage = "", None
+    async for chunk in chunks:
+        usage = chunk.usage or usage
+        for choice in chunk.choices:
+            extra = choice.delta.model_extra or {}
+            assert "reasoning_content" not in extra and "reasoning" not in extra
+            content += choice.delta.content or ""
+    assert content == full.choices[0].message.content and usage == full.usage
+
+
+async def test_an_answer_cut_while_thinking_has_null_content(thinking: Stack) -> None:
+    """max_tokens spent inside the thinking: content null (no content was produced), as the
+    stream, which sends no content delta, accumulates; finish reason length."""
+    client = _client(thinking)
+    answer = await client.chat.completions.create(model="sim", messages=ASK, seed=1, max_tokens=8)
+    message = answer.choices[0].message
+    assert answer.choices[0].finish_reason == "length" and _reasoning(message)
+    assert message.content is None
+    chunks = await client.chat.completions.create(
+        model="sim", messages=ASK, seed=1, max_tokens=8, stream=True
+    )
+    contents = [c.choices[0].delta.content async for c in chunks if c.choices]
+    assert not any(contents)

@@ -154,6 +154,40 @@ async def test_a_streamed_function_call(stack: Stack) -> None:
     assert "response.function_call_arguments.done" in kinds
 
 
+@pytest.mark.parametrize("limit", [5, 20])
+async def test_a_call_cut_by_max_output_tokens_is_not_text(stack: Stack, limit: int) -> None:
+    """An answer cut inside its call's markup is incomplete, with neither the markup as text
+    nor a call; streamed, the same."""
+    client = _client(stack)
+    asked: Any = {"model": "sim", "input": "weather [[single]]", "tools": [WEATHER]}
+    whole = await client.responses.create(**asked, max_output_tokens=limit)
+    events = await client.responses.create(**asked, max_output_tokens=limit, stream=True)
+    last = [event async for event in events][-1]
+    assert last.type == "response.incomplete"
+    for response in (whole, last.response):
+        assert response.status == "incomplete" and response.output_text == "", response
+        assert not [item for item in response.output if item.type == "function_call"]
+
+
+async def test_a_cached_answer_gets_fresh_call_ids(stack: Stack) -> None:
+    """The same call asked again (an exact cache hit, whole or streamed): each response's
+    call_id and item id are its own."""
+    client = _client(stack)
+    asked: Any = {"model": "sim", "input": "weather [[single]]", "tools": [WEATHER]}
+    asked["temperature"] = 0
+    ids: list[tuple[str, str | None]] = []
+    caches: list[str] = []
+    for _ in range(3):
+        raw = await client.responses.with_raw_response.create(**asked)
+        caches.append(raw.headers["x-cache"])
+        ids += [(i.call_id, i.id) for i in raw.parse().output if i.type == "function_call"]
+    async with client.responses.stream(**asked) as stream:
+        final = await stream.get_final_response()
+    ids += [(i.call_id, i.id) for i in final.output if i.type == "function_call"]
+    assert caches[-1] == "hit-exact" and len(ids) == 4
+    assert len({call_id for call_id, _ in ids}) == 4 and len({item for _, item in ids}) == 4
+
+
 async def test_deleted_and_unstored_responses_are_not_found(stack: Stack) -> None:
     """DELETE removes a stored response; one created with store=false was never kept."""
     client = _client(stack)

@@ -102,3 +102,54 @@ async def test_a_malformed_call_stays_text(api_url: str, name: str) -> None:
     content, calls, finish = await _ask(api_url, name, "[[malformed]]", stream=False)
     assert calls == [] and finish == "stop" and content
     assert await _ask(api_url, name, "[[malformed]]", stream=True) == (content, calls, finish)
+
+
+async def _cut(
+    api_url: str, name: str, max_tokens: int, stream: bool
+) -> tuple[str, list[Any], str]:
+    """Content, calls and finish reason of two parallel calls cut at `max_tokens`."""
+    client = openai.AsyncOpenAI(base_url=api_url, api_key="k", max_retries=0)
+    messages: Any = [{"role": "user", "content": "Weather and time in Paris? [[parallel]]"}]
+    if not stream:
+        answer = await client.chat.completions.create(
+            model=f"sim-{name}", messages=messages, tools=TOOLS, seed=5, max_tokens=max_tokens
+        )
+        message = answer.choices[0].message
+        calls = [c.function.name for c in message.tool_calls or () if c.type == "function"]
+        return message.content or "", calls, answer.choices[0].finish_reason
+    chunks = await client.chat.completions.create(
+        model=f"sim-{name}", messages=messages, tools=TOOLS, seed=5, max_tokens=max_tokens,
+        stream=True,
+    )  # fmt: skip
+    content, names, finish = "", [], ""
+    async for chunk in chunks:
+        delta = chunk.choices[0].delta
+        content += delta.content or ""
+        names += [c.function.name for c in delta.tool_calls or () if c.function and c.function.name]
+        finish = chunk.choices[0].finish_reason or finish
+    return content, names, finish
+
+
+@pytest.mark.parametrize("name", FORMATS)
+async def test_a_call_cut_by_max_tokens_is_never_content(api_url: str, name: str) -> None:
+    """Cut anywhere by max_tokens, two parallel calls give no content (none of the markup of
+    the call left unfinished), finish reason length, and the calls that ended; the same
+    streamed."""
+    client = openai.AsyncOpenAI(base_url=api_url, api_key="k", max_retries=0)
+    full = await client.chat.completions.create(
+        model=f"sim-{name}",
+        messages=[{"role": "user", "content": "Weather and time in Paris? [[parallel]]"}],
+        tools=TOOLS,
+        seed=5,
+    )
+    assert full.usage is not None and full.choices[0].finish_reason == "tool_calls"
+    names = [
+        c.function.name for c in full.choices[0].message.tool_calls or () if c.type == "function"
+    ]
+    tokens = full.usage.completion_tokens
+    for max_tokens in sorted({2, tokens // 3, tokens // 2, 2 * tokens // 3, tokens - 2}):
+        whole = await _cut(api_url, name, max_tokens, stream=False)
+        content, calls, finish = whole
+        assert content == "" and finish == "length", (name, max_tokens, whole)
+        assert calls == names[: len(calls)], (name, max_tokens, whole)
+        assert await _cut(api_url, name, max_tokens, stream=True) == whole

@@ -1,5 +1,6 @@
-"""Chat answers rendered as OpenAI JSON and SSE: reasoning under both of its names, reasoning
-tokens in usage, and a streamed call in OpenAI's delta shape."""
+"""Chat answers rendered as OpenAI JSON and SSE: reasoning under both of its names (or none
+with include_reasoning false), reasoning tokens in usage, content null where none was
+produced, and a streamed call in OpenAI's delta shape."""
 
 from __future__ import annotations
 
@@ -48,6 +49,47 @@ def test_an_answer_without_reasoning_has_no_reasoning_fields() -> None:
     )
     assert "reasoning_content" not in body["choices"][0]["message"]
     assert "completion_tokens_details" not in body["usage"]
+
+
+def _message(completion: Completion, include_reasoning: bool = True) -> dict[str, Any]:
+    body = completion_body(
+        "chat", completion, response_id="r", created=1, model="m", fingerprint="f",
+        include_reasoning=include_reasoning,
+    )  # fmt: skip
+    message: dict[str, Any] = orjson.loads(body)["choices"][0]["message"]
+    return message
+
+
+def test_content_is_null_where_none_was_produced() -> None:
+    """Cut while thinking, or calls alone: content null; a plain empty answer keeps ""."""
+    thinking = Completion([Choice(0, "", "length", reasoning="Hmm")], Usage(3, 5, 0, 5))
+    assert _message(thinking)["content"] is None
+    assert _message(thinking, include_reasoning=False)["content"] is None
+    called = Completion([Choice(0, "", "tool_calls", tool_calls=[CALL])], Usage(3, 5))
+    assert _message(called)["content"] is None
+    assert _message(Completion([Choice(0, "", "stop")], Usage(3, 0)))["content"] == ""
+
+
+def test_include_reasoning_false_leaves_the_thinking_out() -> None:
+    """Whole and streamed: no reasoning fields, the content as it is, the usage unchanged."""
+    completion = Completion([Choice(0, "Answer", "stop", reasoning="Because")], Usage(3, 9, 0, 4))
+    message = _message(completion, include_reasoning=False)
+    assert message == {"role": "assistant", "content": "Answer"}
+    renderer = ChunkRenderer(
+        "chat", response_id="r", created=1, model="m", fingerprint="fp", include_usage=True,
+        include_reasoning=False,
+    )  # fmt: skip
+    chunks = [
+        StreamChunk([ChoiceDelta(0, reasoning="Because")]),
+        StreamChunk([ChoiceDelta(0, reasoning=" so")]),
+        StreamChunk([ChoiceDelta(0, "Answer", "stop")], Usage(3, 9, 0, 4)),
+    ]
+    raw = b"".join(renderer.render(chunk) for chunk in chunks)
+    assert [d["delta"] for d in _deltas(raw)] == [
+        {"role": "assistant", "content": ""},
+        {"content": "Answer"},
+    ]
+    assert b'"completion_tokens_details":{"reasoning_tokens":4}' in raw
 
 
 def test_a_whole_call_streams_as_a_head_then_its_arguments() -> None:

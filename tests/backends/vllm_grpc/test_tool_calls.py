@@ -41,7 +41,9 @@ def _chat(**fields: Any) -> ChatCompletionRequest:
     return parse_request(orjson.dumps(payload), ChatCompletionRequest)
 
 
-def _decode(bundle: TokenizerBundle, ids: list[int], step: int) -> list[ChoiceDelta]:
+def _decode(
+    bundle: TokenizerBundle, ids: list[int], step: int, finish: str = "stop"
+) -> list[ChoiceDelta]:
     options = DecodeOptions(
         skip_special_tokens=True, spaces_between_special_tokens=True, prompt_ids=[]
     )
@@ -51,7 +53,7 @@ def _decode(bundle: TokenizerBundle, ids: list[int], step: int) -> list[ChoiceDe
     )  # fmt: skip
     choice = decoder.choices[0]
     deltas = [choice.feed(ids[i : i + step], None) for i in range(0, len(ids), step)]
-    return [*deltas, choice.finish("stop")]
+    return [*deltas, choice.finish(finish)]
 
 
 @pytest.mark.parametrize("step", [1, 2, 7, 10_000])
@@ -81,6 +83,18 @@ def test_the_line_breaks_around_parallel_calls_are_not_content(
     deltas = _decode(bundle, bundle.encode(text, add_special_tokens=False), step)
     assert "".join(d.text for d in deltas) == ""
     assert len([c for d in deltas for c in d.tool_calls or ()]) == 2
+
+
+@pytest.mark.parametrize("step", [1, 10_000])
+def test_a_call_cut_by_the_token_limit_is_not_content(bundle: TokenizerBundle, step: int) -> None:
+    """Ended by `length` inside a call: the text before it only, no call, finish `length`;
+    ended by the model there, the broken markup is text as before."""
+    ids = bundle.encode(OUTPUT[: OUTPUT.index("Köln")], add_special_tokens=False)
+    cut = _decode(bundle, ids, step, "length")
+    assert "".join(d.text for d in cut) == "Sure. " and cut[-1].finish_reason == "length"
+    assert not any(d.tool_calls for d in cut)
+    stopped = _decode(bundle, ids, step, "stop")
+    assert "".join(d.text for d in stopped) == OUTPUT[: OUTPUT.index("Köln")]
 
 
 def test_text_keeps_its_own_spaces(bundle: TokenizerBundle) -> None:
