@@ -15,7 +15,7 @@ from backends.replica import Replica
 from budgets.deadline import Deadline
 from budgets.request_budget import ClassBudgets, RequestBudget
 from budgets.settings import BudgetSettings
-from core.answers import BackendHealth, Completion
+from core.answers import BackendHealth, Completion, Usage
 from core.errors import BackendError, DeadlineTooShort, ModelNotFound, NoHealthyBackend
 from core.protocol import ChatCompletionRequest, CompletionRequest
 from core.request_parsing import parse_request
@@ -124,6 +124,18 @@ async def test_completions_teach_the_estimate_and_uncapped_lengths() -> None:
     chat = GenerationRequest("chat", parse_request(raw, ChatCompletionRequest), raw, "r2")
     await fleet.complete(chat, _budget(backend.clock))
     assert fleet.lengths("m").value() == 3
+
+
+async def test_answers_teach_routing_the_time_of_their_uncached_prompt() -> None:
+    """Routing's estimate is fitted over the part of the prompt the replica did not hold."""
+    replica = Replica("m", FakeBackend(url="a"), healthy=True)
+    fleet = _admitting(replica)
+    demand = Demand(prompt_tokens=40, max_tokens=None, choices=1, stream=False)
+    fleet.learning.answered(replica, demand, Usage(20, 3, cached_tokens=15), 0.5)
+    fleet.learning.answered(replica, demand, Usage(20, 3), 0.9)
+    assert replica.uncached_estimate.expected(10, 3) == pytest.approx(0.5)
+    assert replica.uncached_estimate.expected(40, 3) == pytest.approx(0.9)
+    assert replica.estimate.expected(40, 3) == pytest.approx(0.7, abs=0.01)  # whole prompts
 
 
 async def test_streams_teach_first_token_and_end() -> None:
