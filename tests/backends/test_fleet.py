@@ -193,8 +193,8 @@ async def test_prediction_off_admits_as_before() -> None:
 def test_pick_prefers_the_replica_predicted_to_finish_first() -> None:
     """With equal queues, the replica that serves this request faster wins."""
     slow, fast = _replica("a"), _replica("b")
-    slow.estimate.observe(40, 1, 0.9)
-    fast.estimate.observe(40, 1, 0.1)
+    slow.uncached_estimate.observe(40, 1, 0.9)
+    fast.uncached_estimate.observe(40, 1, 0.1)
     fleet = _admitting(slow, fast)
     clock = Clock()
     demand = Demand.of(_request(stream=True).body)
@@ -206,7 +206,7 @@ async def test_a_replica_without_history_is_not_taken_for_the_fastest() -> None:
     so load decides: concurrent requests split between it and a warm one instead of all going
     to it until its first one ends."""
     warm, fresh = _replica("a"), _replica("b")
-    warm.estimate.observe(40, 1, 0.2)
+    warm.uncached_estimate.observe(40, 1, 0.2)
     fleet = Fleet([warm, fresh], retry_attempts=1, health_interval_s=60, health_timeout_s=1,
                   admission=AdmissionConfig(max_inflight=8))  # fmt: skip
     clock = Clock()
