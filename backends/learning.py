@@ -1,6 +1,7 @@
 """What the fleet learns from how a call on a replica ended: a clean end teaches the replica's
-service estimate (and the model's output lengths) and clears its failures; a failure counts
-against it (`backends.outliers`) and teaches nothing."""
+service estimates (admission's over whole prompts, routing's over their uncached part) and the
+model's output lengths, and clears its failures; a failure counts against it
+(`backends.outliers`) and teaches nothing."""
 
 from __future__ import annotations
 
@@ -24,12 +25,13 @@ class Learning:
         self._lengths = lengths
 
     def answered(self, replica: Replica, demand: Demand, usage: Usage, seconds: float) -> None:
-        """A request ended cleanly `seconds` after admission: teach the replica's estimate,
+        """A request ended cleanly `seconds` after admission: teach the replica's estimates,
         and the model's output lengths when the request set no cap."""
         tokens = demand.output_tokens(usage)
         if tokens < 1:
             return
         replica.estimate.observe(demand.prompt_tokens, tokens, seconds)
+        replica.uncached_estimate.observe(demand.uncached_tokens(usage), tokens, seconds)
         if demand.max_tokens is None:
             self._lengths(replica.model).add(tokens)
 
@@ -49,7 +51,9 @@ class Learning:
         def finished(usage: Usage) -> None:
             self.outliers.succeeded(replica)
             if first is not None:
-                replica.estimate.observe(demand.prompt_tokens, first_chunk_tokens(first), first_s)
+                tokens = first_chunk_tokens(first)
+                replica.estimate.observe(demand.prompt_tokens, tokens, first_s)
+                replica.uncached_estimate.observe(demand.uncached_tokens(usage), tokens, first_s)
             self.answered(replica, demand, usage, clock() - started)
 
         def failed(exc: BaseException) -> None:

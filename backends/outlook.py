@@ -33,6 +33,23 @@ class Demand:
         """Output tokens per choice (choices decode side by side, so time follows one)."""
         return math.ceil(usage.completion_tokens / max(1, self.choices))
 
+    def uncached_tokens(self, usage: Usage) -> int:
+        """The prompt tokens the replica's prefix cache did not serve, counted like the prompt
+        (the share the backend reports uncached; all of it when it reports none)."""
+        if usage.prompt_tokens <= 0 or usage.cached_tokens <= 0:
+            return self.prompt_tokens
+        uncached = max(0, usage.prompt_tokens - usage.cached_tokens) / usage.prompt_tokens
+        return round(self.prompt_tokens * uncached)
+
+
+def output_tokens(demand: Demand, lengths: RecentQuantile) -> int | None:
+    """The output length a request is judged by: its cap, else the model's recent quantile of
+    output lengths, else unknown (None)."""
+    if demand.max_tokens is not None:
+        return demand.max_tokens
+    recent = lengths.value()
+    return None if recent is None else max(1, math.ceil(recent))
+
 
 def first_chunk_tokens(chunk: StreamChunk) -> int:
     """How many tokens a stream's first chunk brought (at least 1)."""
@@ -78,10 +95,7 @@ class Outlook:
         self._budget = budget
 
     def output_tokens(self) -> int | None:
-        if self._demand.max_tokens is not None:
-            return self._demand.max_tokens
-        recent = self._lengths.value()
-        return None if recent is None else max(1, math.ceil(recent))
+        return output_tokens(self._demand, self._lengths)
 
     def binding(self) -> Target | None:
         """The deadline with the least to spare (None: nothing can be predicted yet)."""

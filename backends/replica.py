@@ -15,11 +15,18 @@ from budgets.service_estimate import ServiceEstimate
 from core.answers import BackendHealth
 
 DEFAULT_LIMIT = 256
+# How fast what routing saw of a replica's speed fades when it sees nothing new.
+ROUTING_EVIDENCE_HALF_LIFE_S = 5.0
 
 
 def unlimited_admission() -> AdmissionQueue:
     """Counts in-flight requests and never queues: for replicas built outside a fleet."""
     return AdmissionQueue(limit=DEFAULT_LIMIT, max_queue=0, batch_share=1.0, enabled=False)
+
+
+def routing_estimate() -> ServiceEstimate:
+    """A service estimate for routing: its observations fade with time as well as count."""
+    return ServiceEstimate(evidence_half_life_s=ROUTING_EVIDENCE_HALF_LIFE_S)
 
 
 log = logging.getLogger("gateway.fleet")
@@ -34,6 +41,11 @@ class Replica:
     healthy: bool = False
     admission: AdmissionQueue = field(default_factory=unlimited_admission)
     estimate: ServiceEstimate = field(default_factory=ServiceEstimate)
+    # The same line over the prompt tokens its prefix cache did not serve, fading with time:
+    # what routing compares replicas by. A line over whole prompts (admission's) also
+    # measures how many of its prompts a replica happened to hold, and would send a prompt
+    # away from the one holding it because that one had lately been sent prompts it did not.
+    uncached_estimate: ServiceEstimate = field(default_factory=routing_estimate)
     auto_limit: bool = True
     reported_running: int = 0
     reported_waiting: int = 0

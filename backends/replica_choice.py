@@ -1,16 +1,18 @@
-"""Which replica a request goes to: the one predicted to reach the request's goal soonest,
-or with prefix-aware routing the least loaded net of the prompt it already holds; new
-replicas ramp up (slow start), and ties rotate."""
+"""Which replica a request goes to: the one with the shortest expected delay (the load it
+would join times its predicted time), or with prefix-aware routing the least loaded net of the
+prompt it already holds; replicas many times slower than the fastest are left out, new ones
+ramp up (slow start), ties rotate."""
 
 from __future__ import annotations
 
 import itertools
+import math
 import random
 import time
 from collections.abc import Callable, Sequence
 
 from backends.base import GenerationRequest
-from backends.outlook import Demand, Outlook
+from backends.outlook import Demand, Outlook, output_tokens
 from backends.prefix.blocks import block_keys
 from backends.prefix.prompt import PromptBlocks
 from backends.prefix.source import PrefixSource
@@ -20,6 +22,16 @@ from budgets.priority import Priority
 from budgets.recent import RecentQuantile
 from budgets.request_budget import RequestBudget
 from core.errors import BackendError, NoHealthyBackend
+
+# Predictions within this fraction of the fastest count as the fastest: identical replicas'
+# estimates differ by noise, and their load must decide between them.
+EQUAL_WITHIN = 0.25
+# A replica predicted to take more than this many times as long as the fastest is left out
+# while the others can take the request (a slower kind of GPU, or one degraded): however
+# many requests the others hold, each is served sooner there.
+SLOWER_BEYOND = 2.0
+# Seconds added to every prediction: with none (or all near zero), load alone decides.
+FLOOR_S = 0.001
 
 
 class ReplicaChoice:
@@ -64,13 +76,21 @@ class ReplicaChoice:
         budget: RequestBudget | None = None,
         prefix: PromptBlocks | None = None,
     ) -> Replica:
-        """The healthy replica of `replicas` (`model`'s), not ejected as an outlier, predicted
-        to reach the request's goal soonest (queue wait plus service time), then the least
-        load; ties rotate so equal replicas share work.
+        """The healthy replica of `replicas` (`model`'s), not ejected as an outlier, to send a
+        request to.
+
+        Each is predicted a completion time: its wait for a slot plus its service time
+        (`_service_times`), stretched by its load over its slots. One predicted to take more
+        than `SLOWER_BEYOND` times as long as the fastest is left out; one within
+        `EQUAL_WITHIN` of it counts as the fastest (identical replicas' estimates differ by
+        noise). Of the rest the shortest expected delay wins, its load plus one times its
+        predicted time: equal replicas share work by load, a slower one takes a share in step
+        with its pace, and ties rotate.
 
         With the prompt's blocks (`prefix`, prefix-aware routing on) the least load net of the
-        cached share of the prompt comes first: load minus `prefix_weight` times the fraction
-        of the prompt's blocks the replica holds, then the prediction."""
+        cached share of the prompt wins instead (load minus `prefix_weight` times the fraction
+        of the prompt's blocks the replica holds), then the prediction: affinity never draws
+        a prompt to a replica many times slower."""
         now = self._clock()
         candidates = [r for r in replicas if r.routable(now) and r not in exclude]
         if not candidates:
@@ -91,48 +111,90 @@ class ReplicaChoice:
             candidates = ramped(candidates, now, self._slow_start_s, self._chance)
         if len(candidates) == 1:
             return candidates[0]
+        shares = (
+            None if prefix is None else [prefix.cached_share(r.prefix, now) for r in candidates]
+        )
+        predicted = self._service_times(candidates, model, demand, budget, shares)
+        # Expected completion: the wait for a slot, then the service time stretched by how
+        # full the replica is (a fuller batch decodes each sequence more slowly).
+        for i, replica in enumerate(candidates):
+            admission = replica.admission
+            stretch = 1.0 + replica.load_score() / admission.limit
+            predicted[i] = admission.predicted_wait(priority) + predicted[i] * stretch + FLOOR_S
+        fastest = min(predicted)
+        equal, within = fastest * (1.0 + EQUAL_WITHIN), fastest * SLOWER_BEYOND
+        weight = self._prefix_weight
         turn = next(self._tiebreak)
         n = len(candidates)
-        service = self._service_times(candidates, demand, budget)
-        if prefix is not None:
-            weight = self._prefix_weight
-            return min(
-                candidates,
-                key=lambda r: (
-                    r.load_score() - weight * prefix.cached_share(r.prefix, now),
-                    r.admission.predicted_wait(priority) + service[r],
-                    (candidates.index(r) - turn) % n,
-                ),
-            )
-        return min(
-            candidates,
-            key=lambda r: (
-                r.admission.predicted_wait(priority) + service[r],
-                r.load_score(),
-                (candidates.index(r) - turn) % n,
-            ),
-        )
+        chosen, best, second, chosen_turn = candidates[0], math.inf, math.inf, n
+        for i, replica in enumerate(candidates):
+            seconds = predicted[i]
+            if seconds > within:
+                continue  # many times slower: load and a cached prefix cannot make up for it
+            if seconds <= equal:
+                seconds = fastest
+            if shares is None:
+                # Shortest expected delay: the load it would join, at the pace it serves.
+                score, then = (replica.load_score() + 1.0) * seconds, 0.0
+            else:
+                score, then = replica.load_score() - weight * shares[i], seconds
+            order = (i - turn) % n
+            if (score, then, order) < (best, second, chosen_turn):
+                chosen, best, second, chosen_turn = replica, score, then, order
+        return chosen
 
     def outlook(self, replica: Replica, demand: Demand, budget: RequestBudget) -> Outlook:
         """What `replica` is predicted to deliver for `demand` within `budget`."""
         return Outlook(replica.estimate, self.lengths(replica.model), demand, budget)
 
     def _service_times(
-        self, candidates: Sequence[Replica], demand: Demand | None, budget: RequestBudget | None
-    ) -> dict[Replica, float]:
-        """The predicted time to the request's binding deadline on each candidate. A replica
-        with no history yet (just started, or back from a restart) is taken to be as fast as
-        the fastest known one, not infinitely fast: else every request would go to it, at
-        any load, until its first one ended."""
+        self,
+        candidates: Sequence[Replica],
+        model: str,
+        demand: Demand | None,
+        budget: RequestBudget | None,
+        shares: Sequence[float] | None,
+    ) -> list[float]:
+        """Each candidate's expected time to the request's binding deadline (the one with
+        the least to spare), from the line its estimate over uncached prompt tokens fitted,
+        all for the same work: the prompt less the most of it any candidate holds (`shares`,
+        with prefix-aware routing). How fast each is, then, whatever share of its recent
+        prompts it happened to hold; what a cached prompt is worth is the prefix weight's.
+
+        Each line is shrunk toward the fastest one by how little recent evidence stands
+        behind it (`w / (w + 1)` of the gap is kept, w its observations, fading by count and
+        time). A replica with no history yet counts as fast as the fastest, not infinitely
+        fast (else every request would go to it until its first one ended); one avoided for
+        being slow, or measured under a burst that has passed, drifts back within reach and
+        is tried again, and the requests it then serves decide."""
         if demand is None or budget is None:
-            return dict.fromkeys(candidates, 0.0)
-        predicted: dict[Replica, float | None] = {}
+            return [0.0] * len(candidates)
+        prompt, stream = demand.prompt_tokens, demand.stream
+        if shares:
+            prompt = round(prompt * (1.0 - max(shares)))
+        tokens = output_tokens(demand, self.lengths(model))
+        total_left = budget.total.remaining()
+        first_left = budget.first_token.remaining()
+        known: list[float | None] = []
+        fastest = math.inf
         for replica in candidates:
-            target = self.outlook(replica, demand, budget).binding()
-            predicted[replica] = None if target is None else target.predicted_s
-        known = [s for s in predicted.values() if s is not None]
-        fill = min(known, default=0.0)
-        return {r: fill if s is None else s for r, s in predicted.items()}
+            estimate = replica.uncached_estimate
+            done = None if tokens is None else estimate.remembered(prompt, tokens)
+            first = estimate.remembered(prompt, 1) if stream else None
+            if first is not None and (done is None or first_left - first < total_left - done):
+                done = first
+            known.append(done)
+            if done is not None and done < fastest:
+                fastest = done
+        if fastest == math.inf:
+            return [0.0] * len(candidates)
+        times = [fastest] * len(candidates)
+        for i, replica in enumerate(candidates):
+            seconds = known[i]
+            if seconds is not None and seconds > fastest:
+                weight = replica.uncached_estimate.evidence()
+                times[i] = fastest + (seconds - fastest) * weight / (weight + 1.0)
+        return times
 
     async def prompt_blocks(
         self, replicas: Sequence[Replica], request: GenerationRequest

@@ -18,6 +18,11 @@ predicted more cautiously than a steady one.
 
 An estimate with no observation for `max_age_s` is not trusted (None), like one that has none:
 admission then falls back to what it did without predictions, and the next requests refresh it.
+
+Routing reads it differently (`remembered`, `evidence`): the last line however old, and how
+much recent evidence stands behind it. With `evidence_half_life_s` observations also fade with
+time, so after a lull the next few outweigh what was seen before it (a replica measured under
+a burst is not judged by the burst once it has passed).
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ class ServiceFit:
 class ServiceEstimate:
     """One replica's recent service times, as a fitted line plus an error margin."""
 
-    __slots__ = ("_clock", "_decay", "_fit", "_last", "_max_age_s", "_sums", "_z")
+    __slots__ = ("_clock", "_decay", "_fade", "_fit", "_last", "_max_age_s", "_sums", "_z")
 
     def __init__(
         self,
@@ -59,11 +64,13 @@ class ServiceEstimate:
         half_life: float = 64.0,
         max_age_s: float = 30.0,
         z: float = 2.0,
+        evidence_half_life_s: float = math.inf,
     ) -> None:
-        if half_life <= 0 or max_age_s <= 0 or z < 0:
-            raise ValueError("need half_life > 0, max_age_s > 0, z >= 0")
+        if half_life <= 0 or max_age_s <= 0 or z < 0 or evidence_half_life_s <= 0:
+            raise ValueError("need half_life > 0, max_age_s > 0, z >= 0, evidence_half_life_s > 0")
         self._clock = clock
         self._decay = 0.5 ** (1.0 / half_life)
+        self._fade = 1.0 / evidence_half_life_s  # half-lives per second
         self._max_age_s = max_age_s
         self._z = z
         # Weighted sums of 1, p, k, y, p*p, k*k, p*k, p*y, k*y, y*y (k: tokens after the first).
@@ -77,12 +84,28 @@ class ServiceEstimate:
         if seconds < 0 or tokens < 1:
             return
         p, k, y = float(prompt_tokens), float(tokens - 1), seconds
+        now = self._clock()
         d = self._decay
+        if self._fade and self._sums[0]:
+            d *= 0.5 ** ((now - self._last) * self._fade)
         s = self._sums
         for i, term in enumerate((1.0, p, k, y, p * p, k * k, p * k, p * y, k * y, y * y)):
             s[i] = s[i] * d + term
         self._fit = None
-        self._last = self._clock()
+        self._last = now
+
+    def evidence(self) -> float:
+        """How many observations stand behind the line now, older ones (by count, and by time
+        with `evidence_half_life_s`) counting less; 0 before the first."""
+        weight = self._sums[0]
+        if weight and self._fade:
+            weight *= 0.5 ** ((self._clock() - self._last) * self._fade)
+        return weight
+
+    def remembered(self, prompt_tokens: int, tokens: int) -> float | None:
+        """`expected` from the last line however old it is (None before the first one)."""
+        fit = self._current()
+        return None if fit is None else fit.at(prompt_tokens, tokens)
 
     def fit(self) -> ServiceFit | None:
         """The current line; None before the first observation or when it is stale."""

@@ -15,7 +15,7 @@ from backends.replica import Replica
 from budgets.deadline import Deadline
 from budgets.request_budget import ClassBudgets, RequestBudget
 from budgets.settings import BudgetSettings
-from core.answers import BackendHealth, Completion
+from core.answers import BackendHealth, Completion, Usage
 from core.errors import BackendError, DeadlineTooShort, ModelNotFound, NoHealthyBackend
 from core.protocol import ChatCompletionRequest, CompletionRequest
 from core.request_parsing import parse_request
@@ -126,6 +126,18 @@ async def test_completions_teach_the_estimate_and_uncapped_lengths() -> None:
     assert fleet.lengths("m").value() == 3
 
 
+async def test_answers_teach_routing_the_time_of_their_uncached_prompt() -> None:
+    """Routing's estimate is fitted over the part of the prompt the replica did not hold."""
+    replica = Replica("m", FakeBackend(url="a"), healthy=True)
+    fleet = _admitting(replica)
+    demand = Demand(prompt_tokens=40, max_tokens=None, choices=1, stream=False)
+    fleet.learning.answered(replica, demand, Usage(20, 3, cached_tokens=15), 0.5)
+    fleet.learning.answered(replica, demand, Usage(20, 3), 0.9)
+    assert replica.uncached_estimate.expected(10, 3) == pytest.approx(0.5)
+    assert replica.uncached_estimate.expected(40, 3) == pytest.approx(0.9)
+    assert replica.estimate.expected(40, 3) == pytest.approx(0.7, abs=0.01)  # whole prompts
+
+
 async def test_streams_teach_first_token_and_end() -> None:
     """A stream that ends cleanly is an observation at its first token and one at its end,
     both learned at its end."""
@@ -181,8 +193,8 @@ async def test_prediction_off_admits_as_before() -> None:
 def test_pick_prefers_the_replica_predicted_to_finish_first() -> None:
     """With equal queues, the replica that serves this request faster wins."""
     slow, fast = _replica("a"), _replica("b")
-    slow.estimate.observe(40, 1, 0.9)
-    fast.estimate.observe(40, 1, 0.1)
+    slow.uncached_estimate.observe(40, 1, 0.9)
+    fast.uncached_estimate.observe(40, 1, 0.1)
     fleet = _admitting(slow, fast)
     clock = Clock()
     demand = Demand.of(_request(stream=True).body)
@@ -194,7 +206,7 @@ async def test_a_replica_without_history_is_not_taken_for_the_fastest() -> None:
     so load decides: concurrent requests split between it and a warm one instead of all going
     to it until its first one ends."""
     warm, fresh = _replica("a"), _replica("b")
-    warm.estimate.observe(40, 1, 0.2)
+    warm.uncached_estimate.observe(40, 1, 0.2)
     fleet = Fleet([warm, fresh], retry_attempts=1, health_interval_s=60, health_timeout_s=1,
                   admission=AdmissionConfig(max_inflight=8))  # fmt: skip
     clock = Clock()

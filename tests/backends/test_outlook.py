@@ -44,6 +44,14 @@ def test_demand_reads_the_request() -> None:
     assert demand.output_tokens(Usage(5, 61)) == 31
 
 
+def test_the_uncached_part_of_the_prompt_is_scaled_from_the_backends_count() -> None:
+    """The backend's share of uncached prompt tokens scales the gateway's own prompt count."""
+    demand = Demand(prompt_tokens=100, max_tokens=None, choices=1, stream=False)
+    assert demand.uncached_tokens(Usage(prompt_tokens=80, cached_tokens=60)) == 25
+    assert demand.uncached_tokens(Usage(prompt_tokens=80)) == 100
+    assert demand.uncached_tokens(Usage()) == 100
+
+
 def test_a_batch_demands_every_prompt_and_choice() -> None:
     """A batch of prompts is all its prompts' tokens and n choices for each, decoded side by
     side."""

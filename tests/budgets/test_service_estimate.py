@@ -103,6 +103,35 @@ def test_a_stale_estimate_is_not_trusted() -> None:
     assert estimate.expected(10, 1) is not None
 
 
+def test_routing_remembers_a_stale_line_and_how_much_stands_behind_it() -> None:
+    """A stale line is still remembered; its evidence counts observations, fading with time."""
+    clock = FakeClock()
+    estimate = ServiceEstimate(clock, half_life=1e9, max_age_s=30, evidence_half_life_s=5)
+    assert estimate.remembered(10, 1) is None and estimate.evidence() == 0.0
+    for _ in range(4):
+        estimate.observe(10, 1, 0.4)
+    assert estimate.evidence() == pytest.approx(4.0)
+    clock.now += 100
+    assert estimate.expected(10, 1) is None
+    assert estimate.remembered(10, 1) == pytest.approx(0.4)
+    assert estimate.evidence() == pytest.approx(4.0 * 0.5**20)
+
+
+def test_after_a_lull_new_observations_outweigh_old_ones() -> None:
+    """With evidence fading by time, the first observations after a lull move the line most."""
+    clock = FakeClock()
+    fading, counting = ServiceEstimate(clock, evidence_half_life_s=5), ServiceEstimate(clock)
+    for estimate in (fading, counting):
+        for _ in range(100):
+            estimate.observe(10, 1, 0.5)
+    clock.now += 30
+    for estimate in (fading, counting):
+        for _ in range(3):
+            estimate.observe(10, 1, 0.1)
+    assert fading.remembered(10, 1) == pytest.approx(0.2, abs=0.03)
+    assert counting.remembered(10, 1) == pytest.approx(0.48, abs=0.01)
+
+
 def test_ignores_impossible_observations() -> None:
     """Negative durations and zero tokens are not observations."""
     estimate = ServiceEstimate(FakeClock())

@@ -7,6 +7,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
+from gateway.drain import DrainSettings
 from tests.deploy.support import DEPLOY, load_all, readme_variables
 
 GATEWAY_IMAGE = "llm-gateway:0.1.0"
@@ -16,6 +17,14 @@ def _compose() -> dict[str, Any]:
     (compose,) = load_all(DEPLOY / "compose.yaml")
     loaded: dict[str, Any] = compose
     return loaded
+
+
+def _seconds(duration: str) -> float:
+    """A compose duration (`1m30s`, `45s`, `500ms`) in seconds."""
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 1e-6}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(h|ms|us|m|s)", duration)
+    assert parts and "".join(n + u for n, u in parts) == duration, duration
+    return sum(float(n) * units[u] for n, u in parts)
 
 
 def _default(value: str) -> str:
@@ -79,3 +88,10 @@ def test_gateway_runs_read_only() -> None:
     for name in ("gateway", "sim-a", "sim-b"):
         service = _compose()["services"][name]
         assert service["read_only"] is True and service["tmpfs"] == ["/tmp"], name
+
+
+def test_stop_waits_for_the_gateway_to_drain() -> None:
+    """`compose stop` gives the gateway its drain delay and shutdown grace, with a margin."""
+    gateway = _compose()["services"]["gateway"]
+    drain = DrainSettings.from_env({k: _default(str(v)) for k, v in gateway["environment"].items()})
+    assert _seconds(gateway["stop_grace_period"]) >= drain.delay_s + drain.grace_s + 10
