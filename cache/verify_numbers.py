@@ -56,6 +56,11 @@ MULTIPLIERS = {"double": 2, "triple": 3, "quadruple": 4}
 _FORTNIGHT = frozenset({"fortnight", "fortnights"})
 _ONE_OF = frozenset({"a", "an"})
 _RATE_WORDS = frozenset({"once", "times", "per"})
+_COUNT_BREAKS = frozenset(
+    {"or", "and", "in", "within", "for", "after", "than", "about", "over", "under", "to", "by"}
+)
+"""Words that end the counted thing before "a week": "3 days or a week" is two durations, and
+"3 workouts a week" a rate."""
 _COUNTED_UNITS = frozenset({"h", "d", "wk", "mo", "y", "min", "mi", "km", "kg", "g", "oz", "t"})
 """Units that "a" or "an" counts as one of: "within an hour" is "within 60 minutes"."""
 ORDINALS = {
@@ -111,6 +116,8 @@ _NUMBER = re.compile(
     r"(?:(?P<gap>[ \-]?)(?P<unit>%|°[cf]?|[$€£¥₹]|[a-zµ]+(?:/[a-z]+)?)(?!\w))?"
 )
 _THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+_DECIMAL_COMMA = re.compile(r"\d{1,3}(?:\.\d{3})+,\d{1,2}")
+"""Continental grouping with a decimal comma ("12.400,00"); "12.400" alone stays ambiguous."""
 
 
 def counts(before: str, word: str) -> bool:
@@ -138,7 +145,18 @@ def one_of(words: Sequence[str], i: int) -> tuple[str, str] | None:
     before = words[i - 1] if i > 0 else ""
     if unit is None or before in _RATE_WORDS or before in UNITS or before in NUMBER_WORDS:
         return None
-    return None if before.isdigit() or is_quantity(before) else ("1", unit)
+    return None if _counted_before(words, i) else ("1", unit)
+
+
+def _counted_before(words: Sequence[str], i: int) -> bool:
+    """A number counts the thing just before the "a" at `i`, so "a week" is its per-unit: "3
+    personal workouts a week" is "3 ... per week"."""
+    for word in reversed(words[max(i - 3, 0) : i]):
+        if word.isdigit() or is_quantity(word) or word in NUMBER_WORDS:
+            return True
+        if word in _COUNT_BREAKS or word in _ONE_OF:
+            return False
+    return False
 
 
 def _unit_after(words: Sequence[str], i: int) -> str:
@@ -201,8 +219,10 @@ def without_restatements(text: str) -> str:
 
     def drop(match: re.Match[str]) -> str:
         before = [w.strip(",;:") for w in text[: match.start()].casefold().split()[-4:]]
-        spelled = number_words(before)
-        return "" if spelled and spelled[-1][0] == match[1] else match[0]
+        spelled = [value for value, _ in number_words(before)[-1:]]
+        if not spelled and before[-1:] == ["one"]:
+            spelled = ["1"]  # "one (1) year": "one" is then counted with the unit after it
+        return "" if spelled == [match[1]] else match[0]
 
     return _RESTATED.sub(drop, text)
 
@@ -222,6 +242,8 @@ def canonical_numbers(text: str) -> list[tuple[str, str]]:
             num, canonical_unit = _thousands(num), ""  # "10k" is 10,000
         if _THOUSANDS.fullmatch(num):
             num = num.replace(",", "")
+        elif _DECIMAL_COMMA.fullmatch(num):
+            num = num.replace(".", "").replace(",", ".")
         for part in num.split(","):
             if part.count(".") <= 1:
                 whole, dot, frac = part.partition(".")

@@ -47,3 +47,20 @@ def test_multiples_and_a_fortnight_are_numbers() -> None:
     assert _numbers("double the dose") == _numbers("twice the dose")
     assert _numbers("How do I triple a recipe?") == [("3", "x")]
     assert _numbers("a refund after a fortnight") == _numbers("a refund after two weeks")
+
+
+def test_a_counted_thing_before_a_unit_makes_a_rate() -> None:
+    """ "3 workouts a week" is "3 workouts per week"; "3 days or a week" is two durations."""
+    assert _numbers("three personalized workouts a week") == _numbers("3 workouts per week")
+    assert _numbers("Is it 3 days or a week?") == [("1", "wk"), ("3", "d")]
+
+
+def test_one_restated_in_digits_is_one_of_the_unit() -> None:
+    """ "one (1) year terms" are "1-year terms"."""
+    assert _numbers("renews for one (1) year terms") == _numbers("renews for 1-year terms")
+
+
+def test_a_decimal_comma_with_grouping_dots_is_read() -> None:
+    """ "12.400,00 €" is "€12,400.00"; "12.400" alone is left as written."""
+    assert _numbers("Total: 12.400,00 €") == _numbers("Total: €12,400.00") == [("12400.00", "eur")]
+    assert _numbers("Total: 12.400") == [("12.400", "")]
