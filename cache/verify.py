@@ -29,6 +29,7 @@ from cache.verify_features import Features, extract
 from cache.verify_layout import same_layout
 from cache.verify_modality import same_modality
 from cache.verify_quantities import same_numbers
+from cache.verify_rewrite import toward
 from cache.verify_scope import same_scope
 from cache.verify_slot import SWAP_SIMILARITY, judge
 from cache.verify_swaps import no_swapped_slot, same_roles_in_place
@@ -240,16 +241,25 @@ def verify(
             # A whole sentence rewritten inside the template: judged as two short prompts
             # are, by the checks and then by meaning, at the short-prompt bar or above.
             return Verdict(
-                ok=False, reason="meaning", pending=(alone,), min_similarity=ALONE_SIMILARITY
+                ok=False,
+                reason="meaning",
+                pending=_in_candidate_words((alone,)),
+                min_similarity=ALONE_SIMILARITY,
             )
         return Verdict(ok=False, reason=slots.reason)
     return Verdict(
         ok=False,
         reason="meaning",
-        pending=slots.pending,
+        pending=_in_candidate_words(slots.pending),
         words=slots.words,
         min_similarity=slots.min_similarity,
     )
+
+
+def _in_candidate_words(pairs: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """The clause pairs for the model, each query clause in its candidate's words where the
+    lexicon pairs them (`cache.verify_rewrite`)."""
+    return tuple((toward(query, candidate), candidate) for query, candidate in pairs)
 
 
 def _alone_agrees(

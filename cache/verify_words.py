@@ -112,7 +112,7 @@ def american(word: str) -> str:
     return word
 
 
-def _phrases(words: Sequence[str]) -> dict[int, list[tuple[int, int]]]:
+def phrase_ranges(words: Sequence[str]) -> dict[int, list[tuple[int, int]]]:
     """Phrase group -> the word ranges [start, stop) of `words` where one of its phrases is."""
     found: dict[int, list[tuple[int, int]]] = {}
     for i, word in enumerate(words):
@@ -126,7 +126,7 @@ def phrase_covered(own: Words, other: Words) -> set[str]:
     """Words of `own` inside a phrase whose group ("every time" / "whenever") or antonym pole
     ("turn 2FA on" / "enable") `other` also has, or written as one word there ("back up" /
     "backup"), and words of `own` that `other` writes as two."""
-    theirs = _phrases(other.words)
+    theirs = phrase_ranges(other.words)
     covered = {
         word for pair in pairwise(own.words) if _compounded(pair, other.words) for word in pair
     }
@@ -144,7 +144,7 @@ def phrase_covered(own: Words, other: Words) -> set[str]:
     }
     return covered | {
         own.words[i]
-        for group, ranges in _phrases(own.words).items()
+        for group, ranges in phrase_ranges(own.words).items()
         if group in theirs
         for start, stop in ranges
         for i in range(start, stop)

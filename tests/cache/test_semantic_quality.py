@@ -204,8 +204,9 @@ def test_templated_holdout_does_not_regress(holdout: list[Scored]) -> None:
 
 
 def test_templated_fresh_set_does_not_regress(fresh: list[Scored]) -> None:
-    """The fresh set (never tuned on): 29.4% hits (30 of 102), no false hit (0 of 130), with the
-    clause judge (31.4% before the modal and quantifier checks; 33.3% before operators and a
+    """The fresh set (never tuned on): 33.3% hits (34 of 102), no false hit (0 of 130), with the
+    clause judge (29.4% before a query clause was put in the candidate's words where the lexicon
+    pairs them; 31.4% before the modal and quantifier checks; 33.3% before operators and a
     one-letter word's case had to agree; 32.4%
     before "a", "half", "double" and "1st" counted as numbers); 21.6% with
     the plain model at 0.85, 26.5% at 0.79; 27.5% since whole rewritten sentences are judged
@@ -215,7 +216,7 @@ def test_templated_fresh_set_does_not_regress(fresh: list[Scored]) -> None:
     measured = rates(fresh, DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\ntemplated fresh: {measured}")
     assert measured.false_hit_verified <= MAX_FALSE_HIT
-    assert measured.hit_verified >= 30 / 102
+    assert measured.hit_verified >= 34 / 102
 
 
 def test_blind_set_is_independent_split_and_covers_every_family() -> None:
@@ -233,9 +234,11 @@ def test_blind_set_is_independent_split_and_covers_every_family() -> None:
 
 
 def test_blind_set_does_not_regress(blind: list[Scored]) -> None:
-    """The blind set as measured with the clause judge: dev half (tuned on) 29.7% hits, no false
-    hit of 88 (28.4% before "a", "half", "double" and "1st" counted as numbers); holdout half
-    (not looked at) 32.0% hits (24 of 75), 1 false hit of 86 (33.3% and 2 before the modal,
+    """The blind set as measured with the clause judge: dev half (tuned on) 33.8% hits, no false
+    hit of 88 (29.7% before the query clause was put in the candidate's words where the lexicon
+    pairs them and "N things a week" was a rate, 28.4% before "a", "half", "double" and "1st"
+    counted as numbers); holdout half (not looked at) 33.3% hits (25 of 75), 1 false hit of 86
+    (32.0% before that rewording; 33.3% and 2 before the modal,
     quantifier and two-words-trading-places checks; adapters trained with the extra triplets
     served 3 of the 86, and were not shipped). With the plain model at 0.85: 21.6% and none,
     22.7% and 2 (4 at 0.79; 20.0% hits before a translated text spelled another way was the
@@ -243,8 +246,8 @@ def test_blind_set_does_not_regress(blind: list[Scored]) -> None:
     dev = rates([s for s in blind if s.pair.half == "train"], DEFAULT_SIMILARITY_THRESHOLD)
     holdout = rates([s for s in blind if s.pair.half == "test"], DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\nblind dev: {dev}\nblind holdout: {holdout}")
-    assert dev.false_hit_verified == 0 and dev.hit_verified >= 0.29
-    assert holdout.false_hit_verified <= 1 / 86 and holdout.hit_verified >= 24 / 75
+    assert dev.false_hit_verified == 0 and dev.hit_verified >= 25 / 74
+    assert holdout.false_hit_verified <= 1 / 86 and holdout.hit_verified >= 25 / 75
 
 
 def test_additions_set_is_balanced_in_each_half() -> None:
@@ -358,7 +361,7 @@ def test_stored_siblings_keep_reworded_templates_from_serving_other_slots(
 @pytest.mark.xfail(
     strict=True,
     reason="issue #12 targets not met on templated prompts: test half 60.5% hits / 0.9% false "
-    "hits, independent holdout 58.9% / 0%, fresh set 29% / 0%, blind holdout 32% / 1.2% "
+    "hits, independent holdout 58.9% / 0%, fresh set 33% / 0%, blind holdout 33% / 1.2% "
     "(targets >= 60% and <= 1%)",
 )
 def test_templated_test_half_and_holdout_meet_the_targets(
