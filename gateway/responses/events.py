@@ -102,13 +102,12 @@ class ResponseEvents:
 
     async def fail(self, error: GatewayError) -> bytes:
         """The `error` event (the gateway's own code) and `response.failed`, whose error code
-        is one of the SDK's enum; the failed response is kept too, as OpenAI keeps it: its id
-        was announced (`response.created`), so a GET must find it (its `store` says whether
-        one will)."""
+        is one of the SDK's enum and whose output is every item streamed so far (`_so_far`);
+        the failed response is kept too, as OpenAI keeps it: its id was announced
+        (`response.created`), so a GET must find it (its `store` says whether one will)."""
         message = error.public_message
-        done = [item for item in self._output if item["status"] != "in_progress"]
         detail = {"code": response_error_code(error), "message": message}
-        failed = self._shell.response("failed", done, self._usage, error=detail)
+        failed = self._shell.response("failed", self._so_far(), self._usage, error=detail)
         failed = await kept(failed, self._keep)
         return self._event(
             "error", {"code": error.code or error.type, "message": message, "param": error.param}
@@ -225,6 +224,27 @@ class ResponseEvents:
         self._done(position, done, events)
         self._item = None
         self._parts = []
+
+    def _text_item(self, status: str) -> dict[str, Any]:
+        """The open item with its text so far, as the whole response shows it."""
+        assert self._item is not None
+        item, text = self._output[self._item], "".join(self._parts)
+        if item["type"] == "message":
+            return {**self._shell.message_item(text, status), "id": item["id"]}
+        return {**self._shell.reasoning_item(text), "id": item["id"], "status": status}
+
+    def _so_far(self) -> list[dict[str, Any]]:
+        """Every item streamed so far, at the output_index it was announced with: those done
+        as they were done, the open ones (cut short by the failure) with their text or
+        arguments so far and status `incomplete`, never dropped: a client's items by index
+        must match the final response's."""
+        output = list(self._output)
+        if self._item is not None:
+            output[self._item] = self._text_item("incomplete")
+        for position, fragments in self._calls.values():
+            arguments = "".join(fragments)
+            output[position] = {**output[position], "arguments": arguments, "status": "incomplete"}
+        return output
 
     def _done(self, position: int, item: dict[str, Any], events: list[bytes]) -> None:
         self._output[position] = item
