@@ -2,9 +2,12 @@
 consumes them: `response.created`, `response.in_progress`, per output item `added`, its
 deltas and `done`s, then `response.completed` (or `response.incomplete`, `response.failed`).
 
-Output items open and close as the answer moves from reasoning to text to calls. A call the
-gateway parsed arrives whole (its arguments are one delta); a pass-through backend's call
-arrives as an id and name, then argument fragments.
+Output items open and close as the answer moves from reasoning to text to calls. A reasoning
+item streams as a message does, through one content part (`reasoning_text`, as OpenAI
+streams gpt-oss's thinking): `content_part.added`, `reasoning_text.delta`s,
+`reasoning_text.done`, `content_part.done`, so that a client adding up the events holds the
+item the whole response shows. A call the gateway parsed arrives whole (its arguments are one
+delta); a pass-through backend's call arrives as an id and name, then argument fragments.
 """
 
 from __future__ import annotations
@@ -122,9 +125,6 @@ class ResponseEvents:
             if self._kind() != "message":
                 item = self._shell.message_item("", "in_progress", self._next("message"))
                 self._open_text(item, events)
-                events.append(
-                    self._event("response.content_part.added", self._at(part=output_text("")))
-                )
             self._text_delta("response.output_text.delta", delta.text, events, logprobs=[])
         for call in delta.tool_calls or ():
             self._call(call, events)
@@ -170,11 +170,14 @@ class ResponseEvents:
         return None if self._item is None else str(self._output[self._item]["type"])
 
     def _open_text(self, item: dict[str, Any], events: list[bytes]) -> None:
+        """Add a reasoning or message item and its one content part (a `reasoning_text` or
+        an `output_text`), which the deltas then fill: content_index 0."""
         self._close_all(events)
         self._item = len(self._output)
         if item["type"] == "reasoning":
             item = {**item, "content": [], "status": "in_progress"}
         self._add(item, events)
+        events.append(self._event("response.content_part.added", self._at(part=self._part(""))))
 
     def _add(self, item: dict[str, Any], events: list[bytes]) -> None:
         self._output.append(item)
@@ -208,22 +211,25 @@ class ResponseEvents:
         position = self._item
         if position is None:
             return
-        item, text = self._output[position], "".join(self._parts)
-        if item["type"] == "message":
+        text = "".join(self._parts)
+        if self._kind() == "message":
             events.append(
                 self._event("response.output_text.done", self._at(text=text, logprobs=[]))
             )
-            events.append(
-                self._event("response.content_part.done", self._at(part=output_text(text)))
-            )
             status = "incomplete" if status_of(self._finish)[0] == "incomplete" else "completed"
-            done = {**self._shell.message_item(text, status), "id": item["id"]}
         else:
             events.append(self._event("response.reasoning_text.done", self._at(text=text)))
-            done = {**self._shell.reasoning_item(text), "id": item["id"]}
-        self._done(position, done, events)
+            status = "completed"
+        events.append(self._event("response.content_part.done", self._at(part=self._part(text))))
+        self._done(position, self._text_item(status), events)
         self._item = None
         self._parts = []
+
+    def _part(self, text: str) -> dict[str, Any]:
+        """The open item's content part holding `text`."""
+        if self._kind() == "message":
+            return output_text(text)
+        return {"type": "reasoning_text", "text": text}
 
     def _text_item(self, status: str) -> dict[str, Any]:
         """The open item with its text so far, as the whole response shows it."""

@@ -75,9 +75,11 @@ async def test_reasoning_then_text_then_a_call() -> None:
         "response.created",
         "response.in_progress",
         "response.output_item.added",
+        "response.content_part.added",
         "response.reasoning_text.delta",
         "response.reasoning_text.delta",
         "response.reasoning_text.done",
+        "response.content_part.done",
         "response.output_item.done",
         "response.output_item.added",
         "response.content_part.added",
@@ -285,17 +287,44 @@ def _accumulated(parsed: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return items
 
 
+async def test_reasoning_streams_through_a_content_part() -> None:
+    """A reasoning item streams as a message does: its `reasoning_text` part is added, filled
+    by deltas and done, all at content_index 0; adding up the events gives the items of the
+    whole (non-streamed) response, which the final event holds too."""
+    events = ResponseEvents(SHELL)
+    raw = events.render(StreamChunk([ChoiceDelta(0, reasoning="Think")]))
+    raw += events.render(StreamChunk([ChoiceDelta(0, reasoning=" twice")]))
+    raw += events.render(StreamChunk([ChoiceDelta(0, "Done.", "stop")], Usage(1, 2)))
+    parsed = _events(raw + await events.close())
+    reasoning = [e for e in parsed if e.get("item_id") == SHELL.reasoning_id()]
+    assert [e["type"] for e in reasoning] == [
+        "response.content_part.added",
+        "response.reasoning_text.delta",
+        "response.reasoning_text.delta",
+        "response.reasoning_text.done",
+        "response.content_part.done",
+    ]
+    assert {(e["output_index"], e["content_index"]) for e in reasoning} == {(0, 0)}
+    assert reasoning[0]["part"] == {"type": "reasoning_text", "text": ""}
+    assert reasoning[-1]["part"] == {"type": "reasoning_text", "text": "Think twice"}
+    whole = SHELL.output(Choice(0, "Done.", "stop", reasoning="Think twice"))
+    assert _accumulated(parsed) == whole == parsed[-1]["response"]["output"]
+    assert [e["sequence_number"] for e in parsed] == list(range(len(parsed)))
+
+
 @pytest.mark.parametrize(
     "chunks",
     [
         [ChoiceDelta(0, "Half a sent")],
+        [ChoiceDelta(0, reasoning="Hmm"), ChoiceDelta(0, reasoning=", so")],
+        [ChoiceDelta(0, reasoning="Hmm"), ChoiceDelta(0, "Let me look.")],
         [
             ChoiceDelta(0, "Looking."),
             ChoiceDelta(0, tool_calls=[_call(0, "f", "")]),
             ChoiceDelta(0, tool_calls=[{"index": 0, "function": {"arguments": '{"a":'}}]),
         ],
     ],
-    ids=["open-text", "open-call"],
+    ids=["open-text", "open-reasoning", "reasoning-then-text", "open-call"],
 )
 async def test_a_failure_carries_the_items_streamed_so_far(chunks: list[ChoiceDelta]) -> None:
     """response.failed lists every item the stream announced, at its output_index, with its
