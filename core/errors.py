@@ -73,6 +73,18 @@ class TooManyMessages(InvalidRequest):
         )
 
 
+class InvalidFunctionParameters(InvalidRequest):
+    """A function tool's `parameters` is not a valid JSON Schema (OpenAI's code)."""
+
+    code = "invalid_function_parameters"
+
+
+class InvalidJsonSchema(InvalidRequest):
+    """A structured output's `schema` is not a valid JSON Schema (OpenAI's code)."""
+
+    code = "invalid_json_schema"
+
+
 class UnsupportedParameter(InvalidRequest):
     """A parameter the gateway (or the chosen backend) cannot honour."""
 

@@ -8,6 +8,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from core.chat_history import check_roles, from_history
 from core.errors import InvalidRequest, UnsupportedParameter
+from core.json_schemas import check_response_schema
 from core.request_model import RequestModel
 from core.tool_specs import check_tool_choice, check_tools
 
@@ -47,8 +48,16 @@ class ResponseFormat(RequestModel):
 
     @model_validator(mode="after")
     def _schema_present(self) -> ResponseFormat:
-        if self.type == "json_schema" and self.json_schema is None:
+        if self.type != "json_schema":
+            return self
+        if self.json_schema is None:
             raise ValueError("json_schema is required when type is 'json_schema'")
+        if self.json_schema.schema_ is not None:
+            check_response_schema(
+                self.json_schema.schema_,
+                self.json_schema.name,
+                "response_format.json_schema.schema",
+            )
         return self
 
 

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from core.errors import InvalidRequest, UnsupportedParameter
+from core.json_schemas import check_function_parameters, check_response_schema
 from core.protocol import ReasoningEffort
 from core.request_model import RequestModel
 
@@ -23,11 +24,14 @@ class TextFormat(RequestModel):
 
     @model_validator(mode="after")
     def _schema_present(self) -> TextFormat:
-        if self.type == "json_schema" and self.schema_ is None:
+        if self.type != "json_schema":
+            return self
+        if self.schema_ is None:
             raise InvalidRequest(
                 "text.format.schema is required when its type is 'json_schema'.",
                 param="text.format.schema",
             )
+        check_response_schema(self.schema_, self.name or "response", "text.format.schema")
         return self
 
 
@@ -127,3 +131,5 @@ def _check_tool(tool: dict[str, Any], index: int) -> None:
             "A function tool's parameters must be a JSON schema object.",
             param=f"tools[{index}].parameters",
         )
+    if parameters is not None:
+        check_function_parameters(parameters, tool["name"], f"tools[{index}].parameters")

@@ -1,5 +1,6 @@
 """The `tools` and `tool_choice` of a chat request, checked as OpenAI checks them: a malformed
-tool would otherwise be rendered into the prompt as it is, and a misspelt choice read as "none"."""
+tool would otherwise be rendered into the prompt as it is, and a misspelt choice read as "none";
+a tool's `parameters` must be a valid JSON Schema (`core.json_schemas`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.errors import InvalidRequest, UnsupportedParameter
+from core.json_schemas import check_function_parameters
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _TOOL_KEYS = frozenset({"type", "function"})
@@ -50,6 +52,8 @@ def check_tools(tools: Sequence[dict[str, Any]]) -> None:
                     f"{key} must be {'an object' if kind is dict else f'a {kind.__name__}'}.",
                     param=f"{where}.{key}",
                 )
+        if function.get("parameters") is not None:
+            check_function_parameters(function["parameters"], name, f"{where}.parameters")
 
 
 def check_tool_choice(choice: str | dict[str, Any], tools: Sequence[dict[str, Any]]) -> None:

@@ -2,9 +2,12 @@
 consumes them: `response.created`, `response.in_progress`, per output item `added`, its
 deltas and `done`s, then `response.completed` (or `response.incomplete`, `response.failed`).
 
-Output items open and close as the answer moves from reasoning to text to calls. A call the
-gateway parsed arrives whole (its arguments are one delta); a pass-through backend's call
-arrives as an id and name, then argument fragments.
+Output items open and close as the answer moves from reasoning to text to calls. A reasoning
+item streams as a message does, through one content part (`reasoning_text`, as OpenAI
+streams gpt-oss's thinking): `content_part.added`, `reasoning_text.delta`s,
+`reasoning_text.done`, `content_part.done`, so that a client adding up the events holds the
+item the whole response shows. A call the gateway parsed arrives whole (its arguments are one
+delta); a pass-through backend's call arrives as an id and name, then argument fragments.
 """
 
 from __future__ import annotations
@@ -102,13 +105,12 @@ class ResponseEvents:
 
     async def fail(self, error: GatewayError) -> bytes:
         """The `error` event (the gateway's own code) and `response.failed`, whose error code
-        is one of the SDK's enum; the failed response is kept too, as OpenAI keeps it: its id
-        was announced (`response.created`), so a GET must find it (its `store` says whether
-        one will)."""
+        is one of the SDK's enum and whose output is every item streamed so far (`_so_far`);
+        the failed response is kept too, as OpenAI keeps it: its id was announced
+        (`response.created`), so a GET must find it (its `store` says whether one will)."""
         message = error.public_message
-        done = [item for item in self._output if item["status"] != "in_progress"]
         detail = {"code": response_error_code(error), "message": message}
-        failed = self._shell.response("failed", done, self._usage, error=detail)
+        failed = self._shell.response("failed", self._so_far(), self._usage, error=detail)
         failed = await kept(failed, self._keep)
         return self._event(
             "error", {"code": error.code or error.type, "message": message, "param": error.param}
@@ -123,9 +125,6 @@ class ResponseEvents:
             if self._kind() != "message":
                 item = self._shell.message_item("", "in_progress", self._next("message"))
                 self._open_text(item, events)
-                events.append(
-                    self._event("response.content_part.added", self._at(part=output_text("")))
-                )
             self._text_delta("response.output_text.delta", delta.text, events, logprobs=[])
         for call in delta.tool_calls or ():
             self._call(call, events)
@@ -171,11 +170,14 @@ class ResponseEvents:
         return None if self._item is None else str(self._output[self._item]["type"])
 
     def _open_text(self, item: dict[str, Any], events: list[bytes]) -> None:
+        """Add a reasoning or message item and its one content part (a `reasoning_text` or
+        an `output_text`), which the deltas then fill: content_index 0."""
         self._close_all(events)
         self._item = len(self._output)
         if item["type"] == "reasoning":
             item = {**item, "content": [], "status": "in_progress"}
         self._add(item, events)
+        events.append(self._event("response.content_part.added", self._at(part=self._part(""))))
 
     def _add(self, item: dict[str, Any], events: list[bytes]) -> None:
         self._output.append(item)
@@ -209,22 +211,46 @@ class ResponseEvents:
         position = self._item
         if position is None:
             return
-        item, text = self._output[position], "".join(self._parts)
-        if item["type"] == "message":
+        text = "".join(self._parts)
+        if self._kind() == "message":
             events.append(
                 self._event("response.output_text.done", self._at(text=text, logprobs=[]))
             )
-            events.append(
-                self._event("response.content_part.done", self._at(part=output_text(text)))
-            )
             status = "incomplete" if status_of(self._finish)[0] == "incomplete" else "completed"
-            done = {**self._shell.message_item(text, status), "id": item["id"]}
         else:
             events.append(self._event("response.reasoning_text.done", self._at(text=text)))
-            done = {**self._shell.reasoning_item(text), "id": item["id"]}
-        self._done(position, done, events)
+            status = "completed"
+        events.append(self._event("response.content_part.done", self._at(part=self._part(text))))
+        self._done(position, self._text_item(status), events)
         self._item = None
         self._parts = []
+
+    def _part(self, text: str) -> dict[str, Any]:
+        """The open item's content part holding `text`."""
+        if self._kind() == "message":
+            return output_text(text)
+        return {"type": "reasoning_text", "text": text}
+
+    def _text_item(self, status: str) -> dict[str, Any]:
+        """The open item with its text so far, as the whole response shows it."""
+        assert self._item is not None
+        item, text = self._output[self._item], "".join(self._parts)
+        if item["type"] == "message":
+            return {**self._shell.message_item(text, status), "id": item["id"]}
+        return {**self._shell.reasoning_item(text), "id": item["id"], "status": status}
+
+    def _so_far(self) -> list[dict[str, Any]]:
+        """Every item streamed so far, at the output_index it was announced with: those done
+        as they were done, the open ones (cut short by the failure) with their text or
+        arguments so far and status `incomplete`, never dropped: a client's items by index
+        must match the final response's."""
+        output = list(self._output)
+        if self._item is not None:
+            output[self._item] = self._text_item("incomplete")
+        for position, fragments in self._calls.values():
+            arguments = "".join(fragments)
+            output[position] = {**output[position], "arguments": arguments, "status": "incomplete"}
+        return output
 
     def _done(self, position: int, item: dict[str, Any], events: list[bytes]) -> None:
         self._output[position] = item

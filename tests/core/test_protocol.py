@@ -198,3 +198,21 @@ def test_the_settings_responses_accepts_are_accepted_in_chat() -> None:
         ChatCompletionRequest,
     )
     assert (body.reasoning_effort, body.verbosity, body.store) == ("low", "low", True)
+
+
+@pytest.mark.parametrize("schema", [{"type": "objekt"}, {"required": "name"}, {"properties": []}])
+def test_a_json_schema_format_must_be_a_json_schema(schema: dict[str, object]) -> None:
+    """`response_format.json_schema.schema` that breaks the metaschema is a 400
+    `invalid_json_schema` naming it; a valid one passes as it was sent."""
+
+    def fmt(schema: dict[str, object]) -> dict[str, object]:
+        return {"type": "json_schema", "json_schema": {"name": "out", "schema": schema}}
+
+    with pytest.raises(InvalidRequest) as caught:
+        parse_request(_chat(response_format=fmt(schema)), ChatCompletionRequest)
+    assert caught.value.param == "response_format.json_schema.schema"
+    assert caught.value.code == "invalid_json_schema"
+    valid: dict[str, object] = {"type": "object", "properties": {"a": {"type": "string"}}}
+    parsed = parse_request(_chat(response_format=fmt(valid)), ChatCompletionRequest)
+    assert parsed.response_format is not None and parsed.response_format.json_schema is not None
+    assert parsed.response_format.json_schema.schema_ == valid

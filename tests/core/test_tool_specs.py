@@ -80,3 +80,13 @@ def test_a_malformed_tool_choice_is_refused(choice: object) -> None:
 def test_well_formed_tools_and_choices_pass(choice: object) -> None:
     """The OpenAI forms are accepted as they are."""
     assert _parse(tools=[TOOL], tool_choice=choice).tool_choice == choice
+
+
+def test_parameters_that_are_no_json_schema_name_the_tool() -> None:
+    """A tool whose parameters break the JSON Schema metaschema (the third of three here) is a
+    400 `invalid_function_parameters` naming its parameters, never sent on to the engine."""
+    bad = {"type": "function", "function": {"name": "f", "parameters": {"required": "name"}}}
+    with pytest.raises(InvalidRequest) as caught:
+        _parse(tools=[TOOL, {"type": "function", "function": {"name": "g"}}, bad])
+    assert caught.value.param == "tools[2].function.parameters"
+    assert caught.value.code == "invalid_function_parameters"

@@ -112,21 +112,34 @@ async def test_a_call_after_thinking(thinking: Stack) -> None:
 
 
 async def test_the_responses_api_has_a_reasoning_item(thinking: Stack) -> None:
-    """A response from a thinking model: a reasoning item, then the message; streamed, the
-    reasoning deltas make up the item's text."""
+    """A response from a thinking model: a reasoning item, then the message. Streamed, the
+    reasoning item's `reasoning_text` part is added, filled by deltas and done (all at
+    content_index 0), and what they add up to is the whole response's reasoning item."""
     client = _client(thinking)
-    response = await client.responses.create(model="sim", input="Why?")
+    response = await client.responses.create(model="sim", input="Why not?")
     assert [item.type for item in response.output] == ["reasoning", "message"]
     assert response.usage is not None and response.usage.output_tokens_details.reasoning_tokens > 0
-    deltas = ""
+    part: dict[str, Any] = {}
+    seen: list[tuple[str, int, int]] = []
     async with client.responses.stream(model="sim", input="Why not?") as stream:
         async for event in stream:
-            if event.type == "response.reasoning_text.delta":
-                deltas += event.delta
+            if event.type == "response.content_part.added" and event.part.type != "output_text":
+                part = event.part.model_dump()
+            elif event.type == "response.reasoning_text.delta":
+                part["text"] += event.delta
+            elif event.type == "response.content_part.done" and event.part.type != "output_text":
+                assert event.part.model_dump() == part
+            else:
+                continue
+            seen.append((event.type, event.output_index, event.content_index))
         final = await stream.get_final_response()
-    reasoning = final.output[0]
+    assert seen[0] == ("response.content_part.added", 0, 0)
+    assert seen[-1] == ("response.content_part.done", 0, 0)
+    assert {(output_index, content_index) for _, output_index, content_index in seen} == {(0, 0)}
+    reasoning = response.output[0]
     assert reasoning.type == "reasoning" and reasoning.content
-    assert reasoning.content[0].text == deltas
+    assert [part] == [content.model_dump() for content in reasoning.content]
+    assert final.output[0].model_dump(exclude={"id"}) == reasoning.model_dump(exclude={"id"})
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -206,7 +206,9 @@ async def test_a_stream_that_fails_is_a_failed_response_kept(
     stack: Stack, sims: list[ControlClient]
 ) -> None:
     """A stream that dies after its first tokens ends in response.failed with an error code
-    the SDK's types accept, and the response it announced is kept, as failed."""
+    the SDK's types accept and the output streamed so far (the message it had begun, its
+    text what the deltas said, cut short: incomplete), and the response it announced is
+    kept, as failed, with that output."""
     for sim in sims:
         await sim.configure(die_after_tokens=3)
     client = _client(stack)
@@ -216,9 +218,15 @@ async def test_a_stream_that_fails_is_a_failed_response_kept(
     assert created.type == "response.created" and failed.type == "response.failed"
     strict = ResponseFailedEvent.model_validate(failed.model_dump(), strict=True)
     assert strict.response.error is not None and strict.response.error.code == "server_error"
+    added = [e.item.id for e in events if e.type == "response.output_item.added"]
+    text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    assert text and [item.id for item in failed.response.output] == added
+    assert failed.response.output_text == text
+    assert [item.model_dump()["status"] for item in failed.response.output] == ["incomplete"]
     kept = await client.responses.retrieve(created.response.id)
     assert kept.status == "failed" and kept.error is not None
     assert kept.error.code == "server_error"
+    assert kept.output == failed.response.output
 
 
 @pytest.mark.parametrize(

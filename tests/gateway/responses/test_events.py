@@ -7,7 +7,8 @@ from typing import Any
 
 import orjson
 import pytest
-from openai.types.responses import ResponseFailedEvent
+from openai.types.responses import ResponseFailedEvent, ResponseStreamEvent
+from pydantic import TypeAdapter
 
 from core.answers import Choice, ChoiceDelta, StreamChunk, Usage
 from core.errors import (
@@ -74,9 +75,11 @@ async def test_reasoning_then_text_then_a_call() -> None:
         "response.created",
         "response.in_progress",
         "response.output_item.added",
+        "response.content_part.added",
         "response.reasoning_text.delta",
         "response.reasoning_text.delta",
         "response.reasoning_text.done",
+        "response.content_part.done",
         "response.output_item.done",
         "response.output_item.added",
         "response.content_part.added",
@@ -248,3 +251,96 @@ async def test_a_message_cut_short_is_incomplete() -> None:
     assert output[0]["status"] == "incomplete" and output[0]["content"][0]["text"] == "partial"
     whole = SHELL.output(Choice(0, "partial", "length"))
     assert whole[0]["status"] == "incomplete"
+
+
+def _accumulated(parsed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The output items a client builds from the events alone, as the protocol defines them:
+    each event parses with the SDK's types, lands on the item and part its indexes name, and
+    each `done` holds what the deltas added up to."""
+    adapter: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
+    items: list[dict[str, Any]] = []
+    for event in parsed:
+        adapter.validate_python(event, strict=True)
+        kind = event["type"]
+        if kind == "response.output_item.added":
+            assert event["output_index"] == len(items)
+            items.append(orjson.loads(orjson.dumps(event["item"])))
+            continue
+        if "output_index" not in event:
+            continue
+        item = items[event["output_index"]]
+        assert event.get("item_id", item["id"]) == item["id"]
+        if kind == "response.content_part.added":
+            assert event["content_index"] == len(item["content"])
+            item["content"].append(dict(event["part"]))
+        elif kind in ("response.output_text.delta", "response.reasoning_text.delta"):
+            item["content"][event["content_index"]]["text"] += event["delta"]
+        elif kind in ("response.output_text.done", "response.reasoning_text.done"):
+            assert item["content"][event["content_index"]]["text"] == event["text"]
+        elif kind == "response.content_part.done":
+            assert item["content"][event["content_index"]] == event["part"]
+        elif kind == "response.function_call_arguments.delta":
+            item["arguments"] += event["delta"]
+        elif kind == "response.output_item.done":
+            assert event["item"].get("content") == item.get("content")
+            items[event["output_index"]] = event["item"]
+    return items
+
+
+async def test_reasoning_streams_through_a_content_part() -> None:
+    """A reasoning item streams as a message does: its `reasoning_text` part is added, filled
+    by deltas and done, all at content_index 0; adding up the events gives the items of the
+    whole (non-streamed) response, which the final event holds too."""
+    events = ResponseEvents(SHELL)
+    raw = events.render(StreamChunk([ChoiceDelta(0, reasoning="Think")]))
+    raw += events.render(StreamChunk([ChoiceDelta(0, reasoning=" twice")]))
+    raw += events.render(StreamChunk([ChoiceDelta(0, "Done.", "stop")], Usage(1, 2)))
+    parsed = _events(raw + await events.close())
+    reasoning = [e for e in parsed if e.get("item_id") == SHELL.reasoning_id()]
+    assert [e["type"] for e in reasoning] == [
+        "response.content_part.added",
+        "response.reasoning_text.delta",
+        "response.reasoning_text.delta",
+        "response.reasoning_text.done",
+        "response.content_part.done",
+    ]
+    assert {(e["output_index"], e["content_index"]) for e in reasoning} == {(0, 0)}
+    assert reasoning[0]["part"] == {"type": "reasoning_text", "text": ""}
+    assert reasoning[-1]["part"] == {"type": "reasoning_text", "text": "Think twice"}
+    whole = SHELL.output(Choice(0, "Done.", "stop", reasoning="Think twice"))
+    assert _accumulated(parsed) == whole == parsed[-1]["response"]["output"]
+    assert [e["sequence_number"] for e in parsed] == list(range(len(parsed)))
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        [ChoiceDelta(0, "Half a sent")],
+        [ChoiceDelta(0, reasoning="Hmm"), ChoiceDelta(0, reasoning=", so")],
+        [ChoiceDelta(0, reasoning="Hmm"), ChoiceDelta(0, "Let me look.")],
+        [
+            ChoiceDelta(0, "Looking."),
+            ChoiceDelta(0, tool_calls=[_call(0, "f", "")]),
+            ChoiceDelta(0, tool_calls=[{"index": 0, "function": {"arguments": '{"a":'}}]),
+        ],
+    ],
+    ids=["open-text", "open-reasoning", "reasoning-then-text", "open-call"],
+)
+async def test_a_failure_carries_the_items_streamed_so_far(chunks: list[ChoiceDelta]) -> None:
+    """response.failed lists every item the stream announced, at its output_index, with its
+    id and what its deltas added up to: those done as done, the one cut short `incomplete`;
+    the stored response is the same."""
+    keeper = Keeper()
+    events = ResponseEvents(SHELL, keeper)
+    raw = b"".join(events.render(StreamChunk([delta])) for delta in chunks)
+    parsed = _events(raw + await events.fail(BackendError("engine died")))
+    streamed = _accumulated(parsed[:-2])
+    output = parsed[-1]["response"]["output"]
+    assert [(i["id"], i["type"]) for i in output] == [(i["id"], i["type"]) for i in streamed]
+    for item, seen in zip(output, streamed, strict=True):
+        assert item.get("content") == seen.get("content")
+        assert item.get("arguments") == seen.get("arguments")
+        assert item["status"] == ("completed" if seen["status"] == "completed" else "incomplete")
+    assert output[-1]["status"] == "incomplete"
+    ResponseFailedEvent.model_validate(parsed[-1], strict=True)
+    assert keeper.kept == [parsed[-1]["response"]]
