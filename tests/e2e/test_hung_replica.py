@@ -11,7 +11,8 @@ from typing import NamedTuple
 
 import aiohttp
 
-from tests.e2e.stack import control_clients, running_stack
+from bench.harness.processes import ProcessGroup
+from tests.e2e.stack import control_clients, running_stack, start_gateway, start_mock
 
 TOTAL_MS = 30_000
 ENV = {
@@ -29,8 +30,8 @@ class Outcome(NamedTuple):
     seconds: float
 
 
-async def _ask(session: aiohttp.ClientSession, url: str, text: str) -> Outcome:
-    payload = {"model": "sim", "messages": [{"role": "user", "content": text}], "max_tokens": 8}
+async def _ask(session: aiohttp.ClientSession, url: str, text: str, model: str = "sim") -> Outcome:
+    payload = {"model": model, "messages": [{"role": "user", "content": text}], "max_tokens": 8}
     started = time.monotonic()
     timeout = aiohttp.ClientTimeout(total=TOTAL_MS / 1000 + 30)
     async with session.post(f"{url}/chat/completions", json=payload, timeout=timeout) as reply:
@@ -63,3 +64,21 @@ async def test_whole_answers_on_a_hung_replica_finish_on_the_other(tmp_path: Pat
             assert (await hung.stats())["generate_calls"] == calls
             async with session.get(f"{stack.base_url}/readyz") as ready:
                 assert ready.status == 200
+
+
+async def test_whole_answers_on_a_silent_http_replica_finish_on_the_other(tmp_path: Path) -> None:
+    """The same over OpenAI-compatible HTTP: a server whose /health answers but whose
+    completions never come is probed on the chat endpoint, ejected, and its answers are
+    served by the other."""
+    with ProcessGroup(tmp_path) as group:
+        silent = start_mock(group, "--ttft-ms", "3600000", name="mock-silent")
+        healthy = start_mock(group, name="mock-healthy")
+        backends = f"mock=http://127.0.0.1:{silent}/v1,http://127.0.0.1:{healthy}/v1"
+        _, port = start_gateway(group, backends, ENV)
+        url = f"http://127.0.0.1:{port}/v1"
+        async with aiohttp.ClientSession() as session:
+            first = await asyncio.gather(
+                *(_ask(session, url, f"whole answer {i}", "mock") for i in range(8))
+            )
+            assert [o.status for o in first] == [200] * 8, first
+            assert max(o.seconds for o in first) < TOTAL_MS / 1000 / 2, first
