@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from budgets.deadline import Deadline
 from core.answers import BackendHealth, Completion, Embeddings, Endpoint, StreamChunk
@@ -45,6 +45,18 @@ class EmbeddingCall:
     raw: bytes
     request_id: str
     headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@runtime_checkable
+class GenerationProbe(Protocol):
+    """A backend that can ask its replica for one token, to tell a hung engine (which may
+    still pass its health check) from a slow one (`backends.hang_watch`)."""
+
+    async def probe_generation(self, endpoint: Endpoint, timeout: float) -> bool:
+        """Whether the replica answered a one-token request within `timeout`: an error it
+        answered with counts (a broken engine is not a hung one); only silence does not.
+        Never raises."""
+        ...
 
 
 def reports_progress(backend: Backend) -> bool:

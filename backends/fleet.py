@@ -5,6 +5,7 @@ retries once before the first byte; the replicas themselves are kept by
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import time
@@ -14,6 +15,7 @@ from typing import TypeVar
 from backends.admission_config import AdmissionConfig as AdmissionConfig
 from backends.base import EmbeddingCall, GenerationRequest
 from backends.fleet_members import Members
+from backends.hang_watch import HangWatch
 from backends.learning import Learning
 from backends.open_stream import OpenStream, close_quietly
 from backends.outliers import OutlierPolicy, Outliers
@@ -23,7 +25,7 @@ from backends.prefix.prompt import PromptBlocks
 from backends.replica import Replica
 from backends.replica_choice import ReplicaChoice
 from backends.routes import ModelRoutes
-from backends.whole_answer import complete_within_budget
+from backends.silence import HangPolicy
 from budgets.deadline import Deadline
 from budgets.priority import Priority
 from budgets.recent import RecentQuantile
@@ -55,8 +57,10 @@ class Fleet:
         chance: Callable[[], float] = random.random,
         prefix_weight: float = 0.0,
         outliers: OutlierPolicy | None = None,
+        hangs: HangPolicy | None = None,
     ) -> None:
         self._clock = clock
+        self._health_interval_s = health_interval_s
         self.routes = routes or ModelRoutes()
         config = admission or AdmissionConfig(enabled=False, predict=False)
         self._predict = config.enabled and config.predict
@@ -78,6 +82,8 @@ class Fleet:
         )
         self.outliers = Outliers(outliers or OutlierPolicy(), self.members.replicas, clock)
         self.learning = Learning(self.outliers, self.choice.lengths)
+        self.hangs = HangWatch(hangs or HangPolicy(), self.outliers, self.choice.lengths, clock)
+        self._hang_sweeps: asyncio.Task[None] | None = None
         self._retry_attempts = retry_attempts
 
     def declare(self, model: str) -> None:
@@ -112,6 +118,10 @@ class Fleet:
 
     async def start(self) -> None:
         await self.members.start()
+        if self.hangs.enabled:
+            self._hang_sweeps = asyncio.create_task(
+                self.hangs.run(self.members.holding, self._health_interval_s)
+            )
 
     async def add(self, replica: Replica) -> None:
         """A replica joins a started fleet (discovered in DNS)."""
@@ -122,6 +132,11 @@ class Fleet:
         return self.members.retire(replica)
 
     async def aclose(self) -> None:
+        if self._hang_sweeps is not None:
+            self._hang_sweeps.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._hang_sweeps
+        await self.hangs.aclose()
         await self.members.aclose()
 
     def pick(
@@ -166,7 +181,7 @@ class Fleet:
 
         async def call(replica: Replica) -> Completion:
             started = clock()
-            completion = await complete_within_budget(replica.backend, request, budget)
+            completion = await self.hangs.complete(replica, request, demand, budget)
             self.learning.answered(replica, demand, completion.usage, clock() - started)
             return completion
 
@@ -264,6 +279,7 @@ class Fleet:
             finally:
                 timeline.record(StageName.TTFT, started)
             now = timeline.first_token_at = timeline.clock()
+            self.hangs.heard(replica)
             finished, failed = self.learning.stream_end(
                 replica, demand, first, now - started, started, timeline.clock
             )

@@ -66,6 +66,10 @@ class Members:
         except KeyError:
             raise ModelNotFound(model) from None
 
+    def holding(self) -> list[Replica]:
+        """Every replica that may hold requests: the models' and those still leaving."""
+        return [r for rs in self._by_model.values() for r in rs] + self._leaving
+
     def retiring(self) -> list[Replica]:
         """Replicas taken out still finishing their requests; each leaves this list once its
         backend is closed."""

@@ -8,6 +8,7 @@ httpx's CPU per proxied request (see the design notes).
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from collections.abc import AsyncGenerator, Mapping
 
@@ -30,9 +31,12 @@ from core.answers import (
 from core.errors import BackendError, BackendUnavailable, DeadlineExceeded, GatewayError
 from core.protocol import ChatCompletionRequest, CompletionRequest
 
+log = logging.getLogger("gateway.backends.openai_http")
+
 # uvicorn (vLLM's server) drops idle connections after 5 s; reusing one it is closing
 # at that moment fails the request, so idle connections are retired first.
 _KEEPALIVE_S = 4.0
+_PROBE_TEXT = "Hi"
 # How long a finished stream's connection may wait for the end of the HTTP body (normally
 # in the same read as `[DONE]`) before it is closed instead of returned to the pool.
 _BODY_END_GRACE_S = 1.0
@@ -73,8 +77,9 @@ class OpenAIHTTPBackend:
     async def start(self) -> None:
         if self._session is None:
             self._session = self._new_session(self._max_connections)
-            # Probes get their own connection, so a saturated pool does not fail them.
-            self._probe_session = self._new_session(1)
+            # Probes get their own connections, so a saturated pool does not fail them: one
+            # for health, one for a generation probe (which may wait its whole timeout).
+            self._probe_session = self._new_session(2)
 
     def _new_session(self, limit: int) -> aiohttp.ClientSession:
         connector = aiohttp.TCPConnector(
@@ -173,6 +178,30 @@ class OpenAIHTTPBackend:
             return BackendHealth(False, f"health probe timed out after {timeout:g} s")
         except Exception as exc:  # a probe reports, it never raises
             return BackendHealth(False, f"health probe failed: {exc!r}")
+
+    async def probe_generation(self, endpoint: Endpoint, timeout: float) -> bool:
+        """One greedy token on the endpoint the watched request used (a server may serve
+        only one of them), on the probes' own connection: any HTTP answer counts, only
+        none within `timeout` does not."""
+        session = self._probe_session
+        if session is None:
+            return True
+        ask: dict[str, object] = {"model": self.model, "max_tokens": 1, "temperature": 0}
+        if endpoint == "chat":
+            ask["messages"] = [{"role": "user", "content": _PROBE_TEXT}]
+        else:
+            ask["prompt"] = _PROBE_TEXT
+        try:
+            async with (
+                asyncio.timeout(timeout),
+                session.post(self._urls[endpoint], data=orjson.dumps(ask)) as response,
+            ):
+                await response.read()
+        except TimeoutError:
+            return False
+        except Exception as exc:  # a probe reports, it never raises
+            log.info("generation probe of %s failed: %r", self.url, exc)
+        return True
 
     async def _models_health(self, session: aiohttp.ClientSession) -> BackendHealth:
         async with session.get(self._models_url) as response:

@@ -80,6 +80,14 @@ class Outliers:
         threshold = self._policy.consecutive_failures
         if threshold <= 0 or replica.failures < threshold:
             return
+        self._eject(replica, f"after {replica.failures} failures in a row: {exc}")
+
+    def hung(self, replica: Replica, reason: str) -> None:
+        """A probe found `replica` hung (`backends.hang_watch`): it leaves routing now, as
+        after too many failures in a row, whatever `consecutive_failures` says."""
+        self._eject(replica, f"as hung: {reason}")
+
+    def _eject(self, replica: Replica, why: str) -> None:
         now = self._clock()
         if replica.ejected_until > now or not self._others_serve(replica, now):
             return
@@ -89,12 +97,7 @@ class Outliers:
         # Back from the ejection it ramps up again (slow start), as after a failed probe.
         replica.healthy_since = max(replica.healthy_since, replica.ejected_until)
         log.warning(
-            "replica %s of %s ejected for %.0f s after %d failures in a row: %s",
-            replica.url,
-            replica.model,
-            seconds,
-            replica.failures,
-            exc,
+            "replica %s of %s ejected for %.0f s %s", replica.url, replica.model, seconds, why
         )
 
     def _others_serve(self, replica: Replica, now: float) -> bool:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from backends.base import Backend
 from backends.prefix.index import PrefixIndex
+from backends.silence import Silence
 from budgets.admission import AdmissionQueue
 from budgets.service_estimate import ServiceEstimate
 from core.answers import BackendHealth
@@ -62,6 +63,8 @@ class Replica:
     ejected_until: float = -math.inf
     # Until when it asked for no more work (refused one for lack of room): others go first.
     resting_until: float = -math.inf
+    # The whole answers it holds and when it last answered anything (`backends.hang_watch`).
+    silence: Silence = field(default_factory=Silence)
 
     @property
     def url(self) -> str:

@@ -12,6 +12,7 @@ from backends.reasoning.choice import FORMATS as REASONING_FORMATS
 from backends.reasoning.choice import NO_REASONING
 from backends.replica_urls import ReplicaSpec, parse_replica_url, redact
 from backends.routes import ModelRoutes, parse_routes
+from backends.silence import HangPolicy
 from backends.tool_calls.choice import FORMATS as TOOL_FORMATS
 from core.env import (
     DAY_S,
@@ -25,6 +26,7 @@ from core.env import (
     env_float,
     env_int,
     env_map,
+    env_ms,
 )
 
 EMBEDDED = "embedded"
@@ -60,6 +62,7 @@ class BackendSettings:
     retry_attempts: int = 1
     slow_start_s: float = 30.0  # a replica that turns healthy ramps up over this (0: off)
     outliers: OutlierPolicy = field(default_factory=OutlierPolicy)
+    hangs: HangPolicy = field(default_factory=HangPolicy)  # probing silent replicas
     watch_whole_answers: bool = False  # gRPC: stream whole answers on the wire to watch them
     dns_refresh_s: float = 5.0  # how often `+dns` replica sets are re-resolved
     prefix_routing_weight: float = 0.0  # cached share of the prompt against load (0: off)
@@ -114,6 +117,7 @@ class BackendSettings:
                 env, "GATEWAY_SLOW_START_S", defaults.slow_start_s, low=0.0, high=HOUR_S
             ),
             outliers=_outlier_policy(env, defaults.outliers),
+            hangs=_hang_policy(env, defaults.hangs),
             watch_whole_answers=env_bool(
                 env, "GATEWAY_GRPC_WATCH_WHOLE_ANSWERS", defaults.watch_whole_answers
             ),
@@ -143,6 +147,16 @@ def _outlier_policy(env: Mapping[str, str], defaults: OutlierPolicy) -> OutlierP
         ),
         max_ejection_s=env_float(
             env, "GATEWAY_OUTLIER_MAX_EJECTION_S", defaults.max_ejection_s, low=0.1, high=DAY_S
+        ),
+    )
+
+
+def _hang_policy(env: Mapping[str, str], defaults: HangPolicy) -> HangPolicy:
+    return HangPolicy(
+        enabled=env_bool(env, "GATEWAY_HANG_PROBE", defaults.enabled),
+        factor=env_float(env, "GATEWAY_HANG_PROBE_FACTOR", defaults.factor, low=1.0, high=1000),
+        token_allowance_s=env_ms(
+            env, "GATEWAY_HANG_PROBE_MS_PER_TOKEN", defaults.token_allowance_s, high_s=MINUTE_S
         ),
     )
 

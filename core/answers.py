@@ -50,20 +50,27 @@ class ChoiceDelta:
 
 @dataclass(slots=True)
 class StreamChunk:
-    """One step of a stream: deltas for one or more choices, usage on the last."""
+    """One step of a stream: deltas for one or more choices, usage on the last.
+
+    `prompt_tokens` are the prompt tokens this chunk is the first to report (a backend that
+    knows them before the usage says so on its first chunk; one prompt of a batch each), so
+    that a stream which breaks before its usage still accounts for its prompt.
+    """
 
     deltas: list[ChoiceDelta]
     usage: Usage | None = None
+    prompt_tokens: int = 0
 
 
 def merge_chunks(chunks: list[StreamChunk]) -> StreamChunk:
     """Chunks that arrived together as one: their deltas in order (a choice may appear more
-    than once), and the last usage."""
+    than once), the last usage, and the prompt tokens they report."""
     usage = None
     for chunk in chunks:
         if chunk.usage is not None:
             usage = chunk.usage
-    return StreamChunk([delta for chunk in chunks for delta in chunk.deltas], usage)
+    deltas = [delta for chunk in chunks for delta in chunk.deltas]
+    return StreamChunk(deltas, usage, sum(chunk.prompt_tokens for chunk in chunks))
 
 
 @dataclass(slots=True)

@@ -72,6 +72,7 @@ def create_app(
                 admission=AdmissionConfig.from_settings(effective.budgets),
                 slow_start_s=effective.backends.slow_start_s,
                 outliers=effective.backends.outliers,
+                hangs=effective.backends.hangs,
                 routes=effective.backends.routes,
                 prefix_weight=effective.backends.prefix_routing_weight,
             )

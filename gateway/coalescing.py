@@ -106,7 +106,8 @@ class OwnCallIds:
     def _own(self, chunk: StreamChunk) -> StreamChunk:
         if not any(delta.tool_calls for delta in chunk.deltas):
             return chunk
-        return StreamChunk([self._delta(delta) for delta in chunk.deltas], chunk.usage)
+        deltas = [self._delta(delta) for delta in chunk.deltas]
+        return StreamChunk(deltas, chunk.usage, chunk.prompt_tokens)
 
     def _delta(self, delta: ChoiceDelta) -> ChoiceDelta:
         if not delta.tool_calls:

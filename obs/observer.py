@@ -99,8 +99,9 @@ class Observer:
             metrics.budget_overrun(stage_name)
         if record.shed is not None:
             metrics.shed(record.shed, record.priority or "none")
-        if record.input_tokens is not None or record.output_tokens is not None:
-            metrics.tokens(model, record.input_tokens or 0, record.output_tokens or 0)
+        tokens = record.counted_tokens()
+        if tokens is not None:
+            metrics.tokens(model, *tokens)
 
     def _spans(self, record: RequestRecord, root: Span, status: int, ended: float) -> None:
         """Stage spans are built after the fact from the timeline: exact start and end times,

@@ -46,8 +46,11 @@ class RequestRecord:
     cache_lookups: list[tuple[CacheKind, CacheResult]] = field(default_factory=list)
     shadow: CacheResult | None = None  # what shadow mode's semantic lookup found, once done
     substages: list[Stage] = field(default_factory=list)
-    input_tokens: int | None = None
+    input_tokens: int | None = None  # the usage the backend reported (or the cache's)
     output_tokens: int | None = None
+    # What a stream's chunks brought, for one that ends before its usage (`counted_tokens`).
+    streamed_input_tokens: int = 0
+    streamed_output_tokens: int = 0
     finish_reasons: list[str] = field(default_factory=list)
     overruns: list[str] = field(default_factory=list)
     shed: str | None = None
@@ -107,16 +110,30 @@ class RequestRecord:
         self.output_tokens = usage.completion_tokens
 
     def note_chunk(self, chunk: StreamChunk) -> None:
-        """One chunk of a streamed answer: finish reasons, usage, and (when traced with
-        content) the text."""
+        """One chunk of a streamed answer: finish reasons, usage, the tokens it brought, and
+        (when traced with content) the text."""
         content = self.content_out
+        tokens = 0
         for delta in chunk.deltas:
+            tokens += delta.token_count
             if delta.finish_reason is not None:
                 self.finish_reasons.append(delta.finish_reason)
             if content is not None:
                 content.append(delta.text)
+        self.streamed_output_tokens += tokens
+        self.streamed_input_tokens += chunk.prompt_tokens
         if chunk.usage is not None:
             self.note_usage(chunk.usage)
+
+    def counted_tokens(self) -> tuple[int, int] | None:
+        """The prompt and generated tokens this response accounts for: its usage, or for a
+        stream that ended without one (it broke, stalled, ran out of time, or its client
+        left) those its chunks had brought by then; None when it has neither."""
+        if self.input_tokens is not None or self.output_tokens is not None:
+            return self.input_tokens or 0, self.output_tokens or 0
+        if self.streamed_input_tokens or self.streamed_output_tokens:
+            return self.streamed_input_tokens, self.streamed_output_tokens
+        return None
 
     def note_stream_end(self, at: float) -> None:
         self.stream_ended_at = at

@@ -181,11 +181,13 @@ class VllmGrpcBackend(VllmGrpcConnection):
             async for response in call:
                 if response.HasField("chunk"):
                     chunk = response.chunk
-                    decoder.note_prompt(chunk.prompt_tokens, chunk.cached_tokens)
+                    told = decoder.note_prompt(chunk.prompt_tokens, chunk.cached_tokens)
                     logprobs = chunk.output_logprobs if chunk.HasField("output_logprobs") else None
                     prompt = chunk.input_logprobs if chunk.HasField("input_logprobs") else None
                     yield StreamChunk(
-                        [decoder.choices[chunk.index].feed(chunk.token_ids, logprobs, prompt)]
+                        [decoder.choices[chunk.index].feed(chunk.token_ids, logprobs, prompt)],
+                        None,
+                        told,
                     )
                     continue
                 # `complete` repeats the last delta's ids: it is metadata only here.

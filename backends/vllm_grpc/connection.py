@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from backends.vllm_grpc.pool import ChannelPool
 from backends.vllm_grpc.request_builder import ModelFacts
 from backends.vllm_grpc.tokenizer_fetch import fetch_tokenizer_dir
 from backends.vllm_grpc.tokenizer_store import TokenizerBundle, load_tokenizer_bundle
-from core.answers import BackendHealth
+from core.answers import BackendHealth, Endpoint
 from core.errors import BackendUnavailable
 
 log = logging.getLogger("gateway.backends.vllm_grpc")
@@ -28,6 +29,7 @@ log = logging.getLogger("gateway.backends.vllm_grpc")
 READY_SERVICE = "vllm.grpc.engine.VllmEngine"
 _ABORT_TIMEOUT_S = 2.0
 _INFO_TIMEOUT_S = 2.0
+_PROBE_TEXT = "Hi"
 
 
 class VllmGrpcConnection:
@@ -154,6 +156,36 @@ class VllmGrpcConnection:
             kv_usage=max((load.token_usage for load in loads.loads), default=0.0),
             capacity=sum(load.max_running_requests for load in loads.loads),
         )
+
+    async def probe_generation(self, endpoint: Endpoint, timeout: float) -> bool:
+        """One greedy token after a one-token prompt, unstreamed: the engine itself must
+        answer (its health check is the server's, and passes while the engine hangs). Any
+        endpoint's requests reach the same engine; a replica not started or not initialized
+        has taken no request to hang on."""
+        if self._pool is None or self._bundle is None:
+            return True
+        request_id = f"probe-{os.urandom(6).hex()}"
+        message = vllm_engine_pb2.GenerateRequest(
+            request_id=request_id,
+            tokenized=vllm_engine_pb2.TokenizedInput(
+                original_text="",
+                input_ids=self._bundle.encode(_PROBE_TEXT, add_special_tokens=True)[:1],
+            ),
+            sampling_params=vllm_engine_pb2.SamplingParams(
+                temperature=0.0, top_p=1.0, repetition_penalty=1.0, max_tokens=1, n=1
+            ),
+            stream=False,
+        )
+        try:
+            async for _ in self._stub().Generate(message, timeout=timeout):
+                pass
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                self._abort(request_id)
+                return False
+        except Exception as exc:  # a probe reports, it never raises
+            log.info("generation probe of %s failed: %s", self.url, exc)
+        return True
 
     async def aclose(self) -> None:
         if self._background:

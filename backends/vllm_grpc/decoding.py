@@ -256,9 +256,14 @@ class ResponseDecoder:
         self.usage = Usage()
         self.finished: set[int] = set()
 
-    def note_prompt(self, prompt_tokens: int, cached_tokens: int) -> None:
-        self.usage.prompt_tokens = prompt_tokens
-        self.usage.cached_tokens = cached_tokens
+    def note_prompt(self, prompt_tokens: int, cached_tokens: int) -> int:
+        """The prompt's size as the engine reports it (on every chunk); returns how many of
+        its tokens were not reported before (all of them the first time, then none)."""
+        usage = self.usage
+        new = prompt_tokens - usage.prompt_tokens
+        usage.prompt_tokens = prompt_tokens
+        usage.cached_tokens = cached_tokens
+        return new
 
     def total_usage(self) -> Usage:
         self.usage.completion_tokens = sum(c.completion_tokens for c in self.choices)

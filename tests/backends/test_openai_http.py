@@ -11,12 +11,12 @@ import orjson
 import pytest
 from aiohttp import web
 
-from backends.base import EmbeddingCall, GenerationRequest
+from backends.base import EmbeddingCall, GenerationProbe, GenerationRequest
 from backends.factory import build_replicas
 from backends.openai_http import OpenAIHTTPBackend
 from backends.settings import BackendSettings
 from budgets.deadline import Deadline
-from core.answers import StreamChunk
+from core.answers import Endpoint, StreamChunk
 from core.errors import BackendError, BackendRejected, BackendUnavailable, DeadlineExceeded
 from core.protocol import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
 from core.request_parsing import parse_request
@@ -522,3 +522,31 @@ async def test_events_that_arrive_together_are_one_chunk(
     assert len(chunks) == 1
     assert [d.text for d in chunks[0].deltas] == ["a", "b"]
     assert chunks[0].usage is not None and chunks[0].usage.completion_tokens == 2
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "path"), [("chat", b"/chat/completions"), ("completion", b"/completions")]
+)
+async def test_the_generation_probe_asks_one_token_where_the_request_went(
+    mock: MockOpenAIServer, backend: OpenAIHTTPBackend, endpoint: Endpoint, path: bytes
+) -> None:
+    """The probe is one `max_tokens: 1` request on the waiting request's endpoint, naming
+    the served model; an answer within the timeout is a pass."""
+    assert isinstance(backend, GenerationProbe)
+    assert await backend.probe_generation(endpoint, 10.0)
+    assert mock.last_request is not None and mock.last_request.path.endswith(path)
+    sent = orjson.loads(mock.last_request.body)
+    assert (sent["model"], sent["max_tokens"], sent.get("stream")) == ("mock", 1, None)
+
+
+async def test_a_server_that_never_answers_fails_the_generation_probe(
+    mock: MockOpenAIServer, backend: OpenAIHTTPBackend
+) -> None:
+    """No answer within the timeout fails the probe, while health, on a connection of its
+    own, still passes; an error answer passes it (a broken server is not a hung one)."""
+    mock.ttft = 3600.0
+    probe = asyncio.create_task(backend.probe_generation("chat", 0.5))
+    assert (await backend.health(5.0)).healthy
+    assert not await probe
+    mock.ttft, mock.error_status, mock.error_rate = 0.0, 500, 1.0
+    assert await backend.probe_generation("chat", 10.0)

@@ -99,6 +99,23 @@ def test_the_last_routable_replica_is_never_ejected() -> None:
     assert bad.routable(clock.now)
 
 
+def test_a_hung_replica_is_ejected_at_once_for_longer_each_time() -> None:
+    """A replica found hung leaves routing without failures in a row, through the same
+    ejection ladder; the model's last routable replica stays."""
+    clock = Clock()
+    hung, good = _replica("a"), _replica("b")
+    outliers = _outliers(clock, hung, good, failures=0)
+    outliers.hung(hung, "hung: no answer")
+    assert hung.ejected_until == clock.now + 10.0 and hung.healthy
+    clock.now += 10.0
+    outliers.hung(hung, "hung: no answer")
+    assert hung.ejected_until == clock.now + 20.0
+    good.healthy = False
+    clock.now += 20.0
+    outliers.hung(hung, "hung: no answer")
+    assert hung.routable(clock.now)
+
+
 def test_unreachable_replica_is_ejected_until_its_probe_passes() -> None:
     """A dropped connection takes the replica out at once, as before."""
     clock = Clock()

@@ -9,6 +9,7 @@ import pytest
 
 from backends.outliers import OutlierPolicy
 from backends.settings import BackendSettings
+from backends.silence import HangPolicy
 from core.env import SettingsError
 
 LLAMA = {"GATEWAY_BACKENDS": "llama=grpc://a:1"}
@@ -143,6 +144,23 @@ def test_outlier_detection_settings() -> None:
     assert BackendSettings.from_env(env).outliers == OutlierPolicy(0, 2.0, 9.0)
     with pytest.raises(SettingsError, match="GATEWAY_OUTLIER_EJECTION_S"):
         BackendSettings.from_env({**LLAMA, "GATEWAY_OUTLIER_EJECTION_S": "0"})
+
+
+def test_hang_probe_settings() -> None:
+    """GATEWAY_HANG_PROBE* turn the hang watch on or off and set how much silence a whole
+    answer explains, within their bounds."""
+    assert BackendSettings.from_env(LLAMA).hangs == HangPolicy(True, 4.0, 0.2)
+    env = {
+        **LLAMA,
+        "GATEWAY_HANG_PROBE": "false",
+        "GATEWAY_HANG_PROBE_FACTOR": "10",
+        "GATEWAY_HANG_PROBE_MS_PER_TOKEN": "50",
+    }
+    assert BackendSettings.from_env(env).hangs == HangPolicy(False, 10.0, 0.05)
+    with pytest.raises(SettingsError, match="GATEWAY_HANG_PROBE_FACTOR"):
+        BackendSettings.from_env({**LLAMA, "GATEWAY_HANG_PROBE_FACTOR": "0.5"})
+    with pytest.raises(SettingsError, match="GATEWAY_HANG_PROBE_MS_PER_TOKEN"):
+        BackendSettings.from_env({**LLAMA, "GATEWAY_HANG_PROBE_MS_PER_TOKEN": "0"})
 
 
 def test_whole_answers_are_watched_only_when_asked() -> None:

@@ -46,10 +46,10 @@ def start_sim(group: ProcessGroup, *args: str) -> tuple[ManagedProcess, int]:
     return process, port
 
 
-def start_mock(group: ProcessGroup, *args: str) -> int:
+def start_mock(group: ProcessGroup, *args: str, name: str = "mock-openai") -> int:
     port = free_port()
     process = group.start(
-        ProcessSpec("mock-openai", python_module("standin.openai", "--port", str(port), *args))
+        ProcessSpec(name, python_module("standin.openai", "--port", str(port), *args))
     )
     process.wait_ready(lambda: http_ok(port, "/health"), READY_TIMEOUT_S, "/health")
     return port

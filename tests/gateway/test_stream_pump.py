@@ -5,25 +5,33 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 
 import orjson
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from starlette.types import Message, Send
 
 from budgets.request_budget import ClassBudgets, RequestBudget
 from core.answers import ChoiceDelta, StreamChunk, Usage
 from core.errors import BackendError
 from gateway.client_watch import CLIENT_WATCH_SCOPE_KEY, ClientWatch
+from gateway.drain import DRAIN
 from gateway.render import DONE_EVENT, ChunkRenderer
 from gateway.stream_pump import StreamPump
+from obs.metrics import GatewayMetrics
+from obs.observer import Observer
 from obs.request_record import RequestRecord
+from obs.tracing import Tracing
+
+PROMPT_TOKENS = 3
 
 
 class Source:
-    """A started backend stream: `count` chunks (the first already received), waiting `gap_s`
-    before each later one, then (if `hang`) nothing more until closed; or failing with
-    `fail` after `count` chunks."""
+    """A started backend stream: `count` chunks of one token each (the first already received,
+    reporting the prompt's tokens), waiting `gap_s` before each later one, then (if `hang`)
+    nothing more until closed (`hanging` is set then); or failing with `fail` after `count`
+    chunks. `sent` counts the chunks handed out."""
 
     def __init__(
         self,
@@ -34,6 +42,8 @@ class Source:
     ) -> None:
         self.count, self.gap_s, self.hang, self.fail = count, gap_s, hang, fail
         self.closed = False
+        self.sent = 0
+        self.hanging = asyncio.Event()
         self.failures: list[BaseException] = []
         self.usages: list[Usage] = []
         self._chunks = self._generate()
@@ -62,13 +72,16 @@ class Source:
             if i and self.gap_s:
                 await asyncio.sleep(self.gap_s)
             last = i == self.count - 1 and not self.hang and self.fail is None
+            self.sent += 1
             yield StreamChunk(
-                [ChoiceDelta(0, f"t{i}", "stop" if last else None)],
-                Usage(3, self.count) if last else None,
+                [ChoiceDelta(0, f"t{i}", "stop" if last else None, token_count=1)],
+                Usage(PROMPT_TOKENS, self.count) if last else None,
+                PROMPT_TOKENS if i == 0 else 0,
             )
         if self.fail is not None:
             raise self.fail
         if self.hang:
+            self.hanging.set()
             await asyncio.Event().wait()
 
 
@@ -122,7 +135,9 @@ def _budget(total_s: float, stall_s: float) -> RequestBudget:
 
 
 def _record() -> RequestRecord:
-    return RequestRecord("POST", "/v1/chat/completions", time.monotonic(), 0)
+    record = RequestRecord("POST", "/v1/chat/completions", time.monotonic(), 0)
+    record.note_request("m", stream=True)
+    return record
 
 
 def _renderer() -> ChunkRenderer:
@@ -254,3 +269,90 @@ def _counting(send: Send, tasks: int) -> Send:
         await send(message)
 
     return counted
+
+
+async def _ends_cleanly(record: RequestRecord) -> Source:
+    source = Source(4)
+    await _run(source, _budget(30.0, 5.0), record)
+    return source
+
+
+async def _replica_fails(record: RequestRecord) -> Source:
+    source = Source(2, fail=BackendError("engine died"))
+    await _run(source, _budget(30.0, 5.0), record)
+    return source
+
+
+async def _gateway_fails(record: RequestRecord) -> Source:
+    source = Source(2, fail=RuntimeError("a bug"))
+    await _run(source, _budget(30.0, 5.0), record)
+    return source
+
+
+async def _stalls(record: RequestRecord) -> Source:
+    source = Source(2, hang=True)
+    await _run(source, _budget(30.0, 0.1), record)
+    return source
+
+
+async def _runs_out_of_time(record: RequestRecord) -> Source:
+    source = Source(10_000, gap_s=0.01)
+    await _run(source, _budget(0.2, 5.0), record)
+    return source
+
+
+async def _client_leaves(record: RequestRecord) -> Source:
+    source = Source(3, hang=True)
+    await _run(source, _budget(30.0, 30.0), record, Client(leave_after=1))
+    return source
+
+
+async def _gateway_shuts_down(record: RequestRecord) -> Source:
+    source = Source(2, hang=True)
+    pump = asyncio.create_task(_run(source, _budget(30.0, 30.0), record))
+    await source.hanging.wait()
+    DRAIN.draining = True
+    try:
+        pump.cancel()
+        await pump  # the shutdown grace ran out: an error event, then the end
+    finally:
+        DRAIN.draining = False
+    return source
+
+
+def _tokens_counted(record: RequestRecord) -> dict[str, float]:
+    """What `gateway_tokens_total` holds once the observer reported the request."""
+    metrics = GatewayMetrics(models=["m"])
+    observer = Observer(metrics, Tracing.disabled())
+    observer.finish(record, 200, time.monotonic())
+    observer.close()
+    text = metrics.render()[0].decode()
+    return {
+        sample.labels["type"]: sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "gateway_tokens_total" and sample.labels["model"] == "m"
+    }
+
+
+@pytest.mark.parametrize(
+    "end",
+    [
+        _ends_cleanly,
+        _replica_fails,
+        _gateway_fails,
+        _stalls,
+        _runs_out_of_time,
+        _client_leaves,
+        _gateway_shuts_down,
+    ],
+)
+async def test_tokens_are_counted_once_however_the_stream_ends(
+    end: Callable[[RequestRecord], Awaitable[Source]],
+) -> None:
+    """`gateway_tokens_total` gets the prompt and every token the stream brought, once,
+    whether it ended with its usage or broke before it."""
+    record = _record()
+    source = await end(record)
+    assert source.closed and source.sent >= 1
+    assert _tokens_counted(record) == {"input": PROMPT_TOKENS, "output": source.sent}

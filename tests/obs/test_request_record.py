@@ -39,6 +39,19 @@ def test_streamed_chunks_add_up_like_a_whole_answer() -> None:
         assert "".join(record.content_out or []) == "Hello"
 
 
+def test_a_stream_counts_its_usage_once_or_else_what_its_chunks_brought() -> None:
+    """The tokens a response accounts for: its usage when it arrived (never added to what
+    the chunks brought), else the prompt and tokens its chunks reported; None with neither."""
+    whole, broken, empty = _record(), _record(), _record()
+    for record in (whole, broken):
+        record.note_chunk(StreamChunk([ChoiceDelta(0, "Hel", token_count=2)], None, 4))
+        record.note_chunk(StreamChunk([ChoiceDelta(0, "lo", token_count=1)]))
+    whole.note_chunk(StreamChunk([ChoiceDelta(0, "", "stop")], Usage(4, 3)))
+    assert whole.counted_tokens() == (4, 3)
+    assert broken.counted_tokens() == (4, 3) and broken.input_tokens is None
+    assert empty.counted_tokens() is None
+
+
 def test_a_stream_keeps_its_first_failure_and_an_http_error_its_status() -> None:
     """After the first byte the first error stays and the status stays 200; an HTTP error
     sets both, with the overrun or the shed reason."""

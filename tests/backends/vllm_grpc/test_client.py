@@ -197,6 +197,23 @@ async def test_a_batch_is_each_prompt_answered_alone(backend: VllmGrpcBackend) -
     ]
 
 
+@pytest.mark.parametrize("prompt", ["Once upon a time", BATCH])
+async def test_a_stream_tells_its_prompt_and_tokens_before_its_usage(
+    backend: VllmGrpcBackend, prompt: str | list[str]
+) -> None:
+    """Each prompt's first chunk reports its prompt tokens, and the chunks' token counts add
+    up to the usage: what a stream that breaks before its usage has cost is known."""
+    request = _completion("told", stream=True, prompt=prompt, n=2, max_tokens=6)
+    told = tokens = 0
+    usage = None
+    async for chunk in backend.stream(request, Deadline.after(30)):
+        told += chunk.prompt_tokens
+        tokens += sum(delta.token_count for delta in chunk.deltas)
+        usage = chunk.usage or usage
+    assert usage is not None and usage.prompt_tokens > 0
+    assert (told, tokens) == (usage.prompt_tokens, usage.completion_tokens)
+
+
 async def test_a_batch_is_checked_whole_before_any_prompt_is_sent(
     sim: SimServer, backend: VllmGrpcBackend
 ) -> None:
