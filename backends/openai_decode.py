@@ -96,15 +96,36 @@ def stream_chunk(payload: bytes, endpoint: Endpoint) -> StreamChunk | None:
     return None
 
 
-def embeddings(body: bytes) -> Embeddings:
-    """Vectors in input order; base64 vectors (`encoding_format`) are decoded to floats."""
+def embeddings(body: bytes, inputs: int) -> Embeddings:
+    """Vectors in input order; base64 vectors (`encoding_format`) are decoded to floats.
+
+    Clients pair vectors with inputs by position, so an answer that is not exactly one
+    embedding for each of the `inputs`, indexed 0 to inputs-1, is a backend failure."""
     try:
         data = orjson.loads(body)
-        items = sorted(data["data"], key=lambda item: item["index"])
-        vectors = [_vector(item["embedding"]) for item in items]
-        return Embeddings(vectors, int((data.get("usage") or {}).get("prompt_tokens") or 0))
+        vectors: list[list[float] | None] = [None] * inputs
+        items = data["data"]
+        if not isinstance(items, list):
+            raise TypeError(f"data is a {type(items).__name__}")
+        for item in items:
+            index = item["index"]
+            if type(index) is not int or not 0 <= index < inputs:
+                raise _wrong_embeddings(f"an embedding index {index!r}", inputs, body)
+            if vectors[index] is not None:
+                raise _wrong_embeddings(f"embedding index {index} twice", inputs, body)
+            vectors[index] = _vector(item["embedding"])
+        if len(items) != inputs:
+            raise _wrong_embeddings(f"{len(items)} embeddings", inputs, body)
+        usage = int((data.get("usage") or {}).get("prompt_tokens") or 0)
     except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as exc:
         raise malformed(body, exc) from exc
+    return Embeddings([v for v in vectors if v is not None], usage)
+
+
+def _wrong_embeddings(what: str, inputs: int, body: bytes) -> BackendError:
+    return BackendError(
+        f"Backend answered {what} for {inputs} inputs: {body[:200]!r}", retryable=False
+    )
 
 
 def usage(data: Any) -> Usage:

@@ -154,7 +154,12 @@ class OpenAIHTTPBackend:
     async def embed(self, request: EmbeddingCall, deadline: Deadline) -> Embeddings:
         body = self._body(request.raw, request.body.model)
         response = await self._post(self._embeddings_url, body, request.headers, deadline)
-        return decode.embeddings(await _read(response, deadline))
+        answer = await _read(response, deadline)
+        try:
+            return decode.embeddings(answer, len(request.body.inputs))
+        except BackendError as exc:
+            exc.replica = self.url
+            raise
 
     async def health(self, timeout: float) -> BackendHealth:
         """`GET /health` (vLLM) on the server root, or `GET /v1/models` where that is 404."""

@@ -24,6 +24,8 @@ MAX_CHOICES = 128
 """The most choices one request asks for: `n`'s limit, and that of a batch's prompts times n."""
 MAX_PROMPTS = 64
 """The most prompts in one batched completion (vLLM sets none; each is its own engine call)."""
+MAX_EMBEDDING_INPUTS = 2048
+"""The most inputs of one embeddings request (OpenAI's limit)."""
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 
 
@@ -300,6 +302,19 @@ class EmbeddingRequest(RequestModel):
             raise UnsupportedParameter("dimensions is not supported.", param="dimensions")
         if isinstance(self.input, list) and len(self.input) == 0:
             raise InvalidRequest("input must not be empty.", param="input")
-        if isinstance(self.input, list) and len(self.input) > 2048:
-            raise InvalidRequest("input has more than 2048 entries.", param="input")
+        if isinstance(self.input, list) and len(self.input) > MAX_EMBEDDING_INPUTS:
+            raise InvalidRequest(
+                f"input has more than {MAX_EMBEDDING_INPUTS} entries.", param="input"
+            )
         return self
+
+    @property
+    def inputs(self) -> list[str | list[int]]:
+        """Every input, as text or as token ids: one, or each of a list of texts or of token
+        lists (one embedding each, in this order)."""
+        items = self.input
+        if isinstance(items, str):
+            return [items]
+        if isinstance(items[0], int):
+            return [[int(t) for t in items if isinstance(t, int)]]
+        return [item for item in items if not isinstance(item, int)]

@@ -165,3 +165,40 @@ def test_an_upstream_5xx_keeps_the_gateways_code() -> None:
     """A backend failure says `backend_error` whatever code the upstream used."""
     error = decode.status_error(500, b'{"error": {"message": "x", "code": "engine_dead"}}')
     assert (error.status, error.code) == (502, "backend_error")
+
+
+def _embeddings(*indexes: object) -> bytes:
+    data = [
+        {"object": "embedding", "index": i, "embedding": [0.5, float(n)]}
+        for n, i in enumerate(indexes)
+    ]
+    return orjson.dumps({"object": "list", "data": data, "usage": {"prompt_tokens": 3}})
+
+
+def test_embeddings_come_back_in_input_order() -> None:
+    """Vectors are put at their own index, whatever order the upstream listed them in."""
+    answer = decode.embeddings(_embeddings(2, 0, 1), 3)
+    assert answer.vectors == [[0.5, 1.0], [0.5, 2.0], [0.5, 0.0]]
+    assert answer.prompt_tokens == 3
+
+
+@pytest.mark.parametrize(
+    ("indexes", "reason"),
+    [
+        ((0, 1), "2 embeddings for 3 inputs"),
+        ((0, 1, 2, 3), "an embedding index 3 for 3 inputs"),
+        ((0, 1, 1), "embedding index 1 twice for 3 inputs"),
+        ((0, -1, 2), "an embedding index -1 for 3 inputs"),
+        ((0, "1", 2), "an embedding index '1' for 3 inputs"),
+        ((), "0 embeddings for 3 inputs"),
+    ],
+)
+def test_embeddings_that_do_not_match_the_inputs_are_a_backend_error(
+    indexes: tuple[object, ...], reason: str
+) -> None:
+    """Anything but one embedding per input, indexed 0 to n-1, is a 502 saying what was
+    wrong: clients pair vectors with inputs by position."""
+    with pytest.raises(BackendError) as info:
+        decode.embeddings(_embeddings(*indexes), 3)
+    assert reason in info.value.message
+    assert info.value.status == 502 and not info.value.retryable
