@@ -15,6 +15,7 @@ from backends.vllm_grpc.batch import all_answers, is_batch, merged_stream, split
 from backends.vllm_grpc.collected import CollectedOutput
 from backends.vllm_grpc.connection import VllmGrpcConnection
 from backends.vllm_grpc.decoding import ResponseDecoder
+from backends.vllm_grpc.embed_calls import EmbedCalls
 from backends.vllm_grpc.errors import map_rpc_error
 from backends.vllm_grpc.output_formats import OutputFormats
 from backends.vllm_grpc.request_builder import PreparedPrompt, prepare
@@ -50,6 +51,7 @@ class VllmGrpcBackend(VllmGrpcConnection):
             tokenizer_cache_dir=tokenizer_cache_dir,
         )
         self._formats = OutputFormats(tool_format, reasoning_format)
+        self._embeds = EmbedCalls(url, self._stub)
         # A whole answer streamed on the wire, so that its tokens are seen (`complete`).
         self.reports_progress = watch_whole_answers
 
@@ -206,17 +208,19 @@ class VllmGrpcBackend(VllmGrpcConnection):
                 self._abort(request.request_id)
 
     async def embed(self, request: EmbeddingCall, deadline: Deadline) -> Embeddings:
+        """One `Embed` call per input (`embed_calls`), each input tokenized here."""
         bundle, facts, _ = self._ready()
-        inputs = request.body.input
-        if isinstance(inputs, str):
-            items: list[str | list[int]] = [inputs]
-        elif inputs and isinstance(inputs[0], int):
-            items = [[int(t) for t in inputs if isinstance(t, int)]]
+        inputs = request.body.inputs
+        single = not isinstance(request.body.input, list) or len(inputs) == 1
+        texts = [item for item in inputs if isinstance(item, str)]
+        if sum(map(len, texts)) > _LARGE_PROMPT_CHARS:
+            encoded = await asyncio.to_thread(bundle.encode_many, texts, True)
         else:
-            items = [i if isinstance(i, str) else list(i) for i in inputs if not isinstance(i, int)]
+            encoded = bundle.encode_many(texts, True)
+        tokenized = iter(encoded)
         messages = []
-        for position, item in enumerate(items):
-            ids = bundle.encode(item, add_special_tokens=True) if isinstance(item, str) else item
+        for position, item in enumerate(inputs):
+            ids = next(tokenized) if isinstance(item, str) else item
             if not ids or len(ids) > facts.max_context_length:
                 raise InvalidRequest(
                     f"input[{position}] must have 1 to {facts.max_context_length} tokens.",
@@ -230,16 +234,12 @@ class VllmGrpcBackend(VllmGrpcConnection):
                     ),
                 )
             )
-        metadata = tuple(request.headers.items())
-        try:
-            responses = await asyncio.gather(
-                *(
-                    self._stub().Embed(m, timeout=deadline.remaining(), metadata=metadata)
-                    for m in messages
-                )
-            )
-        except grpc.aio.AioRpcError as exc:
-            raise map_rpc_error(exc, self.url, deadline) from exc
+        responses = await self._embeds.send(
+            messages,
+            deadline,
+            tuple(request.headers.items()),
+            lambda position: "input" if single else f"input[{position}]",
+        )
         return Embeddings(
             [list(r.embedding) for r in responses], sum(r.prompt_tokens for r in responses)
         )

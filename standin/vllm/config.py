@@ -54,6 +54,7 @@ class SimConfig:
     fault_seed: int = _knob(0, "seed of the per-call fault draws")
     not_ready_ms: float = _knob(0.0, "readiness answers NOT_SERVING for this long after start")
     embedding_dim: int = _knob(384, "Embed vector size")
+    embed_ms: float = _knob(0.0, "time each Embed call takes (the engine's forward pass)")
     tokenizer_dir: str = _knob("", "tokenizer directory; empty = the built-in stand-in tokenizer")
     shutdown_grace_s: float = _knob(5.0, "grace period for in-flight calls on SIGTERM (CLI)")
     tool_format: str = _knob(
@@ -83,6 +84,7 @@ class SimConfig:
             "shutdown_grace_s",
             "prefill_ms_per_token",
             "kv_events_delay_ms",
+            "embed_ms",
         ):
             _check(getattr(self, name) >= 0, f"{name} must be >= 0")
         for name in ("error_rate", "hang_rate", "die_rate"):

@@ -6,6 +6,7 @@ a server does not register; so does SubscribeKvEvents with `kv_events` off.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -55,9 +56,26 @@ class EngineServicer:
                 grpc.StatusCode.INVALID_ARGUMENT, f"Token id {max(token_ids)} is out of vocabulary."
             )
         vector = embed(token_ids, config.embedding_dim)
+        self.state.counters.embed_calls += 1
+        if config.embed_ms > 0:
+            await self._take_time(config.embed_ms)
         return pb.EmbedResponse(
             embedding=vector, prompt_tokens=len(token_ids), embedding_dim=len(vector)
         )
+
+    async def _take_time(self, ms: float) -> None:
+        """An Embed call that runs a while, counted while it runs (and if cancelled)."""
+        state = self.state
+        counters = state.counters
+        state.embeds_running += 1
+        counters.embeds_peak = max(counters.embeds_peak, state.embeds_running)
+        try:
+            await asyncio.sleep(ms / 1000.0)
+        except asyncio.CancelledError:
+            counters.embeds_cancelled += 1
+            raise
+        finally:
+            state.embeds_running -= 1
 
     async def health_check(self, request: Any, context: Context) -> Any:
         return pb.HealthCheckResponse(healthy=True, message="Health")

@@ -37,6 +37,9 @@ class Counters:
     died: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    embed_calls: int = 0
+    embeds_cancelled: int = 0
+    embeds_peak: int = 0  # the most Embed calls running at once
 
 
 class SimState:
@@ -57,6 +60,7 @@ class SimState:
         self.aborted_request_ids: deque[str] = deque(maxlen=HISTORY)
         self.cancelled_request_ids: deque[str] = deque(maxlen=HISTORY)
         self.last_metadata: Iterable[tuple[str, str | bytes]] = ()
+        self.embeds_running = 0
         self._live: dict[str, list[Ticket]] = {}
 
     def _new_prefix_cache(self, config: SimConfig) -> PrefixCache | None:
@@ -154,6 +158,7 @@ class SimState:
         return {
             **asdict(self.counters),
             "running": self.admission.running,
+            "embeds_running": self.embeds_running,
             "waiting": self.admission.waiting,
             "used_tokens": self.used_tokens,
             "aborted_request_ids": list(self.aborted_request_ids),

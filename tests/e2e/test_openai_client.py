@@ -10,7 +10,7 @@ from openai.types.chat import ChatCompletionMessageParam
 
 from backends.vllm_grpc.chat_template import render_chat_request
 from backends.vllm_grpc.tokenizer_store import load_tokenizer_bundle
-from core.protocol import ChatCompletionRequest
+from core.protocol import MAX_EMBEDDING_INPUTS, ChatCompletionRequest
 from standin.vllm.sampling import SamplingSpec
 from standin.vllm.served_model import expected_generation
 from standin.vllm.tokenizer_files import tokenizer_dir
@@ -276,6 +276,20 @@ def test_embeddings(stack: Stack, model: str) -> None:
     result = client.embeddings.create(model=model, input=["one", "two words"])
     assert [d.index for d in result.data] == [0, 1]
     assert len(result.data[0].embedding) > 0
+
+
+def test_a_full_batch_of_embeddings_over_grpc(stack: Stack) -> None:
+    """2048 inputs (OpenAI's most), each its own gRPC Embed call, all come back, in order,
+    three times running; a chat right after is answered as usual."""
+    client = openai.OpenAI(base_url=stack.api_url, api_key="k", max_retries=0)
+    texts = [f"text number {i}" for i in range(MAX_EMBEDDING_INPUTS)]
+    for _ in range(3):
+        result = client.embeddings.create(model="sim", input=texts)
+        assert [d.index for d in result.data] == list(range(MAX_EMBEDDING_INPUTS))
+    alone = client.embeddings.create(model="sim", input=texts[7])
+    assert result.data[7].embedding == alone.data[0].embedding
+    answer = client.chat.completions.create(model="sim", messages=MESSAGES, max_tokens=2)
+    assert answer.choices[0].message.content
 
 
 def test_models_list(stack: Stack) -> None:

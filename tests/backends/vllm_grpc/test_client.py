@@ -1,5 +1,5 @@
 """The gRPC client against the stand-in over loopback: whole answers, batched prompts,
-deadlines, aborts."""
+deadlines, aborts, embeddings."""
 
 from __future__ import annotations
 
@@ -11,17 +11,26 @@ from typing import Any
 import orjson
 import pytest
 
-from backends.base import GenerationRequest
+from backends.base import EmbeddingCall, GenerationRequest
 from backends.fleet import Fleet
 from backends.replica import Replica
+from backends.vllm_grpc import embed_calls
 from backends.vllm_grpc.client import VllmGrpcBackend
+from backends.vllm_grpc.tokenizer_store import load_tokenizer_bundle
 from budgets.deadline import Deadline
 from budgets.request_budget import ClassBudgets, RequestBudget
-from core.errors import ContextLengthExceeded, DeadlineExceeded
-from core.protocol import ChatCompletionRequest, CompletionRequest
+from core.errors import BackendRejected, ContextLengthExceeded, DeadlineExceeded
+from core.protocol import (
+    MAX_EMBEDDING_INPUTS,
+    ChatCompletionRequest,
+    CompletionRequest,
+    EmbeddingRequest,
+)
 from core.request_parsing import parse_request
 from standin.vllm.config import SimConfig
+from standin.vllm.embedding import embed
 from standin.vllm.server import SimServer
+from standin.vllm.tokenizer_files import tokenizer_dir
 from tests.standin.vllm.helpers import wait_until
 
 
@@ -247,3 +256,41 @@ async def test_a_batch_stream_left_early_aborts_every_prompt(
         return {"left-0", "left-1"} <= gone
 
     await wait_until(ended)
+
+
+def _embedding(request_id: str, inputs: Any) -> EmbeddingCall:
+    raw = orjson.dumps({"model": "sim", "input": inputs})
+    return EmbeddingCall(parse_request(raw, EmbeddingRequest), raw, request_id)
+
+
+async def test_a_full_batch_of_embeddings_is_answered_a_few_calls_at_a_time(
+    sim: SimServer, backend: VllmGrpcBackend
+) -> None:
+    """2048 inputs (OpenAI's most) are each embedded, in order, without the engine ever
+    running more than one request's share of Embed calls at once."""
+    sim.configure(embed_ms=2)
+    texts = [f"text number {i}" for i in range(MAX_EMBEDDING_INPUTS)]
+    answer = await backend.embed(_embedding("e-all", texts), Deadline.after(60))
+    bundle = load_tokenizer_bundle(tokenizer_dir())
+    expected = [embed(bundle.encode(t, add_special_tokens=True), 384) for t in texts[:3]]
+    assert len(answer.vectors) == MAX_EMBEDDING_INPUTS
+    for got, wanted in zip(answer.vectors, expected, strict=False):
+        assert got == pytest.approx(wanted, abs=1e-6)
+    assert sim.state.counters.embed_calls == MAX_EMBEDDING_INPUTS
+    assert 1 < sim.state.counters.embeds_peak <= embed_calls.PER_REQUEST
+
+
+async def test_a_rejected_input_cancels_the_others_and_is_named(
+    sim: SimServer, backend: VllmGrpcBackend
+) -> None:
+    """The engine refusing one input is a 400 naming it, and the calls still running for the
+    others end at once (cancelled) instead of running on to their deadline."""
+    sim.configure(embed_ms=60_000, max_context_length=8)  # the others run until cancelled
+    texts = ["a"] * 20
+    texts[5] = "one two three four five six seven eight nine ten"
+    with pytest.raises(BackendRejected) as info:
+        await backend.embed(_embedding("e-bad", texts), Deadline.after(60))
+    assert info.value.param == "input[5]"
+    await wait_until(lambda: sim.state.embeds_running == 0)
+    counters = sim.state.counters
+    assert counters.embeds_cancelled == counters.embed_calls > 0  # none ran to its end
