@@ -27,6 +27,7 @@ from core.errors import (
     BackendOverloaded,
     BackendRejected,
     GatewayError,
+    UnsupportedParameter,
     UpstreamModelNotFound,
 )
 
@@ -96,11 +97,13 @@ def stream_chunk(payload: bytes, endpoint: Endpoint) -> StreamChunk | None:
     return None
 
 
-def embeddings(body: bytes, inputs: int) -> Embeddings:
+def embeddings(body: bytes, inputs: int, dimensions: int | None = None) -> Embeddings:
     """Vectors in input order; base64 vectors (`encoding_format`) are decoded to floats.
 
     Clients pair vectors with inputs by position, so an answer that is not exactly one
-    embedding for each of the `inputs`, indexed 0 to inputs-1, is a backend failure."""
+    embedding for each of the `inputs`, indexed 0 to inputs-1, is a backend failure. Vectors
+    of another size than the `dimensions` asked for mean the server ignored it: a 400, as
+    when a server refuses it for a model that cannot shorten its embeddings."""
     try:
         data = orjson.loads(body)
         vectors: list[list[float] | None] = [None] * inputs
@@ -119,7 +122,15 @@ def embeddings(body: bytes, inputs: int) -> Embeddings:
         usage = int((data.get("usage") or {}).get("prompt_tokens") or 0)
     except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as exc:
         raise malformed(body, exc) from exc
-    return Embeddings([v for v in vectors if v is not None], usage)
+    answered = [v for v in vectors if v is not None]
+    if dimensions is not None and any(len(v) != dimensions for v in answered):
+        size = next(len(v) for v in answered if len(v) != dimensions)
+        raise UnsupportedParameter(
+            f"The model server does not support dimensions: asked for {dimensions}, it "
+            f"answered {size}-dimensional embeddings.",
+            param="dimensions",
+        )
+    return Embeddings(answered, usage)
 
 
 def _wrong_embeddings(what: str, inputs: int, body: bytes) -> BackendError:

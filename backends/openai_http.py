@@ -156,7 +156,7 @@ class OpenAIHTTPBackend:
         response = await self._post(self._embeddings_url, body, request.headers, deadline)
         answer = await _read(response, deadline)
         try:
-            return decode.embeddings(answer, len(request.body.inputs))
+            return decode.embeddings(answer, len(request.body.inputs), request.body.dimensions)
         except BackendError as exc:
             exc.replica = self.url
             raise

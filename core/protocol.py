@@ -293,13 +293,12 @@ class EmbeddingRequest(RequestModel):
     model: str = Field(min_length=1)
     input: str | list[str] | list[TokenId] | list[list[TokenId]]
     encoding_format: Literal["float", "base64"] = "float"
-    dimensions: int | None = None
+    dimensions: int | None = Field(default=None, ge=1, le=INT32_MAX)
+    """Matryoshka truncation, honoured by the model server (over gRPC it cannot be sent)."""
     user: str | None = None
 
     @model_validator(mode="after")
     def _check(self) -> EmbeddingRequest:
-        if self.dimensions is not None:
-            raise UnsupportedParameter("dimensions is not supported.", param="dimensions")
         if isinstance(self.input, list) and len(self.input) == 0:
             raise InvalidRequest("input must not be empty.", param="input")
         if isinstance(self.input, list) and len(self.input) > MAX_EMBEDDING_INPUTS:

@@ -21,7 +21,7 @@ from backends.vllm_grpc.output_formats import OutputFormats
 from backends.vllm_grpc.request_builder import PreparedPrompt, prepare
 from budgets.deadline import Deadline
 from core.answers import Choice, Completion, Embeddings, StreamChunk
-from core.errors import BackendError, InvalidRequest
+from core.errors import BackendError, InvalidRequest, UnsupportedParameter
 from core.protocol import ChatCompletionRequest
 
 _LARGE_PROMPT_CHARS = 32_000  # render and tokenize prompts this large off the event loop
@@ -209,6 +209,13 @@ class VllmGrpcBackend(VllmGrpcConnection):
 
     async def embed(self, request: EmbeddingCall, deadline: Deadline) -> Embeddings:
         """One `Embed` call per input (`embed_calls`), each input tokenized here."""
+        if request.body.dimensions is not None:
+            raise UnsupportedParameter(
+                "dimensions is not supported by this model's gRPC backend: vLLM's gRPC Embed"
+                " request has no field for it (it is served over vLLM's OpenAI-compatible HTTP"
+                " server).",
+                param="dimensions",
+            )
         bundle, facts, _ = self._ready()
         inputs = request.body.inputs
         single = not isinstance(request.body.input, list) or len(inputs) == 1

@@ -85,14 +85,17 @@ def embeddings_body(body: Any, dimensions: int) -> bytes:
     else:
         raise MockRequestError(400, "input must be a non-empty string or list.", param="input")
     base64_out = body.get("encoding_format") == "base64"
+    size = _size(body.get("dimensions"), dimensions)
     data, tokens = [], 0
     for index, item in enumerate(inputs):
         text = item if isinstance(item, str) else " ".join(map(str, item))
         tokens += len(text.split())
         vector = _vector(zlib.crc32(text.encode()), dimensions)
+        if size < dimensions:  # matryoshka: the leading values, normalized again
+            vector = _normalized(vector[:size])
         value: Any = vector
         if base64_out:
-            value = base64.b64encode(struct.pack(f"<{dimensions}f", *vector)).decode()
+            value = base64.b64encode(struct.pack(f"<{size}f", *vector)).decode()
         data.append({"object": "embedding", "index": index, "embedding": value})
     usage = {"prompt_tokens": tokens, "total_tokens": tokens}
     return orjson.dumps({"object": "list", "data": data, "model": body["model"], "usage": usage})
@@ -103,11 +106,27 @@ def models_body(models: list[str], created: int) -> bytes:
     return orjson.dumps({"object": "list", "data": data})
 
 
+def _size(asked: Any, dimensions: int) -> int:
+    """The vector size a request's `dimensions` asks for (the model's own when unset), or a
+    400 as vLLM gives for one larger than the model's."""
+    if asked is None:
+        return dimensions
+    if not isinstance(asked, int) or isinstance(asked, bool) or not 1 <= asked <= dimensions:
+        raise MockRequestError(
+            400, f"dimensions must be an integer from 1 to {dimensions}.", param="dimensions"
+        )
+    return asked
+
+
 def _vector(key: int, dimensions: int) -> list[float]:
     state, values = key, []
     for _ in range(dimensions):
         state = (state * 6364136223846793005 + 1442695040888963407) & _MASK
         values.append((state >> 11) / float(1 << 52) - 1.0)
+    return _normalized(values)
+
+
+def _normalized(values: list[float]) -> list[float]:
     norm = sum(v * v for v in values) ** 0.5 or 1.0
     return [v / norm for v in values]
 

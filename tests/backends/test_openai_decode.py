@@ -20,6 +20,7 @@ from core.errors import (
     BackendError,
     BackendOverloaded,
     BackendRejected,
+    UnsupportedParameter,
     UpstreamModelNotFound,
 )
 from core.protocol import ChatCompletionRequest
@@ -202,3 +203,12 @@ def test_embeddings_that_do_not_match_the_inputs_are_a_backend_error(
         decode.embeddings(_embeddings(*indexes), 3)
     assert reason in info.value.message
     assert info.value.status == 502 and not info.value.retryable
+
+
+def test_embeddings_of_another_size_than_asked_are_a_400_on_dimensions() -> None:
+    """A server that ignored `dimensions` (its vectors are longer) cannot shorten them: the
+    client hears `dimensions` is unsupported, not a silently different vector size."""
+    assert len(decode.embeddings(_embeddings(0), 1, dimensions=2).vectors[0]) == 2
+    with pytest.raises(UnsupportedParameter) as info:
+        decode.embeddings(_embeddings(0), 1, dimensions=1)
+    assert info.value.param == "dimensions" and "2-dimensional" in info.value.message

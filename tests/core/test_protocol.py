@@ -116,10 +116,24 @@ def test_an_empty_token_list_in_a_batch_is_a_400_naming_prompt(prompt: object) -
     assert refused.value.param == "prompt"
 
 
-def test_embedding_dimensions_unsupported() -> None:
-    """Embeddings refuse `dimensions` rather than ignoring it."""
-    with pytest.raises(UnsupportedParameter) as info:
-        parse_request(orjson.dumps({"model": "m", "input": "x", "dimensions": 8}), EmbeddingRequest)
+def test_embedding_dimensions_are_accepted() -> None:
+    """`dimensions` is taken (the model server honours it), and null means unset."""
+    body = parse_request(
+        orjson.dumps({"model": "m", "input": "x", "dimensions": 8}), EmbeddingRequest
+    )
+    assert body.dimensions == 8
+    unset = parse_request(
+        orjson.dumps({"model": "m", "input": "x", "dimensions": None}), EmbeddingRequest
+    )
+    assert unset.dimensions is None
+
+
+@pytest.mark.parametrize("dimensions", [0, -4, 1.5, "8", True, 2**31])
+def test_embedding_dimensions_must_be_a_positive_integer(dimensions: object) -> None:
+    """`dimensions` other than a positive integer is a 400 naming it."""
+    raw = orjson.dumps({"model": "m", "input": "x", "dimensions": dimensions})
+    with pytest.raises(InvalidRequest) as info:
+        parse_request(raw, EmbeddingRequest)
     assert info.value.param == "dimensions"
 
 

@@ -278,6 +278,18 @@ def test_embeddings(stack: Stack, model: str) -> None:
     assert len(result.data[0].embedding) > 0
 
 
+def test_embedding_dimensions_over_http_and_grpc(stack: Stack) -> None:
+    """`dimensions` reaches the OpenAI-compatible backend, which shortens the vectors; over
+    gRPC, whose Embed request cannot carry it, it is a 400 naming it and saying why."""
+    client = openai.OpenAI(base_url=stack.api_url, api_key="k", max_retries=0)
+    short = client.embeddings.create(model="mock", input=["one", "two"], dimensions=4)
+    assert [len(d.embedding) for d in short.data] == [4, 4]
+    with pytest.raises(openai.BadRequestError) as info:
+        client.embeddings.create(model="sim", input="one", dimensions=4)
+    assert (info.value.code, info.value.param) == ("unsupported_parameter", "dimensions")
+    assert "gRPC" in info.value.message
+
+
 def test_a_full_batch_of_embeddings_over_grpc(stack: Stack) -> None:
     """2048 inputs (OpenAI's most), each its own gRPC Embed call, all come back, in order,
     three times running; a chat right after is answered as usual."""

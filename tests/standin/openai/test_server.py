@@ -9,7 +9,7 @@ from typing import Any
 import aiohttp
 import openai
 import pytest
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, BadRequestError
 from openai.types.chat import (
     ChatCompletion,
     ChatCompletionFunctionToolParam,
@@ -287,3 +287,18 @@ async def test_client_leaving_mid_stream_is_counted(
     async with asyncio.timeout(30):
         await mock.wait_for_disconnects(1)
     assert mock.disconnects == 1
+
+
+async def test_embeddings_honour_dimensions(lenient_client: AsyncOpenAI) -> None:
+    """`dimensions` shortens each vector to its leading values, normalized again; more than
+    the model has is a 400 naming it, as at vLLM."""
+    full = await lenient_client.embeddings.create(model="mock", input="a", encoding_format="float")
+    short = await lenient_client.embeddings.create(
+        model="mock", input="a", encoding_format="float", dimensions=3
+    )
+    head = full.data[0].embedding[:3]
+    norm = sum(v * v for v in head) ** 0.5
+    assert short.data[0].embedding == pytest.approx([v / norm for v in head])
+    with pytest.raises(BadRequestError) as info:
+        await lenient_client.embeddings.create(model="mock", input="a", dimensions=99)
+    assert info.value.param == "dimensions"
