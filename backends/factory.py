@@ -31,7 +31,11 @@ def build_backend(
     from backends.openai_http import OpenAIHTTPBackend
 
     return OpenAIHTTPBackend(
-        url, model=model, max_connections=settings.http_connections, api_key=api_key
+        url,
+        model=model,
+        max_connections=settings.http_connections,
+        api_key=api_key,
+        longest_retry_after_s=settings.outliers.max_ejection_s,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import math
 import sys
 import time
 from array import array
@@ -200,20 +201,37 @@ def error_event(error: Any) -> GatewayError:
     return BackendError(f"Backend failed mid-stream: {fields.message}", retryable=True)
 
 
-def retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds an upstream asks to wait: `retry-after-ms` (OpenAI's), else `Retry-After` in
-    seconds or as an HTTP date; None when it sent neither (or nothing readable)."""
+def retry_after(headers: Mapping[str, str], longest_s: float = math.inf) -> float | None:
+    """Seconds an upstream asks to wait, at most `longest_s` (the longest the gateway itself
+    rests a replica, so a client is never told to stay away longer): `retry-after-ms`
+    (OpenAI's), else `Retry-After` in seconds or as an HTTP date. None when it sent neither,
+    or no positive wait (negative, zero, a date past, garbage): the caller's default holds."""
+    seconds = _ms(headers.get("retry-after-ms"))
+    if seconds is None:
+        seconds = _retry_after_s(headers.get("retry-after"))
+    return None if seconds is None else min(seconds, longest_s)
+
+
+def _ms(value: str | None) -> float | None:
     try:
-        if (ms := headers.get("retry-after-ms")) is not None:
-            return max(0.0, float(ms) / 1000)
-        value = headers.get("retry-after")
-        if value is None:
-            return None
+        seconds = float(value) / 1000 if value is not None else math.nan
+    except ValueError:
+        return None
+    return seconds if 0 < seconds < math.inf else None
+
+
+def _retry_after_s(value: str | None) -> float | None:
+    """RFC 9110's delay in whole seconds, or an HTTP date."""
+    if value is None:
+        return None
+    try:
         if value.strip().isdigit():
-            return float(value)
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+            seconds = float(value)
+        else:
+            seconds = parsedate_to_datetime(value).timestamp() - time.time()
     except (ValueError, TypeError, OverflowError):
         return None
+    return seconds if 0 < seconds < math.inf else None
 
 
 def malformed(body: bytes, exc: Exception) -> BackendError:

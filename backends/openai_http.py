@@ -18,6 +18,7 @@ from yarl import URL
 
 from backends import openai_decode as decode
 from backends.base import EmbeddingCall, GenerationRequest
+from backends.outliers import OutlierPolicy
 from backends.sse_reader import SSEDecoder, SSEError
 from budgets.deadline import Deadline
 from core.answers import (
@@ -47,6 +48,8 @@ class OpenAIHTTPBackend:
 
     Requests whose body names another model are rewritten to name `model`.
     Embeddings requested as base64 are decoded to floats; the renderer re-encodes them.
+    An upstream's Retry-After is relayed up to `longest_retry_after_s`, the longest the
+    gateway rests a replica that asked for one (`GATEWAY_OUTLIER_MAX_EJECTION_S`).
     """
 
     def __init__(
@@ -56,10 +59,12 @@ class OpenAIHTTPBackend:
         model: str,
         max_connections: int = 256,
         api_key: str | None = None,
+        longest_retry_after_s: float = OutlierPolicy().max_ejection_s,
     ) -> None:
         self.url = url.rstrip("/")
         self.model = model
         self._max_connections = max_connections
+        self._longest_retry_after_s = longest_retry_after_s
         self._headers = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
@@ -249,7 +254,8 @@ class OpenAIHTTPBackend:
             raise BackendUnavailable(f"request failed: {exc!r}", replica=self.url) from exc
         if response.status != 200:
             body = await _read(response, deadline)
-            error = decode.status_error(response.status, body, decode.retry_after(response.headers))
+            wait = decode.retry_after(response.headers, self._longest_retry_after_s)
+            error = decode.status_error(response.status, body, wait)
             if isinstance(error, BackendError):
                 error.replica = self.url
             raise error

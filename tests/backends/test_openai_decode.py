@@ -98,6 +98,42 @@ async def test_the_upstreams_retry_after_is_passed_on(
     assert info.value.headers()["retry-after"] == seconds
 
 
+@pytest.mark.parametrize(
+    ("headers", "seconds", "ms"),
+    [
+        ({"Retry-After": "86400"}, "300", "300000"),
+        ({"retry-after-ms": "86400000"}, "300", "300000"),
+        ({"retry-after-ms": "-5000", "Retry-After": "abc"}, "1", "1000"),
+        ({"retry-after-ms": "-5000", "Retry-After": "3"}, "3", "3000"),
+        ({"retry-after-ms": "0"}, "1", "1000"),
+    ],
+)
+async def test_the_relayed_retry_after_is_one_the_gateway_honours(
+    headers: dict[str, str], seconds: str, ms: str
+) -> None:
+    """The wait relayed is at most the longest the gateway rests a replica (300 s by
+    default), and a wait that is no positive number is the gateway's own 1 s, so
+    `Retry-After` and `retry-after-ms` always say the same wait."""
+    body = b'{"error": {"message": "slow down", "type": "rate_limit_error"}}'
+    async with _answering(429, body, headers) as url, _backend(url) as backend:
+        with pytest.raises(BackendOverloaded) as info:
+            await backend.complete(_chat(), Deadline.after(30))
+    relayed = info.value.headers()
+    assert (relayed["retry-after"], relayed["retry-after-ms"]) == (seconds, ms)
+
+
+def test_retry_after_is_a_positive_wait_up_to_the_longest() -> None:
+    """Waits beyond `longest_s` are cut to it; negative, zero, endless or past ones (a date
+    gone by) are no wait at all, and the next header is read instead."""
+    assert decode.retry_after({"retry-after": "86400"}, 300.0) == 300.0
+    assert decode.retry_after({"retry-after-ms": "2500"}, 300.0) == 2.5
+    for ms in ("-5000", "0", "nan", "inf", "soon"):
+        assert decode.retry_after({"retry-after-ms": ms}) is None
+        assert decode.retry_after({"retry-after-ms": ms, "retry-after": "4"}) == 4.0
+    assert decode.retry_after({"retry-after": "0"}) is None
+    assert decode.retry_after({"retry-after": formatdate(time.time() - 60, usegmt=True)}) is None
+
+
 def test_retry_after_reads_seconds_milliseconds_and_dates() -> None:
     """`retry-after-ms` wins; `Retry-After` is seconds or an HTTP date; garbage is ignored."""
     assert decode.retry_after({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
 from aiohttp import web
 
-from backends.openai_http import OpenAIHTTPBackend
+from backends.factory import build_backend
 from backends.replica import Replica
 from gateway.app import create_app
 from gateway.settings import Settings
@@ -37,11 +37,14 @@ async def upstream(routes: Mapping[str, Handler]) -> AsyncIterator[str]:
 async def gateway_over(
     routes: Mapping[str, Handler], settings: Settings | None = None, model: str = "m"
 ) -> AsyncIterator[tuple[str, str]]:
-    """A gateway serving `model` from one upstream answering `routes`; yields the gateway's
-    `/v1` base URL and the upstream's (the replica's URL in logs)."""
+    """A gateway serving `model` from one upstream answering `routes`, its backend built as
+    `settings` say; yields the gateway's `/v1` base URL and the upstream's (the replica's URL
+    in logs)."""
+    settings = settings or Settings()
     async with upstream(routes) as url:
-        replica = Replica(model, OpenAIHTTPBackend(url, model=model), healthy=True)
-        async with serving(create_app(settings or Settings(), [replica])) as base:
+        backend = build_backend(model, url, settings.backends)
+        replica = Replica(model, backend, healthy=True)
+        async with serving(create_app(settings, [replica])) as base:
             yield f"{base}/v1", url
 
 
@@ -49,11 +52,13 @@ async def _healthy(request: web.Request) -> web.StreamResponse:
     return web.Response(text="ok")
 
 
-def json_answer(body: object, status: int = 200) -> Handler:
+def json_answer(
+    body: object, status: int = 200, headers: Mapping[str, str] | None = None
+) -> Handler:
     """A handler that answers every request with `body` as JSON."""
 
     async def answer(request: web.Request) -> web.StreamResponse:
         await request.read()
-        return web.json_response(body, status=status)
+        return web.json_response(body, status=status, headers=headers)
 
     return answer
