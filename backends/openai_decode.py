@@ -201,6 +201,20 @@ def error_event(error: Any) -> GatewayError:
     return BackendError(f"Backend failed mid-stream: {fields.message}", retryable=True)
 
 
+def typed_error_event(payload: bytes) -> GatewayError:
+    """The error for an event typed `event: error`: its data is an `{"error": ...}` envelope,
+    the error object itself, or a bare message."""
+    try:
+        data = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        data = payload[:500].decode("utf-8", "replace")
+    if isinstance(data, dict) and data.get("error") is not None:
+        data = data["error"]
+    if not isinstance(data, dict):
+        data = {"message": str(data) or "(no error message)"}
+    return error_event(data)
+
+
 def retry_after(headers: Mapping[str, str], longest_s: float = math.inf) -> float | None:
     """Seconds an upstream asks to wait, at most `longest_s` (the longest the gateway itself
     rests a replica, so a client is never told to stay away longer): `retry-after-ms`

@@ -19,7 +19,7 @@ from yarl import URL
 from backends import openai_decode as decode
 from backends.base import EmbeddingCall, GenerationRequest
 from backends.outliers import OutlierPolicy
-from backends.sse_reader import SSEDecoder, SSEError
+from backends.sse_reader import ErrorEvent, SSEDecoder, SSEError
 from budgets.deadline import Deadline
 from core.answers import (
     BackendHealth,
@@ -134,6 +134,9 @@ class OpenAIHTTPBackend:
                 for payload in events:
                     if payload == b"[DONE]":
                         finished = True
+                        break
+                    if isinstance(payload, ErrorEvent):
+                        failure = decode.typed_error_event(payload.data)
                         break
                     try:
                         chunk = decode.stream_chunk(payload, endpoint)

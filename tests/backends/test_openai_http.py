@@ -17,7 +17,13 @@ from backends.openai_http import OpenAIHTTPBackend
 from backends.settings import BackendSettings
 from budgets.deadline import Deadline
 from core.answers import Endpoint, StreamChunk
-from core.errors import BackendError, BackendRejected, BackendUnavailable, DeadlineExceeded
+from core.errors import (
+    BackendError,
+    BackendOverloaded,
+    BackendRejected,
+    BackendUnavailable,
+    DeadlineExceeded,
+)
 from core.protocol import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
 from core.request_parsing import parse_request
 from standin.openai.server import MockOpenAIServer
@@ -550,3 +556,37 @@ async def test_a_server_that_never_answers_fails_the_generation_probe(
     assert not await probe
     mock.ttft, mock.error_status, mock.error_rate = 0.0, 500, 1.0
     assert await backend.probe_generation("chat", 10.0)
+
+
+async def test_an_error_typed_event_ends_the_stream_with_its_error(
+    odd_server: Callable[[dict[str, Handler]], Awaitable[str]],
+) -> None:
+    """An `event: error` (its data the error object itself) ends the stream with the error it
+    reports, after the deltas before it; nothing after it is read as output."""
+    events = [
+        b'data: {"choices": [{"index": 0, "text": "a"}]}\n\n',
+        b'event: error\ndata: {"message": "overloaded", "code": 503}\n\n',
+        b'data: {"choices": [{"index": 0, "text": "b"}]}\n\n',
+        b"data: [DONE]\n\n",
+    ]
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(b"".join(events))
+        return response
+
+    backend = OpenAIHTTPBackend(await odd_server({"/v1/completions": answer}), model="mock")
+    await backend.start()
+    chunks: list[StreamChunk] = []
+
+    async def drain() -> None:
+        async for chunk in backend.stream(completion(stream=True), soon()):
+            chunks.append(chunk)
+
+    try:
+        with pytest.raises(BackendOverloaded, match="overloaded"):
+            await drain()
+    finally:
+        await backend.aclose()
+    assert texts(chunks) == {0: "a"}

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from backends.sse_reader import SSEDecoder, SSEError
+from backends.sse_reader import ErrorEvent, SSEDecoder, SSEError
 
 STREAM = (
     b": keepalive comment\n\n"
     b'data: {"a": 1}\n\n'
     b"event: message\r\n"
     b'data: {"b": 2}\r\n\r\n'
+    b"event: error\n"
+    b'data: {"message": "overloaded", "code": 503}\n\n'
+    b"event: error\n\n"
     b"id: 7\rdata: first line\rdata: second line\r\r"
     b"retry: 100\n"
     b"data\n\n"
@@ -18,9 +21,10 @@ STREAM = (
     b'data: {"c": 3}\n\n'
     b"data: [DONE]\n\n"
 )
-EVENTS = [
+EVENTS: list[bytes | ErrorEvent] = [
     b'{"a": 1}',
     b'{"b": 2}',
+    ErrorEvent(b'{"message": "overloaded", "code": 503}'),
     b"first line\nsecond line",
     b"",
     b"no-space",
@@ -29,16 +33,18 @@ EVENTS = [
 ]
 
 
-def feed_all(parts: list[bytes]) -> list[bytes]:
+def feed_all(parts: list[bytes]) -> list[bytes | ErrorEvent]:
     decoder = SSEDecoder()
-    events: list[bytes] = []
+    events: list[bytes | ErrorEvent] = []
     for part in parts:
         events.extend(decoder.feed(part))
     return events
 
 
 def test_whole_stream_in_one_read() -> None:
-    """Several events in one read come out in order, with comments and other fields skipped."""
+    """Several events in one read come out in order, with comments and other fields skipped;
+    an event typed `error` comes as an ErrorEvent, and its type ends with it (an `event:
+    error` without data types nothing after it)."""
     assert feed_all([STREAM]) == EVENTS
 
 
