@@ -18,8 +18,9 @@ from yarl import URL
 
 from backends import openai_decode as decode
 from backends.base import EmbeddingCall, GenerationRequest
+from backends.openai_events import StreamEvents
 from backends.outliers import OutlierPolicy
-from backends.sse_reader import ErrorEvent, SSEDecoder, SSEError
+from backends.sse_reader import SSEDecoder, SSEError
 from budgets.deadline import Deadline
 from core.answers import (
     BackendHealth,
@@ -27,9 +28,8 @@ from core.answers import (
     Embeddings,
     Endpoint,
     StreamChunk,
-    merge_chunks,
 )
-from core.errors import BackendError, BackendUnavailable, DeadlineExceeded, GatewayError
+from core.errors import BackendError, BackendUnavailable, DeadlineExceeded
 from core.protocol import ChatCompletionRequest, CompletionRequest
 
 log = logging.getLogger("gateway.backends.openai_http")
@@ -113,8 +113,8 @@ class OpenAIHTTPBackend:
     ) -> AsyncGenerator[StreamChunk, None]:
         body = self._body(request.raw, request.body.model, _unset_max_tokens(request.body))
         response = await self._post(self._urls[request.endpoint], body, request.headers, deadline)
-        endpoint = request.endpoint
         decoder = SSEDecoder()
+        reader = StreamEvents(request.endpoint)
         content = response.content
         finished = False
         try:
@@ -129,26 +129,9 @@ class OpenAIHTTPBackend:
                     raise BackendError(f"malformed stream: {exc}", replica=self.url) from exc
                 if not events and content.at_eof():
                     raise BackendUnavailable("stream ended before [DONE]", replica=self.url)
-                ready: list[StreamChunk] = []
-                failure: GatewayError | None = None
-                for payload in events:
-                    if payload == b"[DONE]":
-                        finished = True
-                        break
-                    if isinstance(payload, ErrorEvent):
-                        failure = decode.typed_error_event(payload.data)
-                        break
-                    try:
-                        chunk = decode.stream_chunk(payload, endpoint)
-                    except GatewayError as exc:  # an error event: what came before it still goes
-                        failure = exc
-                        break
-                    if chunk is not None:
-                        ready.append(chunk)
-                if ready:
-                    # Events that arrived in one read leave in one write, each still its own
-                    # SSE event (the renderer makes one per delta).
-                    yield ready[0] if len(ready) == 1 else merge_chunks(ready)
+                chunk, failure, finished = reader.read(events)
+                if chunk is not None:
+                    yield chunk
                 if failure is not None:
                     raise failure
                 if finished:

@@ -590,3 +590,28 @@ async def test_an_error_typed_event_ends_the_stream_with_its_error(
     finally:
         await backend.aclose()
     assert texts(chunks) == {0: "a"}
+
+
+async def test_a_repeated_finish_chunk_is_passed_on_once(
+    odd_server: Callable[[dict[str, Handler]], Awaitable[str]],
+) -> None:
+    """An upstream sending its finish chunk twice gives one finish: a client counting
+    finished choices (or appending a stop) would see two."""
+    finish = b'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}\n\n'
+    hello = b'data: {"choices": [{"index": 0, "delta": {"content": "hi"}}]}\n\n'
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(hello + finish)
+        await response.write(finish + b"data: [DONE]\n\n")
+        return response
+
+    backend = OpenAIHTTPBackend(await odd_server({"/v1/chat/completions": answer}), model="mock")
+    await backend.start()
+    try:
+        chunks = await collect(backend.stream(chat(stream=True), soon()))
+    finally:
+        await backend.aclose()
+    finishes = [d.finish_reason for c in chunks for d in c.deltas if d.finish_reason]
+    assert finishes == ["stop"] and texts(chunks) == {0: "hi"}

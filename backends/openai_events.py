@@ -1,0 +1,61 @@
+"""A streamed OpenAI answer's SSE events, one network read's worth at a time, as chunks: the
+events of one read stay one chunk, an error event ends the stream, and a choice says nothing
+after its finish (an upstream that repeats its finish chunk is heard once)."""
+
+from __future__ import annotations
+
+from backends import openai_decode as decode
+from backends.sse_reader import ErrorEvent
+from core.answers import Endpoint, StreamChunk, merge_chunks
+from core.errors import GatewayError
+
+Read = tuple[StreamChunk | None, GatewayError | None, bool]
+"""What one read's events come to: the chunk to pass on, the error that ends the stream,
+and whether `[DONE]` ended it."""
+
+
+class StreamEvents:
+    """The events of one stream."""
+
+    __slots__ = ("_endpoint", "_finished")
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self._endpoint = endpoint
+        self._finished: set[int] = set()  # the choices whose finish has been passed on
+
+    def read(self, events: list[bytes | ErrorEvent]) -> Read:
+        """The events of one read; those after `[DONE]` or an error are not looked at."""
+        ready: list[StreamChunk] = []
+        failure: GatewayError | None = None
+        done = False
+        for payload in events:
+            if payload == b"[DONE]":
+                done = True
+                break
+            if isinstance(payload, ErrorEvent):
+                failure = decode.typed_error_event(payload.data)
+                break
+            try:
+                chunk = decode.stream_chunk(payload, self._endpoint)
+            except GatewayError as exc:  # an error event: what came before it still goes
+                failure = exc
+                break
+            if chunk is not None and (chunk := self._unfinished(chunk)) is not None:
+                ready.append(chunk)
+        # Events that arrived in one read leave in one write, each still its own SSE event
+        # (the renderer makes one per delta).
+        merged = (ready[0] if len(ready) == 1 else merge_chunks(ready)) if ready else None
+        return merged, failure, done
+
+    def _unfinished(self, chunk: StreamChunk) -> StreamChunk | None:
+        """The chunk less the deltas of choices that already finished; None if nothing is left."""
+        finished = self._finished
+        if finished and any(delta.index in finished for delta in chunk.deltas):
+            deltas = [delta for delta in chunk.deltas if delta.index not in finished]
+            if not deltas and chunk.usage is None:
+                return None
+            chunk = StreamChunk(deltas, chunk.usage)
+        for delta in chunk.deltas:
+            if delta.finish_reason is not None:
+                finished.add(delta.index)
+        return chunk

@@ -1,0 +1,72 @@
+"""A stream's SSE events, a read at a time, as chunks: merged per read, ended by `[DONE]` or
+an error, and each choice's finish heard once."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from backends.openai_events import StreamEvents
+from backends.sse_reader import ErrorEvent
+from core.answers import StreamChunk
+from core.errors import BackendError
+
+
+def _delta(index: int, content: str | None = None, finish: str | None = None) -> bytes:
+    delta = {} if content is None else {"content": content}
+    return orjson.dumps({"choices": [{"index": index, "delta": delta, "finish_reason": finish}]})
+
+
+USAGE = orjson.dumps({"choices": [], "usage": {"prompt_tokens": 2, "completion_tokens": 3}})
+
+
+def _said(chunk: StreamChunk | None) -> list[tuple[int, str, str | None]]:
+    assert chunk is not None
+    return [(d.index, d.text, d.finish_reason) for d in chunk.deltas]
+
+
+def test_one_reads_events_are_one_chunk_until_done() -> None:
+    """The events of a read are one chunk, in order; `[DONE]` ends the stream and what
+    follows it is not read."""
+    chunk, failure, done = StreamEvents("chat").read(
+        [_delta(0, "a"), _delta(0, "b"), b"[DONE]", _delta(0, "c")]
+    )
+    assert _said(chunk) == [(0, "a", None), (0, "b", None)]
+    assert failure is None and done
+
+
+def test_a_repeated_finish_is_passed_on_once() -> None:
+    """An upstream that sends its finish chunk twice (in one read or the next) is heard
+    once; the usage after it still comes."""
+    events = StreamEvents("chat")
+    chunk, _, _ = events.read([_delta(0, "a"), _delta(0, finish="stop"), _delta(0, finish="stop")])
+    assert _said(chunk) == [(0, "a", None), (0, "", "stop")]
+    assert events.read([_delta(0, finish="stop")]) == (None, None, False)
+    chunk, _, done = events.read([_delta(0, finish="stop"), USAGE, b"[DONE]"])
+    assert chunk is not None and chunk.deltas == [] and chunk.usage is not None and done
+
+
+def test_other_choices_go_on_after_one_finished() -> None:
+    """With n > 1, one choice's finish leaves the others' deltas untouched."""
+    events = StreamEvents("chat")
+    events.read([_delta(0, finish="length")])
+    chunk, _, _ = events.read([_delta(1, "x"), _delta(0, "late"), _delta(1, finish="stop")])
+    assert _said(chunk) == [(1, "x", None), (1, "", "stop")]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        b'{"error": {"message": "engine died", "code": 500}}',
+        ErrorEvent(b'{"message": "engine died", "code": 500}'),
+    ],
+)
+def test_an_error_event_ends_the_stream_after_what_came_before(
+    error: bytes | ErrorEvent,
+) -> None:
+    """An error event, in the data or typed `event: error`, is the stream's end; the deltas
+    before it in the same read still go."""
+    chunk, failure, done = StreamEvents("chat").read([_delta(0, "a"), error, _delta(0, "b")])
+    assert _said(chunk) == [(0, "a", None)]
+    assert isinstance(failure, BackendError) and "engine died" in failure.message
+    assert not done
