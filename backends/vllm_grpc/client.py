@@ -8,7 +8,6 @@ from collections.abc import AsyncGenerator
 from pathlib import Path
 
 import grpc
-from smg_grpc_proto.generated import vllm_engine_pb2
 
 from backends.base import EmbeddingCall, GenerationRequest
 from backends.vllm_grpc.batch import all_answers, is_batch, merged_stream, split
@@ -16,12 +15,13 @@ from backends.vllm_grpc.collected import CollectedOutput
 from backends.vllm_grpc.connection import VllmGrpcConnection
 from backends.vllm_grpc.decoding import ResponseDecoder
 from backends.vllm_grpc.embed_calls import EmbedCalls
+from backends.vllm_grpc.embed_requests import embed_requests, input_param
 from backends.vllm_grpc.errors import map_rpc_error
 from backends.vllm_grpc.output_formats import OutputFormats
 from backends.vllm_grpc.request_builder import PreparedPrompt, prepare
 from budgets.deadline import Deadline
 from core.answers import Choice, Completion, Embeddings, StreamChunk
-from core.errors import BackendError, InvalidRequest, UnsupportedParameter
+from core.errors import BackendError
 from core.protocol import ChatCompletionRequest
 
 _LARGE_PROMPT_CHARS = 32_000  # render and tokenize prompts this large off the event loop
@@ -209,50 +209,21 @@ class VllmGrpcBackend(VllmGrpcConnection):
 
     async def embed(self, request: EmbeddingCall, deadline: Deadline) -> Embeddings:
         """One `Embed` call per input (`embed_calls`), each input tokenized here."""
-        if request.body.dimensions is not None:
-            raise UnsupportedParameter(
-                "dimensions is not supported by this model's gRPC backend: vLLM's gRPC Embed"
-                " request has no field for it (it is served over vLLM's OpenAI-compatible HTTP"
-                " server).",
-                param="dimensions",
-            )
         bundle, facts, _ = self._ready()
-        inputs = request.body.inputs
-        single = not isinstance(request.body.input, list) or len(inputs) == 1
-        texts = [item for item in inputs if isinstance(item, str)]
-        if sum(map(len, texts)) > _LARGE_PROMPT_CHARS:
-            encoded = await asyncio.to_thread(bundle.encode_many, texts, True)
-        else:
-            encoded = bundle.encode_many(texts, True)
-        tokenized = iter(encoded)
-        messages = []
-        for position, item in enumerate(inputs):
-            ids = next(tokenized) if isinstance(item, str) else item
-            if not ids or len(ids) > facts.max_context_length:
-                raise InvalidRequest(
-                    f"input[{position}] must have 1 to {facts.max_context_length} tokens.",
-                    param="input",
-                )
-            messages.append(
-                vllm_engine_pb2.EmbedRequest(
-                    request_id=f"{request.request_id}-{position}",
-                    tokenized=vllm_engine_pb2.TokenizedInput(
-                        original_text=item if isinstance(item, str) else "", input_ids=ids
-                    ),
-                )
-            )
+        body = request.body
+        messages = await embed_requests(body, request.request_id, bundle, facts)
         responses = await self._embeds.send(
             messages,
             deadline,
-            tuple(request.headers.items()),
-            lambda position: "input" if single else f"input[{position}]",
+            _metadata(request),
+            lambda position: input_param(body, position),
         )
         return Embeddings(
             [list(r.embedding) for r in responses], sum(r.prompt_tokens for r in responses)
         )
 
 
-def _metadata(request: GenerationRequest) -> tuple[tuple[str, str], ...]:
+def _metadata(request: GenerationRequest | EmbeddingCall) -> tuple[tuple[str, str], ...]:
     return tuple(request.headers.items())
 
 

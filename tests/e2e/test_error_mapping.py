@@ -72,6 +72,22 @@ async def test_context_overflow_400(stack: Stack) -> None:
     assert status == 400 and body["error"]["param"] == "max_tokens"
 
 
+@pytest.mark.parametrize(
+    ("inputs", "param"), [([[1, 2], [3], [99_999_999]], "input[2]"), ([99_999_999], "input")]
+)
+async def test_an_out_of_vocabulary_token_is_a_400_naming_the_input(
+    stack: Stack, inputs: Any, param: str
+) -> None:
+    """A token id the model does not have is a 400 naming the input that holds it."""
+    client = openai.AsyncOpenAI(base_url=stack.api_url, api_key="k", max_retries=0)
+    with pytest.raises(openai.BadRequestError) as info:
+        await client.embeddings.create(model="sim", input=inputs)
+    assert info.value.param == param and "99999999" in info.value.message
+    with pytest.raises(openai.BadRequestError) as prompt:
+        await client.completions.create(model="sim", prompt=[5, 99_999_999])
+    assert prompt.value.param == "prompt"
+
+
 async def test_unknown_model_404(stack: Stack) -> None:
     """An unknown model is a 404 model_not_found."""
     payload = orjson.dumps({**CHAT, "model": "gpt-9"})

@@ -19,7 +19,7 @@ from backends.vllm_grpc.client import VllmGrpcBackend
 from backends.vllm_grpc.tokenizer_store import load_tokenizer_bundle
 from budgets.deadline import Deadline
 from budgets.request_budget import ClassBudgets, RequestBudget
-from core.errors import BackendRejected, ContextLengthExceeded, DeadlineExceeded
+from core.errors import BackendRejected, ContextLengthExceeded, DeadlineExceeded, InvalidRequest
 from core.protocol import (
     MAX_EMBEDDING_INPUTS,
     ChatCompletionRequest,
@@ -294,3 +294,22 @@ async def test_a_rejected_input_cancels_the_others_and_is_named(
     await wait_until(lambda: sim.state.embeds_running == 0)
     counters = sim.state.counters
     assert counters.embeds_cancelled == counters.embed_calls > 0  # none ran to its end
+
+
+@pytest.mark.parametrize(
+    ("inputs", "param"),
+    [
+        ([[1, 2], [3], [99_999_999]], "input[2]"),
+        ([99_999_999], "input"),
+        (["fine", "word " * 5000], "input[1]"),
+    ],
+)
+async def test_an_input_the_model_cannot_take_is_named_before_any_is_sent(
+    sim: SimServer, backend: VllmGrpcBackend, inputs: Any, param: str
+) -> None:
+    """A token id outside the vocabulary, or an input longer than the context, is a 400
+    naming that input; the engine hears of none of them."""
+    with pytest.raises(InvalidRequest) as info:
+        await backend.embed(_embedding("e-oov", inputs), Deadline.after(30))
+    assert info.value.param == param
+    assert sim.state.counters.embed_calls == 0
