@@ -4,12 +4,20 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
 from core.chat_history import check_roles, from_history
 from core.errors import InvalidRequest, UnsupportedParameter
 from core.json_schemas import check_response_schema
 from core.request_model import RequestModel
+from core.token_lists import token_list_error
 from core.tool_specs import check_tool_choice, check_tools
 
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -212,6 +220,11 @@ class CompletionRequest(_Sampling):
     best_of: int | None = Field(default=None, ge=1, le=128)
     suffix: str | None = None
 
+    @field_validator("prompt", mode="wrap")
+    @classmethod
+    def _token_prompt(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        return _with_token_errors(value, handler, "prompt")
+
     @model_validator(mode="after")
     def _check_combinations(self) -> CompletionRequest:
         self._check_min_tokens(self.max_output_tokens, "max_tokens")
@@ -297,6 +310,11 @@ class EmbeddingRequest(RequestModel):
     """Matryoshka truncation, honoured by the model server (over gRPC it cannot be sent)."""
     user: str | None = None
 
+    @field_validator("input", mode="wrap")
+    @classmethod
+    def _token_input(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        return _with_token_errors(value, handler, "input")
+
     @model_validator(mode="after")
     def _check(self) -> EmbeddingRequest:
         if isinstance(self.input, list) and len(self.input) == 0:
@@ -317,3 +335,15 @@ class EmbeddingRequest(RequestModel):
         if isinstance(items[0], int):
             return [[int(t) for t in items if isinstance(t, int)]]
         return [item for item in items if not isinstance(item, int)]
+
+
+def _with_token_errors(value: Any, handler: ValidatorFunctionWrapHandler, param: str) -> Any:
+    """The value validated; where it fails as token ids, a 400 saying which and why (only
+    then is it looked at twice)."""
+    try:
+        return handler(value)
+    except ValidationError:
+        error = token_list_error(value, param)
+        if error is None:
+            raise
+        raise error from None

@@ -88,6 +88,16 @@ async def test_an_out_of_vocabulary_token_is_a_400_naming_the_input(
     assert prompt.value.param == "prompt"
 
 
+@pytest.mark.parametrize("inputs", [[-1], [1.5]])
+async def test_a_bad_token_id_is_a_400_saying_what_token_ids_are(stack: Stack, inputs: Any) -> None:
+    """A token id that is no non-negative integer is a 400 saying so, naming `input`."""
+    client = openai.AsyncOpenAI(base_url=stack.api_url, api_key="k", max_retries=0)
+    with pytest.raises(openai.BadRequestError) as info:
+        await client.embeddings.create(model="sim", input=inputs)
+    assert info.value.param == "input"
+    assert "token ids must be non-negative integers" in info.value.message
+
+
 async def test_unknown_model_404(stack: Stack) -> None:
     """An unknown model is a 404 model_not_found."""
     payload = orjson.dumps({**CHAT, "model": "gpt-9"})

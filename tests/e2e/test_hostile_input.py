@@ -261,6 +261,6 @@ async def test_ints_beyond_protobuf_are_400(stack: Stack, path: str, body: Any) 
     assert status == 400, answer
     _assert_envelope(answer)
     assert answer["error"]["param"] in (
-        *("prompt", "input", "stop_token_ids[0]", "top_k", "min_tokens"),
+        *("prompt", "prompt[0]", "input", "input[0]", "stop_token_ids[0]", "top_k", "min_tokens"),
         *("logit_bias", "max_output_tokens"),
     )
