@@ -188,17 +188,39 @@ def _names_no_model(error: _Error) -> bool:
     return error.kind == "NotFoundError" and "model" in error.message.lower()
 
 
-def error_event(error: Any) -> GatewayError:
-    """The error for an `{"error": ...}` event in the middle of a stream (vLLM sends these)."""
+def error_event(error: Any, where: str = "mid-stream") -> GatewayError:
+    """The error for an `{"error": ...}` an upstream sent in the middle of a stream (vLLM
+    sends these), or `where` else an answer belonged."""
     fields = _error(orjson.dumps({"error": error}))
     code = error.get("code") if isinstance(error, dict) else None
     status = int(code) if isinstance(code, int | str) and str(code).isdigit() else 500
     if status in _REJECTED:
         return BackendRejected(fields.message, param=fields.param, kind=fields.kind)
     if status in _OVERLOADED:
-        message = f"Backend overloaded mid-stream: {fields.message}"
+        message = f"Backend overloaded {where}: {fields.message}"
         return BackendOverloaded(message)
-    return BackendError(f"Backend failed mid-stream: {fields.message}", retryable=True)
+    return BackendError(f"Backend failed {where}: {fields.message}", retryable=True)
+
+
+def error_in_place(body: bytes, what: str) -> GatewayError | None:
+    """The error an upstream sent with HTTP 200 where `what` belonged (an `{"error": ...}`
+    body), or None when the body holds no such error."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(data, dict) or data.get("error") is None:
+        return None
+    return error_event(data["error"], f"with an error in place of {what}")
+
+
+def json_in_place_of_stream(body: bytes) -> GatewayError:
+    """The error for a JSON answer to a stream request: the upstream's own error when the body
+    is one, else a backend failure quoting it."""
+    return error_in_place(body, "a stream") or BackendError(
+        f"Backend answered a stream request with JSON, not events: {body[:200]!r}",
+        retryable=False,
+    )
 
 
 def typed_error_event(payload: bytes) -> GatewayError:
@@ -248,8 +270,10 @@ def _retry_after_s(value: str | None) -> float | None:
     return seconds if 0 < seconds < math.inf else None
 
 
-def malformed(body: bytes, exc: Exception) -> BackendError:
-    return BackendError(
+def malformed(body: bytes, exc: Exception) -> GatewayError:
+    """The error for an answer that does not decode: the upstream's own error when it sent one
+    in its place, else a backend failure quoting the answer."""
+    return error_in_place(body, "an answer") or BackendError(
         f"Backend sent a malformed answer ({type(exc).__name__}: {exc}): {body[:200]!r}",
         retryable=False,
     )

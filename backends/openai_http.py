@@ -29,7 +29,7 @@ from core.answers import (
     Endpoint,
     StreamChunk,
 )
-from core.errors import BackendError, BackendUnavailable, DeadlineExceeded
+from core.errors import BackendError, BackendUnavailable, DeadlineExceeded, GatewayError
 from core.protocol import ChatCompletionRequest, CompletionRequest
 
 log = logging.getLogger("gateway.backends.openai_http")
@@ -106,13 +106,21 @@ class OpenAIHTTPBackend:
     async def complete(self, request: GenerationRequest, deadline: Deadline) -> Completion:
         body = self._body(request.raw, request.body.model, _unset_max_tokens(request.body))
         response = await self._post(self._urls[request.endpoint], body, request.headers, deadline)
-        return decode.completion(await _read(response, deadline), request.endpoint)
+        answer = await self._read(response, deadline)
+        try:
+            return decode.completion(answer, request.endpoint)
+        except GatewayError as exc:
+            self._own(exc)
+            raise
 
     async def stream(
         self, request: GenerationRequest, deadline: Deadline
     ) -> AsyncGenerator[StreamChunk, None]:
         body = self._body(request.raw, request.body.model, _unset_max_tokens(request.body))
         response = await self._post(self._urls[request.endpoint], body, request.headers, deadline)
+        if response.content_type == "application/json":  # an error, though the status is 200
+            answer = await self._read(response, deadline)
+            raise self._own(decode.json_in_place_of_stream(answer))
         decoder = SSEDecoder()
         reader = StreamEvents(request.endpoint)
         content = response.content
@@ -133,7 +141,7 @@ class OpenAIHTTPBackend:
                 if chunk is not None:
                     yield chunk
                 if failure is not None:
-                    raise failure
+                    raise self._own(failure)
                 if finished:
                     return
         finally:
@@ -145,11 +153,11 @@ class OpenAIHTTPBackend:
     async def embed(self, request: EmbeddingCall, deadline: Deadline) -> Embeddings:
         body = self._body(request.raw, request.body.model)
         response = await self._post(self._embeddings_url, body, request.headers, deadline)
-        answer = await _read(response, deadline)
+        answer = await self._read(response, deadline)
         try:
             return decode.embeddings(answer, len(request.body.inputs), request.body.dimensions)
-        except BackendError as exc:
-            exc.replica = self.url
+        except GatewayError as exc:
+            self._own(exc)
             raise
 
     async def health(self, timeout: float) -> BackendHealth:
@@ -239,28 +247,31 @@ class OpenAIHTTPBackend:
         except aiohttp.ClientError as exc:
             raise BackendUnavailable(f"request failed: {exc!r}", replica=self.url) from exc
         if response.status != 200:
-            body = await _read(response, deadline)
+            body = await self._read(response, deadline)
             wait = decode.retry_after(response.headers, self._longest_retry_after_s)
-            error = decode.status_error(response.status, body, wait)
-            if isinstance(error, BackendError):
-                error.replica = self.url
-            raise error
+            raise self._own(decode.status_error(response.status, body, wait))
         return response
 
+    async def _read(self, response: aiohttp.ClientResponse, deadline: Deadline) -> bytes:
+        """The whole body; the connection goes back to the pool once it is read."""
+        try:
+            return await response.read()
+        except TimeoutError:
+            response.close()
+            raise DeadlineExceeded(deadline.stage) from None
+        except aiohttp.ClientError as exc:
+            response.close()
+            message = f"Backend answer broke off: {exc!r}"
+            raise BackendUnavailable(message, replica=self.url) from exc
+        except BaseException:
+            response.close()
+            raise
 
-async def _read(response: aiohttp.ClientResponse, deadline: Deadline) -> bytes:
-    """The whole body; the connection goes back to the pool once it is read."""
-    try:
-        return await response.read()
-    except TimeoutError:
-        response.close()
-        raise DeadlineExceeded(deadline.stage) from None
-    except aiohttp.ClientError as exc:
-        response.close()
-        raise BackendUnavailable(f"Backend answer broke off: {exc!r}") from exc
-    except BaseException:
-        response.close()
-        raise
+    def _own(self, error: GatewayError) -> GatewayError:
+        """The error, naming this replica when it is a backend failure (for the log)."""
+        if isinstance(error, BackendError) and error.replica is None:
+            error.replica = self.url
+        return error
 
 
 def _unset_max_tokens(body: ChatCompletionRequest | CompletionRequest) -> int | None:

@@ -119,7 +119,7 @@ class VllmGrpcBackend(VllmGrpcConnection):
                 state = decoder.choices[done.index]
                 part = parts.pop(done.index, None) or CollectedOutput.of_complete(done)
                 body = state.feed(part.token_ids, part.logprobs, part.prompt_logprobs)
-                tail = state.finish(_finish_reason(done.finish_reason))
+                tail = state.finish(_finish_reason(done.finish_reason, self.url))
                 calls = [
                     {key: value for key, value in call.items() if key != "index"}
                     for call in (body.tool_calls or []) + (tail.tool_calls or [])
@@ -195,7 +195,9 @@ class VllmGrpcBackend(VllmGrpcConnection):
                 # `complete` repeats the last delta's ids: it is metadata only here.
                 done = response.complete
                 decoder.finished.add(done.index)
-                delta = decoder.choices[done.index].finish(_finish_reason(done.finish_reason))
+                delta = decoder.choices[done.index].finish(
+                    _finish_reason(done.finish_reason, self.url)
+                )
                 last = len(decoder.finished) == n
                 yield StreamChunk([delta], decoder.total_usage() if last else None)
             ended = True
@@ -227,12 +229,14 @@ def _metadata(request: GenerationRequest | EmbeddingCall) -> tuple[tuple[str, st
     return tuple(request.headers.items())
 
 
-def _finish_reason(reason: str) -> str:
+def _finish_reason(reason: str, url: str) -> str:
     """The engine's reason (a parser may later turn "stop" into "tool_calls")."""
     if reason in ("stop", "length"):
         return reason
     raise BackendError(
-        f"the engine ended the request with finish_reason {reason!r}", retryable=False
+        f"the engine ended the request with finish_reason {reason!r}",
+        retryable=False,
+        replica=url,
     )
 
 

@@ -248,3 +248,16 @@ def test_embeddings_of_another_size_than_asked_are_a_400_on_dimensions() -> None
     with pytest.raises(UnsupportedParameter) as info:
         decode.embeddings(_embeddings(0), 1, dimensions=1)
     assert info.value.param == "dimensions" and "2-dimensional" in info.value.message
+
+
+def test_an_error_sent_in_place_of_an_answer_is_the_upstreams_own() -> None:
+    """An `{"error": ...}` body with HTTP 200 is read as the error it is (the client's fault
+    when its code says so), not as a malformed answer; other bodies still are malformed."""
+    failed = decode.malformed(b'{"error": {"message": "engine down"}}', KeyError("choices"))
+    assert isinstance(failed, BackendError) and failed.retryable
+    assert failed.message == "Backend failed with an error in place of an answer: engine down"
+    rejected = decode.json_in_place_of_stream(b'{"error": {"message": "no", "code": 400}}')
+    assert isinstance(rejected, BackendRejected) and rejected.message == "no"
+    odd = decode.json_in_place_of_stream(b'{"id": "x"}')
+    assert isinstance(odd, BackendError) and "not events" in odd.message
+    assert "malformed" in decode.malformed(b"[1]", TypeError("list")).message

@@ -3,6 +3,8 @@ official client over a gateway on loopback."""
 
 from __future__ import annotations
 
+import logging
+
 import openai
 import orjson
 import pytest
@@ -67,3 +69,73 @@ async def test_an_upstream_error_event_ends_the_stream_with_the_gateways_error()
         with pytest.raises(openai.APIError, match="bad things"):
             await drain()
     assert "".join(text) == "Hello"
+
+
+def _logged(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name.startswith("gateway")]
+
+
+UPSTREAM_ERROR = {"error": {"message": "internal upstream error at 10.9.9.9", "code": None}}
+
+
+async def test_an_error_in_a_200_answer_is_logged_as_the_upstreams_own(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An upstream's error sent with HTTP 200 (to a whole answer, or to a stream request as
+    JSON) is a 502 that says the model server failed, not that it could not be reached; the
+    log names the replica and the upstream's own words, which the client is not told."""
+    caplog.set_level(logging.WARNING)
+    routes = {"/v1/chat/completions": json_answer(UPSTREAM_ERROR)}
+    async with gateway_over(routes) as (base_url, upstream_url):
+        client = openai.AsyncOpenAI(base_url=base_url, api_key="k", max_retries=0)
+        for stream in (False, True):
+            with pytest.raises(openai.InternalServerError) as info:
+                await client.chat.completions.create(model="m", messages=HI, stream=stream)
+            assert (info.value.status_code, info.value.code) == (502, "backend_error")
+            assert info.value.message.endswith("The model server failed to answer this request.")
+    told = [m for m in _logged(caplog) if "internal upstream error at 10.9.9.9" in m]
+    assert len(told) == 2 and all(upstream_url in m for m in told), _logged(caplog)
+
+
+async def test_a_cut_answer_is_logged_with_its_replica(caplog: pytest.LogCaptureFixture) -> None:
+    """A whole answer cut before its end is logged naming the replica that cut it."""
+
+    async def cut(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        response = web.StreamResponse(headers={"Content-Length": "300"})
+        response.content_type = "application/json"
+        await response.prepare(request)
+        await response.write(b'{"choices": [')
+        assert request.transport is not None
+        request.transport.close()
+        return response
+
+    caplog.set_level(logging.WARNING)
+    async with gateway_over({"/v1/chat/completions": cut}) as (base_url, upstream_url):
+        client = openai.AsyncOpenAI(base_url=base_url, api_key="k", max_retries=0)
+        with pytest.raises(openai.InternalServerError):
+            await client.chat.completions.create(model="m", messages=HI)
+    answered = [r.getMessage() for r in caplog.records if r.name == "gateway"]  # the 502's line
+    assert any(f"replica {upstream_url}: " in m and "broke off" in m for m in answered), answered
+
+
+async def test_a_mid_stream_error_is_logged_with_its_replica_and_words(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An upstream's error event after the first byte is logged with the replica's URL and the
+    upstream's message; the client gets the gateway's error event."""
+    caplog.set_level(logging.WARNING)
+    error = b'data: {"error": {"message": "CUDA out of memory", "code": 500}}\n\n'
+    answer = _sse(_delta("Hello"), error)
+    async with gateway_over({"/v1/chat/completions": answer}) as (base_url, upstream_url):
+        client = openai.AsyncOpenAI(base_url=base_url, api_key="k", max_retries=0)
+        stream = await client.chat.completions.create(model="m", messages=HI, stream=True)
+
+        async def drain() -> None:
+            async for _ in stream:
+                pass
+
+        with pytest.raises(openai.APIError, match="failed to answer"):
+            await drain()
+    logged = _logged(caplog)
+    assert any(upstream_url in m and "CUDA out of memory" in m for m in logged), logged
