@@ -51,7 +51,7 @@ class Replica:
     uncached_estimate: ServiceEstimate = field(default_factory=routing_estimate)
     # The share of prompt tokens its cache recently served (None: no answer yet): what a
     # prompt is expected to find cached there when its KV events are not followed.
-    cached_share: float | None = None
+    recent_cached_share: float | None = None
     auto_limit: bool = True
     reported_running: int = 0
     reported_waiting: int = 0
@@ -79,8 +79,8 @@ class Replica:
 
     def heard_cached(self, share: float) -> None:
         """An answer's prompt found this `share` of its tokens in the replica's cache."""
-        recent = self.cached_share
-        self.cached_share = (
+        recent = self.recent_cached_share
+        self.recent_cached_share = (
             share if recent is None else recent + CACHED_SHARE_ALPHA * (share - recent)
         )
 

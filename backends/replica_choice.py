@@ -182,7 +182,7 @@ class ReplicaChoice:
         """What `replica` is predicted to deliver for `demand` within `budget`: by the
         estimate routing compares it by, for the part of the prompt not cached there (the
         `cached_share` routing found, else the share its cache has lately served)."""
-        share = replica.cached_share if cached_share is None else cached_share
+        share = replica.recent_cached_share if cached_share is None else cached_share
         prompt = None if share is None else demand.uncached_part(share)
         return Outlook(
             replica.uncached_estimate, self.lengths(replica.model), demand, budget, prompt

@@ -134,12 +134,12 @@ async def test_answers_teach_the_time_of_their_uncached_prompt() -> None:
     fleet = _admitting(replica)
     demand = Demand(prompt_tokens=40, max_tokens=None, choices=1, stream=False)
     fleet.learning.answered(replica, demand, Usage(20, 3, cached_tokens=15), 0.5)
-    assert replica.cached_share == pytest.approx(0.75)
+    assert replica.recent_cached_share == pytest.approx(0.75)
     fleet.learning.answered(replica, demand, Usage(20, 3), 0.9)
     fleet.learning.answered(replica, demand, Usage(16, 3, cached_tokens=6), 0.7)  # 25 of 40
     assert replica.uncached_estimate.expected(10, 3) == pytest.approx(0.5)
     assert replica.uncached_estimate.expected(40, 3) == pytest.approx(0.9)
-    assert replica.cached_share is not None and 0.7 < replica.cached_share < 0.75
+    assert replica.recent_cached_share is not None and 0.7 < replica.recent_cached_share < 0.75
 
 
 async def test_streams_teach_first_token_and_end() -> None:
@@ -197,7 +197,7 @@ async def test_without_kv_events_admission_expects_the_replicas_recent_cached_sh
     fleet = _admitting(replica)
     for uncached in (0, 1000, 250, 0, 1000, 250):
         replica.uncached_estimate.observe(uncached, 4, 0.1 + 0.001 * uncached)
-    replica.cached_share = share
+    replica.recent_cached_share = share
     request = _request(prompt=[1] * 1000, max_tokens=4)
     assert Demand.of(request.body).prompt_tokens == 1000
     backend = replica.backend
