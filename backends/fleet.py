@@ -154,15 +154,20 @@ class Fleet:
         )
 
     async def _admit(
-        self, replica: Replica, budget: RequestBudget, demand: Demand | None = None
+        self,
+        replica: Replica,
+        budget: RequestBudget,
+        demand: Demand | None = None,
+        cached_share: float | None = None,
     ) -> Slot:
-        """A slot on `replica`, or 429 at once when the request cannot make its budget."""
+        """A slot on `replica`, or 429 at once when the request cannot make its budget (400
+        when no wait could help); `cached_share` is the prompt's share routing found there."""
         timeline = budget.timeline
         timeline.replica = replica.url
         started = timeline.clock()
         goal = None
         if demand is not None and self._predict:
-            goal = self.choice.outlook(replica, demand, budget)
+            goal = self.choice.outlook(replica, demand, budget, cached_share)
         try:
             return await replica.admission.acquire(budget.priority, budget.admission(), goal)
         except Shed as exc:
@@ -232,9 +237,12 @@ class Fleet:
     ) -> tuple[Replica, Slot]:
         """The next replica to try, and a slot on it; the prompt's blocks count as sent there
         from now on (`backends.prefix.expected`)."""
-        replica = self.pick(model, tried, budget.priority, demand, budget, prefix)
+        choice = self.choice.choose(
+            self.replicas(model), model, tried, budget.priority, demand, budget, prefix
+        )
+        replica = choice.replica
         tried.append(replica)
-        slot = await self._admit(replica, budget, demand)
+        slot = await self._admit(replica, budget, demand, choice.cached_share)
         if prefix is not None:
             prefix.sent_to(replica.prefix, self._clock())
         return replica, slot

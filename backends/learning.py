@@ -1,7 +1,7 @@
 """What the fleet learns from how a call on a replica ended: a clean end teaches the replica's
-service estimates (admission's over whole prompts, routing's over their uncached part) and the
-model's output lengths, and clears its failures; a failure counts against it
-(`backends.outliers`) and teaches nothing."""
+service estimate (over the uncached part of prompts, for routing and admission alike), how
+much of its prompts its cache served, and the model's output lengths, and clears its
+failures; a failure counts against it (`backends.outliers`) and teaches nothing."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from backends.open_stream import Failed, Finished
 from backends.outliers import Outliers
-from backends.outlook import Demand, first_chunk_tokens
+from backends.outlook import Demand, cached_share, first_chunk_tokens
 from backends.replica import Replica
 from budgets.recent import RecentQuantile
 from core.answers import StreamChunk, Usage
@@ -25,13 +25,14 @@ class Learning:
         self._lengths = lengths
 
     def answered(self, replica: Replica, demand: Demand, usage: Usage, seconds: float) -> None:
-        """A request ended cleanly `seconds` after admission: teach the replica's estimates,
-        and the model's output lengths when the request set no cap."""
+        """A request ended cleanly `seconds` after admission: teach the replica's estimate and
+        cached share, and the model's output lengths when the request set no cap."""
         tokens = demand.output_tokens(usage)
         if tokens < 1:
             return
-        replica.estimate.observe(demand.prompt_tokens, tokens, seconds)
-        replica.uncached_estimate.observe(demand.uncached_tokens(usage), tokens, seconds)
+        share = cached_share(usage)
+        replica.heard_cached(share)
+        replica.uncached_estimate.observe(demand.uncached_part(share), tokens, seconds)
         if demand.max_tokens is None:
             self._lengths(replica.model).add(tokens)
 
@@ -52,7 +53,6 @@ class Learning:
             self.outliers.succeeded(replica)
             if first is not None:
                 tokens = first_chunk_tokens(first)
-                replica.estimate.observe(demand.prompt_tokens, tokens, first_s)
                 replica.uncached_estimate.observe(demand.uncached_tokens(usage), tokens, first_s)
             self.answered(replica, demand, usage, clock() - started)
 

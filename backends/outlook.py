@@ -36,10 +36,20 @@ class Demand:
     def uncached_tokens(self, usage: Usage) -> int:
         """The prompt tokens the replica's prefix cache did not serve, counted like the prompt
         (the share the backend reports uncached; all of it when it reports none)."""
-        if usage.prompt_tokens <= 0 or usage.cached_tokens <= 0:
+        return self.uncached_part(cached_share(usage))
+
+    def uncached_part(self, cached: float) -> int:
+        """The prompt tokens left to prefill when a `cached` share (0 to 1) of it is cached."""
+        if cached <= 0.0:
             return self.prompt_tokens
-        uncached = max(0, usage.prompt_tokens - usage.cached_tokens) / usage.prompt_tokens
-        return round(self.prompt_tokens * uncached)
+        return round(self.prompt_tokens * (1.0 - cached))
+
+
+def cached_share(usage: Usage) -> float:
+    """The share of its prompt tokens a backend reports its prefix cache served (0: none)."""
+    if usage.prompt_tokens <= 0 or usage.cached_tokens <= 0:
+        return 0.0
+    return min(usage.cached_tokens, usage.prompt_tokens) / usage.prompt_tokens
 
 
 def output_tokens(demand: Demand, lengths: RecentQuantile) -> int | None:
@@ -73,14 +83,16 @@ class Outlook:
     """A request on one replica: the deadlines it must meet and when it would meet them.
 
     Every request must have its whole answer within the total; a stream must also have its
-    first token within the first-token budget. The output length is the request's cap when it
-    has one, else the model's recent `output_quantile` of output lengths (requests without a
-    cap), else unknown (and the answer is not judged). Predictions are made when asked, so a
-    request judged again at the head of the queue is judged with what the replica has learned
-    meanwhile.
+    first token within the first-token budget. The time is predicted by the replica's
+    `estimate` (fitted over the prompt tokens its prefix cache did not serve) for `prompt`
+    tokens, the part of the request's prompt expected uncached there (all of it by default).
+    The output length is the request's cap when it has one, else the model's recent
+    `output_quantile` of output lengths (requests without a cap), else unknown (and the answer
+    is not judged). Predictions are made when asked, so a request judged again at the head of
+    the queue is judged with what the replica has learned meanwhile.
     """
 
-    __slots__ = ("_budget", "_demand", "_estimate", "_lengths")
+    __slots__ = ("_budget", "_demand", "_estimate", "_lengths", "_prompt")
 
     def __init__(
         self,
@@ -88,24 +100,26 @@ class Outlook:
         lengths: RecentQuantile,
         demand: Demand,
         budget: RequestBudget,
+        prompt: int | None = None,
     ) -> None:
         self._estimate = estimate
         self._lengths = lengths
         self._demand = demand
         self._budget = budget
+        self._prompt = demand.prompt_tokens if prompt is None else prompt
 
     def output_tokens(self) -> int | None:
         return output_tokens(self._demand, self._lengths)
 
     def binding(self) -> Target | None:
         """The deadline with the least to spare (None: nothing can be predicted yet)."""
-        demand, estimate, budget = self._demand, self._estimate, self._budget
+        estimate, budget, prompt = self._estimate, self._budget, self._prompt
         targets: list[Target] = []
         tokens = self.output_tokens()
-        done = None if tokens is None else estimate.upper(demand.prompt_tokens, tokens)
+        done = None if tokens is None else estimate.upper(prompt, tokens)
         if done is not None:
             targets.append(Target("answer", budget.total.remaining(), done))
-        if demand.stream and (first := estimate.upper(demand.prompt_tokens, 1)) is not None:
+        if self._demand.stream and (first := estimate.upper(prompt, 1)) is not None:
             targets.append(Target("first token", budget.first_token.remaining(), first))
         return min(targets, key=lambda t: t.slack_s, default=None)
 
@@ -117,4 +131,4 @@ class Outlook:
         tokens = self.output_tokens()
         if tokens is None:
             return None
-        return self._estimate.expected(self._demand.prompt_tokens, tokens)
+        return self._estimate.expected(self._prompt, tokens)

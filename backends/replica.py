@@ -1,5 +1,5 @@
-"""One backend replica's routing state: health, in-flight requests, reported load, and how
-long it has recently taken to serve requests."""
+"""One backend replica's routing state: health, in-flight requests, reported load, how long
+it has recently taken to serve requests, and how much of their prompts its cache served."""
 
 from __future__ import annotations
 
@@ -18,6 +18,9 @@ from core.answers import BackendHealth
 DEFAULT_LIMIT = 256
 # How fast what routing saw of a replica's speed fades when it sees nothing new.
 ROUTING_EVIDENCE_HALF_LIFE_S = 5.0
+# The weight of each answer in a replica's recent cached share: a half-life of 64 answers,
+# the service estimate's.
+CACHED_SHARE_ALPHA = 1.0 - 0.5 ** (1.0 / 64)
 
 
 def unlimited_admission() -> AdmissionQueue:
@@ -26,7 +29,7 @@ def unlimited_admission() -> AdmissionQueue:
 
 
 def routing_estimate() -> ServiceEstimate:
-    """A service estimate for routing: its observations fade with time as well as count."""
+    """A replica's service estimate: its observations fade with time as well as count."""
     return ServiceEstimate(evidence_half_life_s=ROUTING_EVIDENCE_HALF_LIFE_S)
 
 
@@ -41,12 +44,15 @@ class Replica:
     backend: Backend
     healthy: bool = False
     admission: AdmissionQueue = field(default_factory=unlimited_admission)
-    estimate: ServiceEstimate = field(default_factory=ServiceEstimate)
-    # The same line over the prompt tokens its prefix cache did not serve, fading with time:
-    # what routing compares replicas by. A line over whole prompts (admission's) also
-    # measures how many of its prompts a replica happened to hold, and would send a prompt
-    # away from the one holding it because that one had lately been sent prompts it did not.
+    # Its service time over the prompt tokens its prefix cache did not serve, fading with
+    # time: what routing compares replicas by and admission judges a request by. A line over
+    # whole prompts would also measure how many of its prompts a replica happened to hold:
+    # routing would send a prompt away from the one holding it because that one had lately
+    # been sent prompts it did not, and admission would charge a cached prompt its prefill.
     uncached_estimate: ServiceEstimate = field(default_factory=routing_estimate)
+    # The share of prompt tokens its cache recently served (None: no answer yet): what a
+    # prompt is expected to find cached there when its KV events are not followed.
+    recent_cached_share: float | None = None
     auto_limit: bool = True
     reported_running: int = 0
     reported_waiting: int = 0
@@ -73,6 +79,13 @@ class Replica:
     @property
     def inflight(self) -> int:
         return self.admission.inflight
+
+    def heard_cached(self, share: float) -> None:
+        """An answer's prompt found this `share` of its tokens in the replica's cache."""
+        recent = self.recent_cached_share
+        self.recent_cached_share = (
+            share if recent is None else recent + CACHED_SHARE_ALPHA * (share - recent)
+        )
 
     def routable(self, now: float) -> bool:
         """Healthy and not ejected as an outlier at `now`."""

@@ -10,6 +10,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from backends.base import GenerationRequest
 from backends.outlook import Demand, Outlook, output_tokens
@@ -32,6 +33,15 @@ EQUAL_WITHIN = 0.25
 SLOWER_BEYOND = 2.0
 # Seconds added to every prediction: with none (or all near zero), load alone decides.
 FLOOR_S = 0.001
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """The replica a request goes to, and the share of its prompt that replica holds or is
+    sent (None: not known, its KV events not followed), as routing found it."""
+
+    replica: Replica
+    cached_share: float | None = None
 
 
 class ReplicaChoice:
@@ -76,8 +86,21 @@ class ReplicaChoice:
         budget: RequestBudget | None = None,
         prefix: PromptBlocks | None = None,
     ) -> Replica:
+        """The replica `choose` chooses."""
+        return self.choose(replicas, model, exclude, priority, demand, budget, prefix).replica
+
+    def choose(
+        self,
+        replicas: Sequence[Replica],
+        model: str,
+        exclude: Sequence[Replica] = (),
+        priority: Priority = "interactive",
+        demand: Demand | None = None,
+        budget: RequestBudget | None = None,
+        prefix: PromptBlocks | None = None,
+    ) -> Choice:
         """The healthy replica of `replicas` (`model`'s), not ejected as an outlier, to send a
-        request to.
+        request to, with the cached share of its prompt there (admission's to reuse).
 
         Each is predicted a completion time: its wait for a slot plus its service time
         (`_service_times`), stretched by its load over its slots. One predicted to take more
@@ -110,7 +133,10 @@ class ReplicaChoice:
         if self._slow_start_s > 0 and len(candidates) > 1:
             candidates = ramped(candidates, now, self._slow_start_s, self._chance)
         if len(candidates) == 1:
-            return candidates[0]
+            only = candidates[0]
+            if prefix is None or not only.prefix.live:
+                return Choice(only)
+            return Choice(only, prefix.cached_share(only.prefix, now))
         shares = (
             None if prefix is None else [prefix.cached_share(r.prefix, now) for r in candidates]
         )
@@ -126,7 +152,7 @@ class ReplicaChoice:
         weight = self._prefix_weight
         turn = next(self._tiebreak)
         n = len(candidates)
-        chosen, best, second, chosen_turn = candidates[0], math.inf, math.inf, n
+        chosen, best, second, chosen_turn = 0, math.inf, math.inf, n
         for i, replica in enumerate(candidates):
             seconds = predicted[i]
             if seconds > within:
@@ -140,12 +166,27 @@ class ReplicaChoice:
                 score, then = replica.load_score() - weight * shares[i], seconds
             order = (i - turn) % n
             if (score, then, order) < (best, second, chosen_turn):
-                chosen, best, second, chosen_turn = replica, score, then, order
-        return chosen
+                chosen, best, second, chosen_turn = i, score, then, order
+        replica = candidates[chosen]
+        if shares is None or not replica.prefix.live:
+            return Choice(replica)
+        return Choice(replica, shares[chosen])
 
-    def outlook(self, replica: Replica, demand: Demand, budget: RequestBudget) -> Outlook:
-        """What `replica` is predicted to deliver for `demand` within `budget`."""
-        return Outlook(replica.estimate, self.lengths(replica.model), demand, budget)
+    def outlook(
+        self,
+        replica: Replica,
+        demand: Demand,
+        budget: RequestBudget,
+        cached_share: float | None = None,
+    ) -> Outlook:
+        """What `replica` is predicted to deliver for `demand` within `budget`: by the
+        estimate routing compares it by, for the part of the prompt not cached there (the
+        `cached_share` routing found, else the share its cache has lately served)."""
+        share = replica.recent_cached_share if cached_share is None else cached_share
+        prompt = None if share is None else demand.uncached_part(share)
+        return Outlook(
+            replica.uncached_estimate, self.lengths(replica.model), demand, budget, prompt
+        )
 
     def _service_times(
         self,

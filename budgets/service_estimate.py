@@ -11,10 +11,14 @@ which is prefill plus decode: a stream's first token is an observation at k = 1,
 request with n output tokens one at k = n. The line is an exponentially weighted least-squares
 fit (each new observation weighs 1, older ones decay with a half-life counted in observations),
 so it follows a replica that speeds up or slows down within a few dozen requests. A slope the
-observations cannot tell apart (every prompt the same size, say) is left at 0 and its effect
-stays in `base`; slopes are never negative. Upper predictions add two standard deviations of
-the recent observations around the fit (its weighted residuals), so a noisy replica is
-predicted more cautiously than a steady one.
+observations cannot tell apart is left at 0 and its effect stays in `base`: every prompt the
+same size, or sizes spread over less than a tenth of their mean, or a slope that does not
+stand two standard errors clear of 0. Prompts a few tokens apart, whose times differ by noise
+or by what drifted meanwhile (a burst's queue draining), would otherwise give a slope of any
+size, and a prompt a few hundred tokens longer a prediction of minutes. Slopes are never
+negative. Upper predictions add two standard deviations of the recent observations around the
+fit (its weighted residuals), so a noisy replica is predicted more cautiously than a steady
+one.
 
 An estimate with no observation for `max_age_s` is not trusted (None), like one that has none:
 admission then falls back to what it did without predictions, and the next requests refresh it.
@@ -34,7 +38,12 @@ from dataclasses import dataclass
 from budgets.deadline import Clock
 
 _MIN_VARIANCE = 0.1  # tokens^2: below this spread a slope cannot be told from noise
+# Sizes whose standard deviation is less than this fraction of their mean span too little to
+# measure a slope by: what drifted while they were observed (a burst's queue draining) is
+# taken for their effect, and a size far from them is predicted from that.
+_MIN_RELATIVE_SPREAD = 0.1
 _MIN_INDEPENDENCE = 1e-3  # 1 - corr^2 below this: prompt and output sizes move together
+_SIGNIFICANT = 2.0  # standard errors a slope must stand clear of 0 to be kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,31 +143,63 @@ class ServiceEstimate:
 
 def _solve(sums: list[float]) -> ServiceFit:
     """Weighted least squares of y on p and k, in centred form. A slope the data cannot
-    identify is dropped (0); one that comes out negative is dropped and the other refitted
-    alone."""
+    identify, or tell from noise, is dropped (0); one that comes out negative is dropped and
+    the other refitted alone."""
     w, sp, sk, sy, spp, skk, spk, spy, sky, syy = sums
     mp, mk, my = sp / w, sk / w, sy / w
-    cyy = syy / w - my * my
-    cpp = spp / w - mp * mp
-    ckk = skk / w - mk * mk
-    cpk = spk / w - mp * mk
-    cpy = spy / w - mp * my
-    cky = sky / w - mk * my
-    use_p, use_k = cpp > _MIN_VARIANCE, ckk > _MIN_VARIANCE
+    moments = (
+        spp / w - mp * mp,
+        skk / w - mk * mk,
+        spk / w - mp * mk,
+        spy / w - mp * my,
+        sky / w - mk * my,
+        syy / w - my * my,
+    )
+    cpp, ckk, cpk, cpy, cky, _ = moments
+    use_p, use_k = _varies(cpp, mp), _varies(ckk, mk)
     det = cpp * ckk - cpk * cpk
     if use_p and use_k and det > _MIN_INDEPENDENCE * cpp * ckk:
         b = (cpy * ckk - cky * cpk) / det
         c = (cky * cpp - cpy * cpk) / det
         if b >= 0.0 and c >= 0.0:
-            return _fit(b, c, my - b * mp - c * mk, (cpp, ckk, cpk, cpy, cky, cyy))
-        use_p, use_k = b >= 0.0, c >= 0.0
+            fit = _fit(b, c, my - b * mp - c * mk, moments)
+            # What each size varies by that the other does not explain (det / the other's).
+            keep_p = _clear_of_noise(b, det / ckk, fit, w, 3)
+            keep_k = _clear_of_noise(c, det / cpp, fit, w, 3)
+            if keep_p and keep_k:
+                return fit
+            if keep_p != keep_k:  # the one that stood out, refitted alone
+                use_p, use_k = keep_p, keep_k
+        else:
+            use_p, use_k = b >= 0.0, c >= 0.0
     # One slope at most; when both vary together, decode (the output's) usually dominates.
-    b = c = 0.0
+    singles: list[tuple[float, float, float]] = []
     if use_k:
-        c = max(0.0, cky / ckk)
-    elif use_p:
-        b = max(0.0, cpy / cpp)
-    return _fit(b, c, my - b * mp - c * mk, (cpp, ckk, cpk, cpy, cky, cyy))
+        singles.append((0.0, max(0.0, cky / ckk), ckk))
+    if use_p:
+        singles.append((max(0.0, cpy / cpp), 0.0, cpp))
+    for b, c, variance in singles:
+        fit = _fit(b, c, my - b * mp - c * mk, moments)
+        if _clear_of_noise(b + c, variance, fit, w, 2):
+            return fit
+    return _fit(0.0, 0.0, my, moments)
+
+
+def _varies(variance: float, mean: float) -> bool:
+    """Whether a size varies enough to measure a slope by."""
+    return variance > _MIN_VARIANCE and variance >= (_MIN_RELATIVE_SPREAD * mean) ** 2
+
+
+def _clear_of_noise(
+    slope: float, variance: float, fit: ServiceFit, w: float, parameters: int
+) -> bool:
+    """Whether `slope`, over a size of this (weighted) `variance`, stands `_SIGNIFICANT`
+    standard errors clear of 0 in a line of `parameters` fitted with weight `w`. With no more
+    weight than parameters nothing can be told from noise."""
+    if w <= parameters:
+        return False
+    noise = fit.spread_s * fit.spread_s * w / (w - parameters)  # the unbiased residual variance
+    return slope * slope * w * variance >= _SIGNIFICANT * _SIGNIFICANT * noise
 
 
 def _fit(b: float, c: float, base: float, moments: tuple[float, ...]) -> ServiceFit:

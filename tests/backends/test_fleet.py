@@ -14,6 +14,7 @@ from backends.outlook import Demand
 from backends.replica import Replica
 from budgets.deadline import Deadline
 from budgets.request_budget import ClassBudgets, RequestBudget
+from budgets.service_estimate import ServiceEstimate
 from budgets.settings import BudgetSettings
 from core.answers import BackendHealth, Completion, Usage
 from core.errors import BackendError, DeadlineTooShort, ModelNotFound, NoHealthyBackend
@@ -116,7 +117,7 @@ async def test_completions_teach_the_estimate_and_uncapped_lengths() -> None:
     replica = Replica("m", backend, healthy=True)
     fleet = _admitting(replica)
     await fleet.complete(_request(max_tokens=50), _budget(backend.clock))
-    assert replica.estimate.expected(40, 3) == pytest.approx(0.25)  # 3 words, 3 tokens
+    assert replica.uncached_estimate.expected(40, 3) == pytest.approx(0.25)  # 3 words, 3 tokens
     assert fleet.lengths("m").value() is None
     await fleet.complete(_request(), _budget(backend.clock))
     assert fleet.lengths("m").value() is None
@@ -126,16 +127,19 @@ async def test_completions_teach_the_estimate_and_uncapped_lengths() -> None:
     assert fleet.lengths("m").value() == 3
 
 
-async def test_answers_teach_routing_the_time_of_their_uncached_prompt() -> None:
-    """Routing's estimate is fitted over the part of the prompt the replica did not hold."""
+async def test_answers_teach_the_time_of_their_uncached_prompt() -> None:
+    """The estimate is fitted over the part of the prompt the replica did not hold, and the
+    replica's cached share follows what its answers report."""
     replica = Replica("m", FakeBackend(url="a"), healthy=True)
     fleet = _admitting(replica)
     demand = Demand(prompt_tokens=40, max_tokens=None, choices=1, stream=False)
     fleet.learning.answered(replica, demand, Usage(20, 3, cached_tokens=15), 0.5)
+    assert replica.recent_cached_share == pytest.approx(0.75)
     fleet.learning.answered(replica, demand, Usage(20, 3), 0.9)
+    fleet.learning.answered(replica, demand, Usage(16, 3, cached_tokens=6), 0.7)  # 25 of 40
     assert replica.uncached_estimate.expected(10, 3) == pytest.approx(0.5)
     assert replica.uncached_estimate.expected(40, 3) == pytest.approx(0.9)
-    assert replica.estimate.expected(40, 3) == pytest.approx(0.7, abs=0.01)  # whole prompts
+    assert replica.recent_cached_share is not None and 0.7 < replica.recent_cached_share < 0.75
 
 
 async def test_streams_teach_first_token_and_end() -> None:
@@ -144,14 +148,16 @@ async def test_streams_teach_first_token_and_end() -> None:
     clock = Clock()
     replica = Replica("m", FakeBackend(url="a"), healthy=True)
     fleet = _admitting(replica)
-    opened = await fleet.open_stream(_request(stream=True), _budget(clock))
-    assert replica.estimate.fit() is None
-    clock.now += 1.0
-    async for _chunk in opened.iterate():
-        pass
+    for _ in range(2):  # a slope needs more observations than the line has terms
+        opened = await fleet.open_stream(_request(stream=True), _budget(clock))
+        if replica.uncached_estimate.evidence() == 0.0:
+            assert replica.uncached_estimate.fit() is None
+        clock.now += 1.0
+        async for _chunk in opened.iterate():
+            pass
     assert replica.inflight == 0
-    assert replica.estimate.expected(40, 1) == pytest.approx(0.0)
-    assert replica.estimate.expected(40, 3) == pytest.approx(1.0)  # its usage: 3 tokens
+    assert replica.uncached_estimate.expected(40, 1) == pytest.approx(0.0)
+    assert replica.uncached_estimate.expected(40, 3) == pytest.approx(1.0)  # its usage: 3 tokens
 
 
 async def test_a_stream_that_breaks_teaches_nothing() -> None:
@@ -163,7 +169,7 @@ async def test_a_stream_that_breaks_teaches_nothing() -> None:
     with pytest.raises(BackendError):
         async for _chunk in opened.iterate():
             pass
-    assert replica.estimate.fit() is None and replica.failures == 1
+    assert replica.uncached_estimate.fit() is None and replica.failures == 1
 
 
 async def test_a_request_that_cannot_finish_is_a_400_before_the_backend_sees_it() -> None:
@@ -176,6 +182,33 @@ async def test_a_request_that_cannot_finish_is_a_400_before_the_backend_sees_it(
         await fleet.complete(_request(max_tokens=5), _budget(backend.clock, total_s=1.0))
     assert info.value.code == "deadline_too_short" and backend.calls == 1
     assert "answer is predicted 2000 ms" in info.value.message
+
+
+@pytest.mark.parametrize(("share", "admitted"), [(0.9, True), (0.0, False)])
+async def test_without_kv_events_admission_expects_the_replicas_recent_cached_share(
+    share: float, admitted: bool
+) -> None:
+    """Where routing does not follow KV events, a prompt is expected to find cached the share
+    its replica's cache has lately served: a long prompt there is judged by its uncached part
+    (0.2 s with 90% cached), and with nothing cached lately by all of it (1.1 s)."""
+    clock = Clock()
+    replica = _replica("a")
+    replica.uncached_estimate = ServiceEstimate(clock)
+    fleet = _admitting(replica)
+    for uncached in (0, 1000, 250, 0, 1000, 250):
+        replica.uncached_estimate.observe(uncached, 4, 0.1 + 0.001 * uncached)
+    replica.recent_cached_share = share
+    request = _request(prompt=[1] * 1000, max_tokens=4)
+    assert Demand.of(request.body).prompt_tokens == 1000
+    backend = replica.backend
+    assert isinstance(backend, FakeBackend)
+    if admitted:
+        await fleet.complete(request, _budget(clock, total_s=0.6))
+        assert backend.calls == 1
+    else:
+        with pytest.raises(DeadlineTooShort, match="answer is predicted 1100 ms"):
+            await fleet.complete(request, _budget(clock, total_s=0.6))
+        assert backend.calls == 0
 
 
 async def test_prediction_off_admits_as_before() -> None:

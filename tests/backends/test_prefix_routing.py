@@ -8,15 +8,20 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+import pytest
 
 from backends.base import GenerationRequest
-from backends.fleet import Fleet
+from backends.fleet import AdmissionConfig, Fleet
+from backends.outlook import Demand
 from backends.prefix.blocks import block_keys
 from backends.prefix.index import StoredBlock
 from backends.prefix.prompt import PromptBlocks
-from backends.replica import Replica
+from backends.replica import ROUTING_EVIDENCE_HALF_LIFE_S, Replica
 from budgets.deadline import Deadline
 from budgets.request_budget import ClassBudgets, RequestBudget
+from budgets.service_estimate import ServiceEstimate
+from core.answers import Usage
+from core.errors import DeadlineTooShort
 from core.protocol import CompletionRequest
 from core.request_parsing import parse_request
 from tests.support.fake_backend import FakeBackend
@@ -138,3 +143,66 @@ async def test_scoring_cost_is_microseconds() -> None:
     per_request_us = (time.perf_counter() - started) / 100 * 1e6
     print(f"prefix keys + pick, 2048 tokens, 4 replicas: {per_request_us:.1f} us")
     assert per_request_us < 1000
+
+
+def _long_request() -> GenerationRequest:
+    """A prompt of about a thousand tokens (by the gateway's count), four output tokens."""
+    raw = orjson.dumps({"model": "m", "prompt": "word " * 800, "max_tokens": 4})
+    return GenerationRequest("completion", parse_request(raw, CompletionRequest), raw, "r2")
+
+
+def _served_cold_and_cached(replica: Replica, fleet: Fleet, clock: Callable[[], float]) -> None:
+    """`replica` answered long and short prompts, cold (0.1 s + 1 ms a token) and cached
+    (0.1 s): its estimate learns from each prompt's uncached part."""
+    replica.uncached_estimate = ServiceEstimate(
+        clock, evidence_half_life_s=ROUTING_EVIDENCE_HALF_LIFE_S
+    )
+    long = Demand.of(_long_request().body)
+    short = Demand(long.prompt_tokens // 4, 4, 1, False)
+    for _ in range(2):
+        for demand in (long, short):
+            prompt = demand.prompt_tokens
+            cold, cached = Usage(prompt, 4), Usage(prompt, 4, cached_tokens=prompt)
+            fleet.learning.answered(replica, demand, cold, 0.1 + 0.001 * prompt)
+            fleet.learning.answered(replica, demand, cached, 0.1)
+
+
+async def _send_long(replica: Replica) -> TokenizingBackend:
+    """Send the long prompt, with 0.6 s left, to a fleet of `replica` alone that served
+    prompts cold and cached (prefix-aware routing on)."""
+    now = 100.0
+
+    def clock() -> float:
+        return now
+
+    fleet = Fleet(
+        [replica],
+        retry_attempts=1,
+        health_interval_s=60,
+        health_timeout_s=1,
+        admission=AdmissionConfig(max_inflight=2),
+        prefix_weight=2.0,
+        clock=clock,
+    )
+    _served_cold_and_cached(replica, fleet, clock)
+    budgets = ClassBudgets(total_s=0.6, ttft_s=0.6, admission_s=0.6, stall_s=0.6)
+    backend = replica.backend
+    assert isinstance(backend, TokenizingBackend)
+    await fleet.complete(_long_request(), RequestBudget.start("interactive", budgets, clock, now))
+    return backend
+
+
+async def test_a_long_prompt_cached_where_it_goes_is_admitted() -> None:
+    """Admission judges the prompt left uncached on the replica it goes to: a long prompt held
+    there is admitted with 0.6 s left, though its prefill (1 s) would not fit. A whole-prompt
+    estimate (0.4 s on average, 1.2 s pessimistically, from the same answers) refused it."""
+    backend = await _send_long(_replica("warm", cached=4))
+    assert backend.calls == 1
+
+
+async def test_a_long_prompt_cold_where_it_goes_is_refused() -> None:
+    """The same prompt on a replica holding none of it is predicted its prefill: a 400."""
+    replica = _replica("cold")
+    with pytest.raises(DeadlineTooShort, match="answer is predicted 1100 ms"):
+        await _send_long(replica)
+    assert isinstance(replica.backend, TokenizingBackend) and replica.backend.calls == 0

@@ -202,17 +202,6 @@ def _holding(replica: Replica, blocks: int) -> Replica:
     return replica
 
 
-def test_replicas_are_compared_on_their_uncached_work() -> None:
-    """A replica lately sent prompts it did not hold is slow on whole prompts, not for routing."""
-    clock = Clock()
-    choice = _choice(clock)
-    missed = _timed("missed", clock, 0.1, per_prompt_token_s=0.001)
-    held = _timed("held", clock, 0.1, per_prompt_token_s=0.001)
-    for replica, seconds in ((missed, 0.5), (held, 0.1)):
-        replica.estimate.observe(LONG.prompt_tokens, 8, seconds)
-    assert _picks(choice, [missed, held], clock) == {"missed", "held"}
-
-
 def test_a_cached_prefix_does_not_pin_a_prompt_to_a_much_slower_replica() -> None:
     """A cached prompt outweighs load among equals, never a replica many times faster."""
     clock = Clock()
@@ -222,3 +211,19 @@ def test_a_cached_prefix_does_not_pin_a_prompt_to_a_much_slower_replica() -> Non
     assert choice.pick(near, "m", demand=LONG, budget=_budget(clock), prefix=blocks).url == "warm"
     far = [_holding(_timed("warm", clock, 0.75), 4), _timed("cold", clock, 0.1)]
     assert choice.pick(far, "m", demand=LONG, budget=_budget(clock), prefix=blocks).url == "cold"
+
+
+def test_the_choice_carries_the_share_of_the_prompt_held_where_it_goes() -> None:
+    """Admission reuses the cached share routing found on the replica chosen; a replica whose
+    KV events are not followed holds an unknown share (None), alone or among others."""
+    clock = Clock()
+    choice = _choice(clock, prefix_weight=8.0)
+    blocks = PromptBlocks({16: block_keys(PROMPT, 16)})
+    warm, cold = _holding(_timed("warm", clock, 0.1), 3), _holding(_timed("cold", clock, 0.1), 0)
+    chosen = choice.choose([warm, cold], "m", demand=LONG, budget=_budget(clock), prefix=blocks)
+    assert chosen.replica is warm and chosen.cached_share == pytest.approx(0.75)
+    alone = choice.choose([cold], "m", demand=LONG, budget=_budget(clock), prefix=blocks)
+    assert alone.replica is cold and alone.cached_share == 0.0
+    silent = [_timed("a", clock, 0.1), _timed("b", clock, 0.1)]
+    assert choice.choose(silent, "m", prefix=blocks).cached_share is None
+    assert choice.choose(silent[:1], "m", prefix=blocks).cached_share is None

@@ -52,6 +52,72 @@ def test_a_size_that_never_varies_keeps_its_cost_in_the_base() -> None:
     assert fit.at(64, 1) == pytest.approx(_line(64, 1))
 
 
+# Seen in bench.scenarios.prefix, both refused a turn of about 1800-2300 tokens as needing
+# 30-40 s to its first token: first turns 1350 and 1351 tokens long (by the gateway's estimate)
+# whose times differ by noise, and first turns of 1405-1408 tokens served as a burst's queue
+# drained (each admitted later than the last and served sooner).
+_A_TOKEN_APART = [
+    (1350, 1, 0.331), (1350, 16, 0.376), (1351, 1, 0.266), (1351, 16, 0.310),
+    (1351, 1, 0.307), (1351, 16, 0.351), (1351, 1, 0.246), (1351, 16, 0.287),
+    (1350, 1, 0.208), (1350, 16, 0.250), (1350, 1, 0.177), (1350, 16, 0.218),
+]  # fmt: skip
+_A_BURST_DRAINING = [
+    (1407, 1, 0.665), (1407, 16, 1.233), (1407, 1, 0.605), (1407, 16, 1.141),
+    (1408, 1, 0.529), (1408, 16, 1.066), (1406, 1, 0.466), (1406, 16, 1.012),
+    (1407, 1, 0.456), (1407, 16, 0.992), (1405, 1, 0.385), (1405, 16, 0.920),
+    (1405, 1, 0.364), (1405, 16, 0.862),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("observed", [_A_TOKEN_APART, _A_BURST_DRAINING])
+def test_prompts_a_few_tokens_apart_give_no_prompt_slope(
+    observed: list[tuple[int, int, float]],
+) -> None:
+    """Prompts of nearly one size cannot measure a prompt slope: a longer prompt is predicted
+    about as long as they took, not minutes."""
+    estimate = ServiceEstimate(FakeClock())
+    for p, k, y in observed:
+        estimate.observe(p, k, y)
+    fit = estimate.fit()
+    assert fit is not None and fit.per_prompt_token_s == 0.0
+    upper = estimate.upper(2279, 1)
+    assert upper is not None and upper < 1.0
+
+
+def test_a_slope_noise_could_have_made_is_dropped() -> None:
+    """Prompts of two sizes whose times differ less than they scatter give no prompt slope."""
+    estimate = ServiceEstimate(FakeClock())
+    for p, y in [(500, 0.25), (1500, 0.32), (500, 0.35), (1500, 0.28), (500, 0.2), (1500, 0.3)]:
+        estimate.observe(p, 1, y)
+    fit = estimate.fit()
+    assert fit is not None and fit.per_prompt_token_s == 0.0
+    assert estimate.expected(20000, 1) == pytest.approx(0.283, abs=0.01)
+
+
+def test_a_real_slope_survives_noise() -> None:
+    """Prompts of many sizes with noisy times still give the prompt slope, near its truth."""
+    estimate = ServiceEstimate(FakeClock())
+    for i in range(60):
+        p, k = 100 + 37 * i, 1 + (i % 3) * 20
+        estimate.observe(p, k, _line(p, k) * (1.1 if i % 2 else 0.9))
+    fit = estimate.fit()
+    assert fit is not None
+    assert fit.per_prompt_token_s == pytest.approx(0.0002, rel=0.2)
+    assert fit.per_output_token_s == pytest.approx(0.01, rel=0.2)
+
+
+def test_no_slope_from_as_few_observations_as_the_line_has_terms() -> None:
+    """Two observations fit any slope exactly: it is kept once a third agrees with it."""
+    estimate = ServiceEstimate(FakeClock())
+    estimate.observe(100, 1, 0.2)
+    estimate.observe(900, 1, 0.3)
+    assert estimate.expected(2000, 1) == pytest.approx(0.25, abs=0.01)
+    estimate = ServiceEstimate(FakeClock())
+    for p in (100, 900, 500):
+        estimate.observe(p, 1, _line(p, 1))
+    assert estimate.expected(2000, 1) == pytest.approx(_line(2000, 1))
+
+
 def test_a_single_observation_predicts_itself() -> None:
     """One observation is a flat line through it."""
     estimate = ServiceEstimate(FakeClock())

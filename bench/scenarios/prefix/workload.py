@@ -10,6 +10,8 @@ from typing import Any
 import aiohttp
 import orjson
 
+from bench.harness.errors import HarnessError
+
 
 @dataclass(frozen=True, slots=True)
 class Workload:
@@ -57,7 +59,9 @@ async def _turn(session: aiohttp.ClientSession, url: str, body: dict[str, object
     usage: dict[str, Any] = {}
     headers = {"Content-Type": "application/json"}
     async with session.post(url, data=orjson.dumps(body), headers=headers) as response:
-        response.raise_for_status()
+        if response.status != 200:
+            # The gateway's error body names the reason (and the param): keep it.
+            raise HarnessError(f"HTTP {response.status} from the gateway: {await response.text()}")
         async for raw in response.content:
             line = raw.strip()
             if not line.startswith(b"data: ") or line == b"data: [DONE]":
