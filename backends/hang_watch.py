@@ -126,7 +126,8 @@ class HangWatch:
         tokens = output_tokens(demand, self._lengths(replica.model))
         if tokens is None:
             return None  # no cap, no recent lengths: how long it may take is unknown
-        learned = replica.estimate.remembered(demand.prompt_tokens, tokens)
+        # The whole prompt as if uncached: more patience, never less, than the replica needs.
+        learned = replica.uncached_estimate.remembered(demand.prompt_tokens, tokens)
         return self._policy.patience(waiting.budget.budgets.ttft_s, learned, tokens)
 
     async def _probe(self, replica: Replica, suspect: Waiting, since: float) -> None:

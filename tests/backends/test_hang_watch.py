@@ -229,7 +229,7 @@ async def test_how_much_silence_a_whole_answer_explains(
     clock = Clock()
     replica = _replica("fake://r")
     if learned_s is not None:
-        replica.estimate.observe(12, MAX_TOKENS, learned_s)  # one point: a flat line
+        replica.uncached_estimate.observe(12, MAX_TOKENS, learned_s)  # one point: a flat line
     fleet = _fleet(clock, replica)
     (call,) = await _held_on(fleet, replica, 1, **fields)
     clock.now += silent_s
