@@ -1,10 +1,12 @@
-"""Tests for gateway/http_protocol.py: request heads over the limits are 431, nothing else is."""
+"""Tests for gateway/http_protocol.py: request heads over the limits are 431, heads that do not
+arrive in time 408, connections over the cap 503; nothing else is refused."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 import orjson
 import pytest
@@ -12,9 +14,10 @@ import uvicorn
 from starlette.types import Receive, Scope, Send
 
 from bench.harness.probes import free_port
-from gateway.http_protocol import MAX_HEADER_COUNT, BoundedHttpToolsProtocol
+from gateway.http_protocol import MAX_HEADER_COUNT, BoundedHttpToolsProtocol, EdgeConfig
 
 LIMIT = 8 * 1024
+WAIT_S = 20.0  # a generous bound on anything the server should do soon: a hang fails
 
 
 async def _echo_body_size(scope: Scope, receive: Receive, send: Send) -> None:
@@ -34,14 +37,15 @@ async def _echo_body_size(scope: Scope, receive: Receive, send: Send) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _server() -> AsyncIterator[int]:
-    config = uvicorn.Config(
-        _echo_body_size,
+async def _server(app: Any = _echo_body_size, **edge: Any) -> AsyncIterator[int]:
+    config = EdgeConfig(
+        app,
         port=free_port(),
         http=BoundedHttpToolsProtocol,
         h11_max_incomplete_event_size=LIMIT,
         log_level="warning",
         lifespan="off",
+        **edge,
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
@@ -138,4 +142,128 @@ async def test_keep_alive_requests_each_get_their_own_head_budget() -> None:
                     assert head.startswith(b"HTTP/1.1 200 "), head
                     assert await reader.readexactly(1) == b"2"
         finally:
+            writer.close()
+
+
+async def _trickle(writer: asyncio.StreamWriter, piece: bytes = b"a") -> None:
+    """Send `piece` every 50 ms, as a slow-loris client does, until the server hangs up."""
+    with contextlib.suppress(ConnectionError):
+        while True:
+            writer.write(piece)
+            await writer.drain()
+            await asyncio.sleep(0.05)
+
+
+def _error_code(answer: bytes) -> str:
+    code: str = orjson.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]["code"]
+    return code
+
+
+async def test_a_connection_that_sends_nothing_is_closed_after_the_head_timeout() -> None:
+    """A connection that never sends a byte is closed, unanswered, once the head timeout
+    has passed (uvicorn alone keeps it open for good)."""
+    async with _server(head_timeout_s=0.2) as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            async with asyncio.timeout(WAIT_S):
+                assert await reader.read() == b""
+        finally:
+            writer.close()
+
+
+async def test_a_trickled_head_is_408_once_the_head_timeout_passes() -> None:
+    """A head that keeps arriving a byte at a time, never whole, is a 408 in the envelope
+    with a request id, then the connection is closed."""
+    async with _server(head_timeout_s=0.3) as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"POST / HTTP/1.1\r\nHost: t\r\nX-Pad: ")
+        trickle = asyncio.create_task(_trickle(writer))
+        try:
+            async with asyncio.timeout(WAIT_S):
+                answer = await reader.read()
+        finally:
+            trickle.cancel()
+            writer.close()
+    assert answer.startswith(b"HTTP/1.1 408 "), answer
+    assert b"\r\nx-request-id: " in answer and b"\r\nconnection: close\r\n" in answer
+    assert _error_code(answer) == "request_timeout"
+
+
+async def test_a_kept_alive_connection_gets_the_same_deadline_for_its_next_head() -> None:
+    """After an answer, the first bytes of a next head that never completes start the head
+    timeout again (uvicorn's keep-alive timeout stops at the first byte): 408."""
+    async with _server(head_timeout_s=0.3) as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            writer.write(_post(b"", b"ab"))
+            async with asyncio.timeout(WAIT_S):
+                assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 200 ")
+                assert await reader.readexactly(1) == b"2"
+                writer.write(b"GET / HTTP/1.1\r\nHost")
+                answer = await reader.read()
+        finally:
+            writer.close()
+    assert answer.startswith(b"HTTP/1.1 408 "), answer
+
+
+async def test_an_answer_slower_than_the_head_timeout_is_not_cut() -> None:
+    """The head timeout covers only the head: an answer that takes many timeouts to come is
+    delivered, and the connection then serves its next request."""
+    release = asyncio.Event()
+
+    async def slow(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["path"] == "/slow":
+            await release.wait()
+        await _echo_body_size(scope, receive, send)
+
+    async with _server(slow, head_timeout_s=0.1) as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            writer.write(b"GET /slow HTTP/1.1\r\nHost: t\r\n\r\n")
+            await asyncio.sleep(0.5)  # five head timeouts pass while the answer is awaited
+            release.set()
+            async with asyncio.timeout(WAIT_S):
+                assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 200 ")
+                assert await reader.readexactly(1) == b"0"
+                writer.write(_post(b"", b"abc"))
+                assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 200 ")
+                assert await reader.readexactly(1) == b"3"
+        finally:
+            writer.close()
+
+
+async def _served_connection(port: int) -> asyncio.StreamWriter:
+    """A connection that has been answered once (so the server surely counts it), kept open."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(_post(b"", b""))
+    async with asyncio.timeout(WAIT_S):
+        assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 200 ")
+        await reader.readexactly(1)
+    return writer
+
+
+async def test_connections_over_the_cap_are_answered_503_at_once() -> None:
+    """With the cap's worth of connections open, one more is answered 503 with Retry-After
+    before it sends anything, and closed; once one closes, a new connection is served."""
+    async with _server(max_connections=2, timeout_keep_alive=120) as port:
+        held = [await _served_connection(port) for _ in range(2)]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            async with asyncio.timeout(WAIT_S):
+                answer = await reader.read()
+        finally:
+            writer.close()
+        assert answer.startswith(b"HTTP/1.1 503 "), answer
+        assert b"\r\nretry-after: 1\r\n" in answer
+        assert _error_code(answer) == "too_many_connections"
+
+        held.pop().close()
+        async with asyncio.timeout(WAIT_S):
+            while True:  # the server notices the close on its next loop turn: poll
+                answer = await _exchange(port, _post(b"", b"ab"))
+                if not answer.startswith(b"HTTP/1.1 503 "):
+                    break
+                await asyncio.sleep(0.05)
+        assert answer.startswith(b"HTTP/1.1 200 "), answer
+        for writer in held:
             writer.close()
