@@ -115,6 +115,25 @@ async def test_unknown_route_is_404_envelope(base_url: str) -> None:
     assert status == 404 and body["error"]["code"] == "not_found"
 
 
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/models"])
+async def test_two_authorization_headers_are_400(base_url: str, path: str) -> None:
+    """Two Authorization headers are a 400 in the envelope (with access control off, the last
+    one would otherwise pick the tenant and its cache)."""
+    headers = [("Authorization", "Bearer a"), ("Authorization", "Bearer b")]
+    async with (
+        aiohttp.ClientSession() as session,
+        session.request(
+            "POST" if path.endswith("completions") else "GET",
+            f"{base_url}{path}",
+            data=orjson.dumps(CHAT),
+            headers=[*headers, ("Content-Type", "application/json")],
+        ) as response,
+    ):
+        body = await response.json()
+    assert response.status == 400
+    assert body["error"]["code"] == "duplicate_authorization_header"
+
+
 async def test_a_method_not_allowed_is_405_naming_the_allowed_ones(base_url: str) -> None:
     """A POST to a GET route answers in the envelope, with the Allow header RFC 9110 asks for."""
     async with (
