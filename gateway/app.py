@@ -126,6 +126,9 @@ def create_app(
             Exception: unexpected_error,
         },
     )
+    # A path with a slash too many is a 404, not a redirect: Starlette's Location is built from
+    # the client's Host header, with the scheme of this hop (http behind a TLS proxy).
+    app.router.redirect_slashes = False
     return ObservingMiddleware(HotRoutes(app, GENERATION_ROUTES))
 
 

@@ -134,6 +134,29 @@ async def test_two_authorization_headers_are_400(base_url: str, path: str) -> No
     assert body["error"]["code"] == "duplicate_authorization_header"
 
 
+@pytest.mark.parametrize(
+    ("method", "path"), [("POST", "/v1/chat/completions/"), ("GET", "/healthz/")]
+)
+async def test_a_trailing_slash_is_404_never_a_redirect(
+    base_url: str, method: str, path: str
+) -> None:
+    """A route with a slash too many is a 404 in the envelope, never a redirect whose Location
+    would come from the client's Host header."""
+    async with (
+        aiohttp.ClientSession() as session,
+        session.request(
+            method,
+            f"{base_url}{path}",
+            data=orjson.dumps(CHAT),
+            headers={"Content-Type": "application/json", "Host": "evil.example.com"},
+            allow_redirects=False,
+        ) as response,
+    ):
+        body = await response.json()
+    assert response.status == 404 and "location" not in response.headers
+    assert body["error"]["code"] == "not_found"
+
+
 async def test_a_method_not_allowed_is_405_naming_the_allowed_ones(base_url: str) -> None:
     """A POST to a GET route answers in the envelope, with the Allow header RFC 9110 asks for."""
     async with (
