@@ -1,14 +1,25 @@
 """The answers the HTTP protocol gives on its own, before any app sees a request: a head over
 the limits, one that never completes, one that does not parse, a missing or repeated Host, a
 connection over the cap. Each is the OpenAI error envelope with an `x-request-id` and
-`Server-Timing`, like every other answer, and closes the connection."""
+`Server-Timing`, like every other answer, closes the connection, and is reported like every
+other answer: one access-log line and one count, under the route `other`."""
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
+from typing import Any
 
 import orjson
+
+from gateway.observing import OTHER_ROUTE
+from obs.observer import Observer
+from obs.request_record import RequestRecord
+
+log = logging.getLogger("gateway")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +56,21 @@ class Refusal:
             lines.append(b"retry-after: %d" % self.retry_after_s)
         lines += [b"connection: close", b"content-length: %d" % len(body), b"", body]
         return b"\r\n".join(lines)
+
+    def report(self, app_state: Mapping[str, Any], request_id: str, elapsed_s: float) -> None:
+        """Hand the answer to the app's observer (in its lifespan state), if it has one."""
+        observer: Observer | None = app_state.get("observer")
+        if observer is None:
+            return
+        ended = time.monotonic()
+        wall_ns = time.time_ns() - int(elapsed_s * 1e9)
+        record = RequestRecord("", OTHER_ROUTE, ended - elapsed_s, wall_ns)
+        record.request_id = request_id
+        record.note_failure(self.code, status=self.status)
+        try:
+            observer.finish(record, self.status, ended)
+        except Exception:  # reporting must never break the protocol
+            log.exception("observing a refused request failed")
 
 
 HEAD_TOO_LARGE = Refusal(

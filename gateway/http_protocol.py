@@ -208,8 +208,10 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             self._head_timer = None
         since = self._head_since
         elapsed = 0.0 if since is None else max(0.0, self.loop.time() - since)
+        request_id = new_request_id()
         default_headers = self.server_state.default_headers
-        transport.write(refusal.response(new_request_id(), elapsed, default_headers))
+        transport.write(refusal.response(request_id, elapsed, default_headers))
         if transport.can_write_eof():
             transport.write_eof()
         self.loop.call_later(_LINGER_S, transport.close)
+        refusal.report(self.app_state, request_id, elapsed)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -15,6 +16,8 @@ from starlette.types import Receive, Scope, Send
 
 from bench.harness.probes import free_port
 from gateway.http_protocol import MAX_HEADER_COUNT, BoundedHttpToolsProtocol, EdgeConfig
+from obs.request_record import RequestRecord
+from obs.tracing import Tracing
 
 LIMIT = 8 * 1024
 WAIT_S = 20.0  # a generous bound on anything the server should do soon: a hang fails
@@ -37,14 +40,16 @@ async def _echo_body_size(scope: Scope, receive: Receive, send: Send) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _server(app: Any = _echo_body_size, **edge: Any) -> AsyncIterator[int]:
+async def _server(
+    app: Any = _echo_body_size, lifespan: str = "off", **edge: Any
+) -> AsyncIterator[int]:
     config = EdgeConfig(
         app,
         port=free_port(),
         http=BoundedHttpToolsProtocol,
         h11_max_incomplete_event_size=LIMIT,
         log_level="warning",
-        lifespan="off",
+        lifespan=lifespan,
         **edge,
     )
     server = uvicorn.Server(config)
@@ -233,13 +238,19 @@ async def test_an_answer_slower_than_the_head_timeout_is_not_cut() -> None:
 
 
 async def _served_connection(port: int) -> asyncio.StreamWriter:
-    """A connection that has been answered once (so the server surely counts it), kept open."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(_post(b"", b""))
+    """A connection that has been answered once (so the server surely counts it), kept open;
+    tried again while earlier connections still fill the cap (they close asynchronously)."""
     async with asyncio.timeout(WAIT_S):
-        assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 200 ")
-        await reader.readexactly(1)
-    return writer
+        while True:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(_post(b"", b""))
+            head = await reader.readuntil(b"\r\n\r\n")
+            if head.startswith(b"HTTP/1.1 200 "):
+                await reader.readexactly(1)
+                return writer
+            assert head.startswith(b"HTTP/1.1 503 "), head
+            writer.close()
+            await asyncio.sleep(0.05)
 
 
 async def test_connections_over_the_cap_are_answered_503_at_once() -> None:
@@ -267,3 +278,83 @@ async def test_connections_over_the_cap_are_answered_503_at_once() -> None:
         assert answer.startswith(b"HTTP/1.1 200 "), answer
         for writer in held:
             writer.close()
+
+
+@dataclass
+class StubObserver:
+    """Keeps the records it is handed, and wakes a waiting test on each."""
+
+    tracing: Tracing = field(default_factory=Tracing.disabled)
+    finished: list[tuple[RequestRecord, int]] = field(default_factory=list)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def finish(self, record: RequestRecord, status: int, ended: float) -> None:
+        self.finished.append((record, status))
+        self.changed.set()
+
+    async def wait_for(self, count: int) -> None:
+        async with asyncio.timeout(WAIT_S):
+            while len(self.finished) < count:
+                self.changed.clear()
+                await self.changed.wait()
+
+
+def _observed(observer: StubObserver) -> Any:
+    """The echo app with `observer` in its lifespan state, where the gateway keeps its own."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await receive()
+            scope["state"]["observer"] = observer
+            await send({"type": "lifespan.startup.complete"})
+            await receive()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        await _echo_body_size(scope, receive, send)
+
+    return app
+
+
+def _request_id(answer: bytes) -> str:
+    head = answer.split(b"\r\n\r\n", 1)[0].decode()
+    return next(line.split(": ", 1)[1] for line in head.split("\r\n") if line.startswith("x-re"))
+
+
+async def test_every_refusal_is_reported_under_the_route_other() -> None:
+    """A 431, a parser 400, a 408 and a 503 each reach the app's observer once, as `other`,
+    with their status, error code and the request id the client was given."""
+    observer = StubObserver()
+    app = _observed(observer)
+    answers = []
+    async with _server(app, "on", head_timeout_s=0.3, max_connections=1) as port:
+        big = _post(b"X-Big: " + b"a" * (LIMIT + 1) + b"\r\n", b"{}")
+        answers.append(await _exchange(port, big))
+        answers.append(await _exchange(port, b"NOT HTTP AT ALL\r\n\r\n"))
+        answers.append(await _until_closed(port, b"GET / HTTP/1.1\r\nHo"))
+        writer = await _served_connection(port)
+        try:
+            answers.append(await _until_closed(port, b""))
+        finally:
+            writer.close()
+        await observer.wait_for(4)
+    assert [a.split(b" ", 2)[1] for a in answers] == [b"431", b"400", b"408", b"503"]
+    reported = [(r.route, status, r.error, r.request_id) for r, status in observer.finished]
+    assert reported[:3] == [
+        ("other", 431, "request_header_fields_too_large", _request_id(answers[0])),
+        ("other", 400, "invalid_http_request", _request_id(answers[1])),
+        ("other", 408, "request_timeout", _request_id(answers[2])),
+    ]
+    # Between them, any 503s the held connection's own tries met while the others closed.
+    assert {entry[:3] for entry in reported[3:]} == {("other", 503, "too_many_connections")}
+    assert reported[-1][3] == _request_id(answers[3])
+
+
+async def _until_closed(port: int, sent: bytes) -> bytes:
+    """Send `sent` and nothing more; all the server answers before it closes."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(sent)
+        async with asyncio.timeout(WAIT_S):
+            return await reader.read()
+    finally:
+        writer.close()
