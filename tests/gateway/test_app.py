@@ -11,6 +11,8 @@ import openai
 import orjson
 import pytest
 
+from access.caller import Caller, key_digest
+from access.settings import AccessSettings
 from backends.replica import Replica
 from core.env import SettingsError
 from core.errors import BackendError, BackendOverloaded, BackendRejected, BackendUnavailable
@@ -271,6 +273,7 @@ async def test_models_and_health(base_url: str) -> None:
     client = openai.AsyncOpenAI(base_url=f"{base_url}/v1", api_key="k")
     models = await client.models.list()
     assert [m.id for m in models.data] == ["m"]
+    assert models._request_id  # the official SDK reads x-request-id
     assert await client.models.retrieve("m") == models.data[0]
     with pytest.raises(openai.NotFoundError):
         await client.models.retrieve("gpt-9")
@@ -279,6 +282,32 @@ async def test_models_and_health(base_url: str) -> None:
             assert response.status == 200
         async with session.get(f"{base_url}/readyz") as response:
             assert response.status == 200
+
+
+@pytest.fixture
+async def keyed_url(backends: list[FakeBackend]) -> AsyncIterator[str]:
+    """A gateway with access control on (one key, `k`)."""
+    access = AccessSettings(inline_keys={key_digest("k"): Caller("t", key_id="id")})
+    replicas: Sequence[Replica] = [Replica("m", b) for b in backends]
+    async with serving(create_app(Settings(access=access), replicas)) as url:
+        yield url
+
+
+@pytest.mark.parametrize(
+    ("method", "path"), [("POST", "/v1/chat/completions"), ("GET", "/v1/models")]
+)
+async def test_a_401_carries_its_request_id_and_server_timing(
+    keyed_url: str, method: str, path: str
+) -> None:
+    """A request without a key is a 401 with `x-request-id` and `Server-Timing`, like any
+    other answer."""
+    async with (
+        aiohttp.ClientSession() as session,
+        session.request(method, f"{keyed_url}{path}", json=CHAT) as response,
+    ):
+        assert response.status == 401
+        assert response.headers["x-request-id"]
+        assert response.headers["server-timing"].startswith("total;dur=")
 
 
 async def test_embeddings_float_and_base64(base_url: str) -> None:

@@ -857,6 +857,27 @@ async def test_every_answer_is_logged_and_counted(gw: Gateway) -> None:
     assert _value(samples, count, route="/healthz", status="200", **none) == 1
 
 
+async def test_every_answer_carries_its_request_id_and_server_timing(gw: Gateway) -> None:
+    """Model listings and lookups (found or not), a wrong method, an unknown path and a probe
+    each carry `x-request-id` (the id of their log line) and `Server-Timing` with the total."""
+    sent = [
+        ("GET", "/v1/models", 200),
+        ("GET", "/v1/models/m", 200),
+        ("GET", "/v1/models/nope", 404),
+        ("DELETE", ROUTE, 405),
+        ("GET", "/nope", 404),
+        ("GET", "/healthz", 200),
+    ]
+    async with aiohttp.ClientSession() as session:
+        for method, path, status in sent:
+            async with session.request(method, gw.url + path) as response:
+                assert response.status == status
+                request_id = response.headers["x-request-id"]
+                assert "total;dur=" in response.headers["server-timing"], path
+            record = await gw.log.line(request_id)
+            assert (record.method, record.status) == (method, status)  # type: ignore[attr-defined]
+
+
 # ----------------------------------------------------------------------------- access log
 
 
