@@ -1,5 +1,6 @@
 """uvicorn's httptools protocol with the edge's limits: a bounded request head (431 past it),
-a deadline on receiving it (408), and a cap on connections per worker (503).
+a deadline on receiving it (408), a cap on connections per worker (503), and the one Host
+header RFC 9112 §3.2 requires (400: none in HTTP/1.1, an empty one, or two).
 
 httptools buffers a request line and headers of any size (a 1 MB header, or 20,000 of them, is
 parsed and handed to the app), so a client could make every worker hold as much as it sends.
@@ -28,6 +29,7 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from gateway.edge_refusals import (
+    BAD_HOST,
     HEAD_TIMEOUT,
     HEAD_TOO_LARGE,
     INVALID_HTTP,
@@ -78,6 +80,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._head_bytes = 0
         self._header_count = 0
         self._parsed_bytes = 0
+        self._hosts = 0  # Host headers of this head, an empty one counting 2 (RFC 9112 §3.2)
         self._boundaries = 0  # heads and messages completed
         self._refusal: Refusal | None = None
         # When the head awaited now began to be awaited (loop clock), None while none is; and
@@ -128,6 +131,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._in_head = True
         self._header_count = 0
         self._parsed_bytes = 0
+        self._hosts = 0
         self._head_started = True
         if self._head_since is None:  # a kept-alive connection: the head's time starts now
             self._head_since = self.loop.time()
@@ -145,7 +149,9 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             raise _Refused
         # uvicorn's own `on_header`, inlined: this runs for every header of every request.
         name = name.lower()
-        if name == b"expect" and value.lower() == b"100-continue":
+        if name == b"host":
+            self._hosts += 1 if value else 2
+        elif name == b"expect" and value.lower() == b"100-continue":
             self.expect_100_continue = True
         self.headers.append((name, value))
 
@@ -160,6 +166,11 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._boundaries += 1
         self._head_since = None
         self._head_started = False
+        hosts = self._hosts
+        # Exactly one non-empty Host; HTTP/1.0 may send none.
+        if hosts != 1 and (hosts > 1 or self.parser.get_http_version() != "1.0"):
+            self._refusal = BAD_HOST
+            raise _Refused
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:

@@ -134,3 +134,11 @@ async def test_an_unknown_path_is_logged_and_counted(gateway: Gateway) -> None:
     entry = await _logged(gateway, request_id)
     assert (entry["route"], entry["status"], entry["method"]) == ("other", 404, "GET")
     assert await _requests(gateway, "other", 404) == before + 1
+
+
+@pytest.mark.parametrize("host", [b"", b"Host: \r\n", b"Host: a\r\nHost: b\r\n"])
+async def test_a_request_without_one_host_is_400(gateway: Gateway, host: bytes) -> None:
+    """No Host, an empty one or two: 400 invalid_host_header, before any route is tried."""
+    answer = await _until_closed(gateway.port, b"GET /v1/models HTTP/1.1\r\n" + host + b"\r\n")
+    assert answer.startswith(b"HTTP/1.1 400 "), answer
+    assert b'"code":"invalid_host_header"' in answer

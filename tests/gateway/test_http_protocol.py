@@ -358,3 +358,43 @@ async def _until_closed(port: int, sent: bytes) -> bytes:
             return await reader.read()
     finally:
         writer.close()
+
+
+@pytest.mark.parametrize(
+    ("head", "status"),
+    [
+        (b"GET / HTTP/1.1\r\nHost: t\r\n\r\n", 200),
+        (b"GET / HTTP/1.1\r\n\r\n", 400),
+        (b"GET / HTTP/1.1\r\nHost: \r\n\r\n", 400),
+        (b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
+        (b"GET / HTTP/1.1\r\nHost: a\r\nX-A: 1\r\nhost: a\r\n\r\n", 400),
+        (b"GET / HTTP/1.0\r\n\r\n", 200),
+        (b"GET / HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n", 400),
+    ],
+)
+async def test_host_must_be_one_and_not_empty(head: bytes, status: int) -> None:
+    """RFC 9112 §3.2: an HTTP/1.1 request without Host, or any request with an empty Host or
+    two, is a 400 in the envelope; HTTP/1.0 may leave Host out."""
+    async with _server() as port:
+        answer = await _until_closed(
+            port, head.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n")
+        )
+    assert answer.startswith(b"HTTP/1.1 %d " % status), answer
+    if status == 400:
+        assert _error_code(answer) == "invalid_host_header"
+
+
+async def test_each_request_of_a_connection_is_checked_for_host() -> None:
+    """A kept-alive connection's second request without Host is refused like a first one."""
+    async with _server() as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            writer.write(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+            async with asyncio.timeout(WAIT_S):
+                assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 200 ")
+                await reader.readexactly(1)
+                writer.write(b"GET / HTTP/1.1\r\n\r\n")
+                answer = await reader.read()
+        finally:
+            writer.close()
+    assert answer.startswith(b"HTTP/1.1 400 ") and _error_code(answer) == "invalid_host_header"
