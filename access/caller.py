@@ -51,8 +51,20 @@ def key_digest(key: str) -> str:
 
 
 def bearer_token(authorization: str | None) -> str | None:
-    """The credential of an `Authorization` header: the bearer token, or the whole value when
-    it names another scheme (so distinct credentials stay distinct)."""
+    """The token of an `Authorization: Bearer <token>` header (the scheme in any case, as
+    RFC 9110 has it); None without one, or for another scheme or a bare value, which OpenAI's
+    API refuses too."""
+    if not authorization:
+        return None
+    scheme, _, rest = authorization.partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return rest.strip() or None
+
+
+def credential(authorization: str | None) -> str | None:
+    """Whatever an `Authorization` header carries: the bearer token, or the whole value when
+    it names another scheme or none (so distinct credentials stay distinct)."""
     if not authorization:
         return None
     scheme, _, rest = authorization.partition(" ")
@@ -64,7 +76,7 @@ def bearer_token(authorization: str | None) -> str | None:
 def unverified_caller(authorization: str | None) -> Caller:
     """Access control off: a tenant per distinct credential, no limits (remembered for the
     most recent credentials: the same few callers come back on every request)."""
-    token = bearer_token(authorization)
+    token = credential(authorization)
     if token is None:
         return Caller(ANONYMOUS_TENANT)
     return Caller(key_digest(token)[:32])

@@ -50,7 +50,7 @@ class KeyRegistry:
         if not self._settings.enabled:
             return unverified_caller(authorization)
         token = bearer_token(authorization)
-        if token is None:
+        if token is None:  # no header, an empty token, or not the Bearer scheme
             raise InvalidApiKey(
                 "You didn't provide an API key. Send it as 'Authorization: Bearer YOUR_KEY'."
             )

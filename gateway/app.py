@@ -12,6 +12,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.types import ASGIApp
 
 from access.factory import build_rate_limiter
@@ -25,6 +26,7 @@ from backends.settings import EMBEDDED_MODEL, ModelSpec
 from cache.factory import build_cache_layer
 from cache.response_store import ResponseStore
 from core.errors import GatewayError
+from gateway.answer_stamp import AnswerStamp
 from gateway.drain import DrainSettings, intercept_sigterm
 from gateway.error_responses import gateway_error, http_error, unexpected_error
 from gateway.hot_routes import HotRoutes
@@ -120,6 +122,7 @@ def create_app(
 
     app = Starlette(
         routes=ROUTES,
+        middleware=[Middleware(AnswerStamp)],
         lifespan=lifespan,
         exception_handlers={
             GatewayError: gateway_error,
@@ -127,6 +130,9 @@ def create_app(
             Exception: unexpected_error,
         },
     )
+    # A path with a slash too many is a 404, not a redirect: Starlette's Location is built from
+    # the client's Host header, with the scheme of this hop (http behind a TLS proxy).
+    app.router.redirect_slashes = False
     return ObservingMiddleware(HotRoutes(app, GENERATION_ROUTES))
 
 

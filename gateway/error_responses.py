@@ -5,6 +5,7 @@ routes both answer through here."""
 from __future__ import annotations
 
 import logging
+import time
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -19,6 +20,7 @@ from core.errors import (
     Overloaded,
     RouteNotFound,
 )
+from gateway.answer_stamp import server_timing
 from gateway.observing import RECORD_SCOPE_KEY
 from obs.request_record import RequestRecord
 
@@ -32,8 +34,7 @@ def error_response(exc: GatewayError, request: Request | None = None) -> Respons
         _note_error(record, exc.status, exc)
         if record.request_id:
             headers["x-request-id"] = record.request_id
-        if record.timeline is not None:
-            headers["server-timing"] = record.timeline.server_timing(total=True)
+        headers["server-timing"] = server_timing(record, time.monotonic())
     return Response(
         exc.to_json(), status_code=exc.status, media_type="application/json", headers=headers
     )

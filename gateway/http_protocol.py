@@ -1,4 +1,6 @@
-"""uvicorn's httptools protocol with a bound on the request head: 431 past it.
+"""uvicorn's httptools protocol with the edge's limits: a bounded request head (431 past it),
+a deadline on receiving it (408), a cap on connections per worker (503), and the one Host
+header RFC 9112 §3.2 requires (400: none in HTTP/1.1, an empty one, or two).
 
 httptools buffers a request line and headers of any size (a 1 MB header, or 20,000 of them, is
 parsed and handed to the app), so a client could make every worker hold as much as it sends.
@@ -7,6 +9,15 @@ while a head is incomplete, and the headers; past a limit it answers 431 Request
 Too Large and closes the connection. The byte limit travels in uvicorn's
 `h11_max_incomplete_event_size`, the setting that bounds the same thing for h11, so the class
 can be named by import path (which uvicorn's worker processes need) and still be configured.
+
+uvicorn bounds no other part of a connection's life before its request: `timeout_keep_alive`
+runs only between a response and the first byte of the next request, and `limit_concurrency`
+is checked only once a head is complete. So a connection that sends nothing, or trickles its
+head a byte at a time, stayed open for good (slow loris). Here a head must arrive whole within
+`EdgeConfig.head_timeout_s` of the connection opening, or of its first byte on a kept-alive
+connection: past it, a started head is answered 408 and a connection that sent nothing is
+closed. A connection beyond `EdgeConfig.max_connections` is answered 503 as soon as it is
+accepted, so the worker never runs out of descriptors and a refused client learns at once.
 """
 
 from __future__ import annotations
@@ -14,65 +25,116 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from gateway.edge_refusals import (
+    BAD_HOST,
+    HEAD_TIMEOUT,
+    HEAD_TOO_LARGE,
+    INVALID_HTTP,
+    TOO_MANY_CONNECTIONS,
+    Refusal,
+)
+from gateway.request_id import new_request_id
 
 _LINGER_S = 2.0
 MAX_HEADER_COUNT = 256  # Envoy allows 100 by default, Node 2000; 256 leaves proxies room
-_RESPONSE = (
-    b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
-    b"content-type: application/json\r\n"
-    b"connection: close\r\n"
-    b"content-length: %d\r\n\r\n%s"
-)
-_BODY = (
-    b'{"error":{"message":"the request head (request line and headers) is over the '
-    b'gateway\'s limit","type":"invalid_request_error","param":null,'
-    b'"code":"request_header_fields_too_large"}}'
-)
+HEAD_TIMEOUT_S = 5.0
+MAX_CONNECTIONS = 4096
 
 
-class _HeadTooLarge(Exception):
-    """Raised from a parser callback to stop parsing a head over the limits."""
+class EdgeConfig(Config):
+    """uvicorn's `Config` plus what `BoundedHttpToolsProtocol` reads beyond it (a subclass,
+    so it reaches spawned workers as uvicorn's own settings do)."""
+
+    def __init__(
+        self,
+        app: Any,
+        *,
+        head_timeout_s: float = HEAD_TIMEOUT_S,
+        max_connections: int = MAX_CONNECTIONS,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(app, **kwargs)
+        self.head_timeout_s = head_timeout_s
+        self.max_connections = max_connections
+
+
+class _Refused(Exception):
+    """Raised from a parser callback to stop parsing a request that is refused."""
 
 
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
-    """`HttpToolsProtocol` that refuses request heads over a byte or header-count limit."""
+    """`HttpToolsProtocol` that refuses request heads over a byte or header-count limit or
+    slower than the head timeout, and connections over the cap."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._max_head_bytes: int = self.config.h11_max_incomplete_event_size or 65536
+        config = self.config
+        self._max_head_bytes: int = config.h11_max_incomplete_event_size or 65536
+        self._head_timeout_s: float = getattr(config, "head_timeout_s", HEAD_TIMEOUT_S)
+        self._max_connections: int = getattr(config, "max_connections", MAX_CONNECTIONS)
+        self.limit_concurrency = None  # uvicorn's check, after each head: ours is at accept
         self._in_head = True
         self._head_bytes = 0
         self._header_count = 0
         self._parsed_bytes = 0
+        self._hosts = 0  # Host headers of this head, an empty one counting 2 (RFC 9112 §3.2)
         self._boundaries = 0  # heads and messages completed
-        self._refused = False
+        self._refusal: Refusal | None = None
+        # When the head awaited now began to be awaited (loop clock), None while none is; and
+        # whether any byte of it came. One timer per connection checks them, lazily.
+        self._head_since: float | None = None
+        self._head_started = False
+        self._head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if len(self.connections) > self._max_connections:
+            self.connections.discard(self)  # closing: it holds no place meanwhile
+            self._refusal = TOO_MANY_CONNECTIONS
+            self._refuse()
+            return
+        self._head_since = self.loop.time()
+        self._head_timer = self.loop.call_later(self._head_timeout_s, self._check_head)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+        super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        if self._refused:
+        if self._refusal is not None:
             return
         boundaries = self._boundaries
         super().data_received(data)
-        if self._refused:
+        if self._refusal is not None:
             self._refuse()
         elif self._in_head and self._boundaries == boundaries:
             # A head is awaited and this chunk completed neither a head nor a message: all of
             # it is head. (A chunk that completed one is not counted, so bodies never are.)
             self._head_bytes += len(data)
             if self._head_bytes > self._max_head_bytes:
-                self._refused = True
+                self._refusal = HEAD_TOO_LARGE
                 self._refuse()
 
     def send_400_response(self, msg: str) -> None:
-        # A `_HeadTooLarge` from a callback reaches uvicorn as a parser error: answer it here.
-        if not self._refused:
-            super().send_400_response(msg)
+        # A parser error: ours (`_Refused` from a callback, the refusal already chosen) or the
+        # parser's own. `data_received` answers it once the parser returns.
+        if self._refusal is None:
+            self._refusal = INVALID_HTTP
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._in_head = True
         self._header_count = 0
         self._parsed_bytes = 0
+        self._hosts = 0
+        self._head_started = True
+        if self._head_since is None:  # a kept-alive connection: the head's time starts now
+            self._head_since = self.loop.time()
 
     def on_url(self, url: bytes) -> None:
         self._parsed_bytes += len(url)
@@ -83,23 +145,32 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._header_count += 1
         self._parsed_bytes += len(name) + len(value) + 4  # ": " and CRLF
         if self._header_count > MAX_HEADER_COUNT or self._parsed_bytes > self._max_head_bytes:
-            self._refused = True
-            raise _HeadTooLarge
+            self._refusal = HEAD_TOO_LARGE
+            raise _Refused
         # uvicorn's own `on_header`, inlined: this runs for every header of every request.
         name = name.lower()
-        if name == b"expect" and value.lower() == b"100-continue":
+        if name == b"host":
+            self._hosts += 1 if value else 2
+        elif name == b"expect" and value.lower() == b"100-continue":
             self.expect_100_continue = True
         self.headers.append((name, value))
 
     def _check_parsed(self) -> None:
         # A head that arrives within one read completes before `data_received` can count it.
         if self._header_count > MAX_HEADER_COUNT or self._parsed_bytes > self._max_head_bytes:
-            self._refused = True
-            raise _HeadTooLarge
+            self._refusal = HEAD_TOO_LARGE
+            raise _Refused
 
     def on_headers_complete(self) -> None:
         self._in_head = False
         self._boundaries += 1
+        self._head_since = None
+        self._head_started = False
+        hosts = self._hosts
+        # Exactly one non-empty Host; HTTP/1.0 may send none.
+        if hosts != 1 and (hosts > 1 or self.parser.get_http_version() != "1.0"):
+            self._refusal = BAD_HOST
+            raise _Refused
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
@@ -108,14 +179,50 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._head_bytes = 0
         self._boundaries += 1
 
+    def _check_head(self) -> None:
+        """The connection's head timer: refuse a head awaited too long, else check again when
+        it would be (or a timeout from now while no head is awaited)."""
+        self._head_timer = None
+        if self.transport.is_closing() or self._refusal is not None:
+            return
+        now = self.loop.time()
+        since = self._head_since
+        if since is not None:
+            cycle = self.cycle
+            if cycle is not None and not cycle.response_complete:
+                # A pipelined head waits behind the answer before it: its time starts later.
+                self._head_since = since = now
+            elif now - since >= self._head_timeout_s:
+                self._head_timed_out()
+                return
+        wait = self._head_timeout_s if since is None else since + self._head_timeout_s - now
+        self._head_timer = self.loop.call_later(wait, self._check_head)
+
+    def _head_timed_out(self) -> None:
+        if self._head_started:
+            self._refusal = HEAD_TIMEOUT
+            self._refuse()
+        else:  # nothing sent: nothing to answer, as when a kept-alive connection idles out
+            self.transport.close()
+
     def _refuse(self) -> None:
-        """Answer 431, then close: our side at once, the connection after a linger during
-        which what the client still sends is read and dropped (closing with unread data
+        """Answer the refusal, then close: our side at once, the connection after a linger
+        during which what the client still sends is read and dropped (closing with unread data
         would reset the connection, and the client could lose the answer)."""
+        refusal = self._refusal
+        assert refusal is not None
         transport: asyncio.Transport = self.transport
         if transport.is_closing():
             return
-        transport.write(_RESPONSE % (len(_BODY), _BODY))
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+        since = self._head_since
+        elapsed = 0.0 if since is None else max(0.0, self.loop.time() - since)
+        request_id = new_request_id()
+        default_headers = self.server_state.default_headers
+        transport.write(refusal.response(request_id, elapsed, default_headers))
         if transport.can_write_eof():
             transport.write_eof()
         self.loop.call_later(_LINGER_S, transport.close)
+        refusal.report(self.app_state, request_id, elapsed)

@@ -1,6 +1,7 @@
-"""The ASGI layer that observes each API request: opens its record (and server span) on
-arrival and hands it to the Observer once the response is written. The status comes from
-the record, which the error handlers set; answers without an error are 200."""
+"""The ASGI layer that observes every request: opens its record (and, for the API, its server
+span) on arrival and hands it to the Observer once the response is written, so each answer
+is one access-log line and one count. The status comes from the record, which the error
+handlers set; answers without an error are 200."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import time
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from budgets.deadline import Clock
+from gateway.request_id import new_request_id
 from obs.observer import Observer
 from obs.request_record import RequestRecord
 
@@ -19,7 +21,7 @@ RECORD_SCOPE_KEY = "gateway.record"
 # How long a request's report waits for its shadow-mode semantic lookup after the last byte;
 # the lookup's own embedding and Redis calls are bounded by GATEWAY_SEMANTIC_TIMEOUT_MS.
 SHADOW_WAIT_S = 5.0
-OBSERVED_ROUTES = frozenset(
+API_ROUTES = frozenset(
     {"/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses", "/v1/models"}
 )
 # Paths with an id, observed under their route template: the id (a client's) never becomes a
@@ -29,12 +31,17 @@ TEMPLATED_ROUTES = (
     ("/v1/responses/", "", "/v1/responses/{response_id}"),
     ("/v1/models/", "", "/v1/models/{model}"),
 )
+# Probes, metrics and the API description: logged and counted, never traced.
+PLAIN_ROUTES = frozenset({"/healthz", "/readyz", "/metrics", "/openapi.json"})
+OTHER_ROUTE = "other"
+"""Every other path (an unknown route), and what the HTTP protocol refuses before routing: a
+client's path never becomes a metric label."""
 
 
-def observed_route(path: str) -> str | None:
-    """The route a request to `path` is observed under, or None for probes, /metrics and the
-    rest of the unobserved paths."""
-    if path in OBSERVED_ROUTES:
+def observed_route(path: str) -> str:
+    """The route a request to `path` is observed under: an API route (an id replaced by its
+    template's name), a probe, /metrics, /openapi.json, or `other`."""
+    if path in API_ROUTES or path in PLAIN_ROUTES:
         return path
     for prefix, suffix, template in TEMPLATED_ROUTES:
         if (
@@ -43,32 +50,38 @@ def observed_route(path: str) -> str | None:
             and len(path) > len(prefix) + len(suffix)
         ):
             return template
-    return None
+    return OTHER_ROUTE
+
+
+def traced(route: str) -> bool:
+    """Whether requests on `route` get a server span: the API's, not probes or unknown paths."""
+    return route != OTHER_ROUTE and route not in PLAIN_ROUTES
 
 
 class ObservingMiddleware:
-    """Pure ASGI (no task group, `send` untouched); probes and /metrics pass straight by."""
+    """Pure ASGI (no task group, `send` untouched); lifespan events pass straight by."""
 
     def __init__(self, app: ASGIApp, clock: Clock = time.monotonic) -> None:
         self._app = app
         self._clock = clock
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        route = observed_route(scope["path"]) if scope["type"] == "http" else None
-        if route is None:
-            await self._app(scope, receive, send)
-            return
-        observer: Observer | None = scope.get("state", {}).get("observer")
+        observer: Observer | None = None
+        if scope["type"] == "http":
+            observer = scope.get("state", {}).get("observer")
         if observer is None:
             await self._app(scope, receive, send)
             return
+        route = observed_route(scope["path"])
         clock = self._clock
         method, started, wall_ns = scope["method"], clock(), time.time_ns()
         tracing = observer.tracing
         span = None
-        if tracing.enabled:
+        if tracing.enabled and traced(route):
             span = tracing.start_server_span(route, method, scope["headers"], wall_ns)
-        record = scope[RECORD_SCOPE_KEY] = RequestRecord(method, route, started, wall_ns, span)
+        record = scope[RECORD_SCOPE_KEY] = RequestRecord(
+            method, route, started, wall_ns, span, request_id=new_request_id()
+        )
         try:
             await self._app(scope, receive, send)
         except BaseException:

@@ -3,7 +3,6 @@ cache, admission and first token (in the fleet), stream, write-back."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping
 
@@ -44,10 +43,6 @@ from gateway.stream_pump import ChunkSource, StreamPump
 from obs.observer import writeback_trace
 from obs.request_record import RequestRecord
 from obs.tracing import Tracing, inject
-
-
-def new_request_id() -> str:
-    return os.urandom(12).hex()
 
 
 class Pipeline:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from core.errors import InvalidRequest
+
 _WANTED = {
     name.encode(): name
     for name in (
@@ -21,14 +23,28 @@ _WANTED = {
     )
 }
 TRACE_CONTEXT = ("traceparent", "tracestate")
+_AUTHORIZATION = "authorization"
+
+
+class RepeatedAuthorization(InvalidRequest):
+    """More than one `Authorization` header: RFC 9110 makes it single-valued, and picking one
+    would let the order of a client's (or a proxy's) headers choose the caller."""
+
+    code = "duplicate_authorization_header"
+
+    def __init__(self) -> None:
+        super().__init__("Send one Authorization header; this request has several.")
 
 
 def relevant_headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
-    """The headers the gateway uses, by lowercase name (ASGI servers lowercase names)."""
+    """The headers the gateway uses, by lowercase name (ASGI servers lowercase names); 400
+    for a repeated `Authorization`."""
     found: dict[str, str] = {}
     for name, value in raw:
         key = _WANTED.get(name)
         if key is not None:
+            if key == _AUTHORIZATION and key in found:
+                raise RepeatedAuthorization
             found[key] = value.decode("latin-1")
     return found
 

@@ -25,8 +25,9 @@ from gateway.client_watch import ClientWatch
 from gateway.drain import DRAIN, ShuttingDown
 from gateway.observing import RECORD_SCOPE_KEY
 from gateway.openapi import openapi_json
-from gateway.pipeline import Pipeline, new_request_id
+from gateway.pipeline import Pipeline
 from gateway.request_headers import relevant_headers, trace_id_of
+from gateway.request_id import new_request_id
 from gateway.responses.service import ResponsesService
 from obs.observer import Observer
 from obs.request_record import RequestRecord
@@ -88,19 +89,19 @@ def _pipeline(request: Request) -> Pipeline:
 
 
 def _record(request: Request) -> RequestRecord:
-    """The request's record in the ASGI scope, where error responses find it, with a fresh id."""
+    """The request's record in the ASGI scope, where error responses find it."""
     scope = request.scope
     record: RequestRecord | None = scope.get(RECORD_SCOPE_KEY)
     if record is None:  # not observed (an app built without the observing middleware)
         record = scope[RECORD_SCOPE_KEY] = RequestRecord(
-            request.method, scope["path"], time.monotonic(), 0
+            request.method, scope["path"], time.monotonic(), 0, request_id=new_request_id()
         )
     return record
 
 
 def _caller(request: Request, headers: dict[str, str], record: RequestRecord) -> Caller:
     """Who is calling, or 401 before any other work."""
-    record.begin(new_request_id(), trace_id_of(headers.get("traceparent")))
+    record.begin(record.request_id, trace_id_of(headers.get("traceparent")))
     registry: KeyRegistry = request.state.access
     caller = registry.caller(headers.get("authorization"))
     record.note_caller(caller.tenant, caller.key_id)

@@ -13,7 +13,15 @@ from access.settings import AccessSettings
 from backends.settings import BackendSettings
 from budgets.settings import BudgetSettings
 from cache.settings import CacheSettings
-from core.env import SettingsError, check_known_keys, env_choice, env_int, env_str
+from core.env import (
+    MINUTE_S,
+    SettingsError,
+    check_known_keys,
+    env_choice,
+    env_float,
+    env_int,
+    env_str,
+)
 
 __all__ = ["Settings", "SettingsError"]
 
@@ -30,6 +38,8 @@ class Settings:
     log_level: str = "info"
     max_body_bytes: int = 4 * 1024 * 1024
     max_header_bytes: int = 64 * 1024  # request line and headers, as Envoy's 60 KiB
+    header_timeout_s: float = 5.0  # to receive a whole request head (slow loris)
+    max_connections: int = 4096  # open connections per worker
     max_messages: int = 2048  # messages (or Responses API items) in one request, as OpenAI
     system_fingerprint: str = "fp_llm_gateway"
     access: AccessSettings = field(default_factory=AccessSettings)
@@ -62,6 +72,16 @@ class Settings:
             ),
             max_header_bytes=env_int(
                 env, "GATEWAY_MAX_HEADER_BYTES", defaults.max_header_bytes, low=1024, high=2**20
+            ),
+            header_timeout_s=env_float(
+                env,
+                "GATEWAY_HEADER_TIMEOUT_S",
+                defaults.header_timeout_s,
+                low=0.1,
+                high=5 * MINUTE_S,
+            ),
+            max_connections=env_int(
+                env, "GATEWAY_MAX_CONNECTIONS", defaults.max_connections, low=1, high=1_000_000
             ),
             max_messages=env_int(
                 env, "GATEWAY_MAX_MESSAGES", defaults.max_messages, low=1, high=100_000

@@ -36,6 +36,8 @@ from uvicorn.config import STARTUP_FAILURE, Config
 from uvicorn.server import Server
 from uvicorn.supervisors.multiprocess import Multiprocess
 
+from gateway.http_protocol import EdgeConfig
+
 log = logging.getLogger("gateway")
 
 STRAGGLER_MARGIN_S = 20.0
@@ -100,8 +102,8 @@ class DrainingMultiprocess(Multiprocess):
 def run(app: str, *, stop_within_s: float, reread_keys_on_hup: bool, **kwargs: Any) -> None:
     """`uvicorn.run(app, **kwargs)` with `DrainingMultiprocess` for several workers, which
     waits `stop_within_s` (the drain delay plus the grace) before it kills a worker and hands
-    SIGHUP on to the workers when `reread_keys_on_hup`."""
-    config = Config(app, **kwargs)
+    SIGHUP on to the workers when `reread_keys_on_hup`; `kwargs` may hold `EdgeConfig`'s."""
+    config = EdgeConfig(app, **kwargs)
     if config.workers <= 1:
         if not reread_keys_on_hup:  # nothing to re-read: a stray SIGHUP must not stop it
             signal.signal(signal.SIGHUP, signal.SIG_IGN)

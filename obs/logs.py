@@ -13,6 +13,7 @@ import logging
 import logging.config
 import logging.handlers
 import queue
+import re
 import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -80,7 +81,10 @@ class JsonFormatter(logging.Formatter):
 
 
 class TextFormatter(logging.Formatter):
-    """The classic line, with the record's extra keys appended as key=value."""
+    """The classic line, with the record's extra keys appended as key=value: a value with a
+    space, a quote, a backslash, an `=` or a control character (or an empty one) is quoted as a
+    Python string literal, so a client's text (a model named `x status=200`) can never pass for
+    fields of its own, and a line parses back to exactly the fields written."""
 
     def __init__(self) -> None:
         super().__init__(TEXT_FORMAT)
@@ -94,13 +98,26 @@ class TextFormatter(logging.Formatter):
         fields = _fields(record)
         if not fields:
             return line
-        pairs = " ".join(f"{k}={_text(v).translate(_ESCAPES)}" for k, v in fields.items())
+        pairs = " ".join(f"{k}={_value(_text(v))}" for k, v in fields.items())
         head, sep, tail = line.partition("\n")  # keep a traceback after the fields
         return f"{head} {pairs}{sep}{tail}"
 
 
-# Control characters as Python writes them in a string literal (`\n`, `\x1b`).
-_ESCAPES = {code: repr(chr(code))[1:-1] for code in (*range(32), 127)}
+# Control characters (and the other line breaks of `str.splitlines`) as Python writes them in
+# a string literal (`\n`, `\x1b`, `\u2028`).
+_ESCAPES = {
+    code: chr(code).encode("unicode_escape").decode()
+    for code in (*range(32), *range(127, 160), 0x2028, 0x2029)
+}
+_QUOTED_ESCAPES = {**_ESCAPES, ord("\\"): "\\\\", ord('"'): '\\"'}
+_NEEDS_QUOTES = re.compile(r'[\s"=\\\x00-\x1f\x7f-\x9f\u2028\u2029]')
+
+
+def _value(text: str) -> str:
+    """`text` bare when it reads back unambiguously, else quoted with escapes."""
+    if text and _NEEDS_QUOTES.search(text) is None:
+        return text
+    return '"' + text.translate(_QUOTED_ESCAPES) + '"'
 
 
 def _text(value: object) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
-from access.caller import ANONYMOUS_TENANT, Caller, KeyLimits, unverified_caller
+from access.caller import ANONYMOUS_TENANT, Caller, KeyLimits, bearer_token, unverified_caller
 
 
 def test_tenant_per_credential() -> None:
@@ -28,3 +28,11 @@ def test_unverified_callers_are_unlimited() -> None:
     assert caller.key_id is None and caller.priority is None and caller.may_use("any")
     assert caller.limits == KeyLimits()
     assert not Caller("t", models=frozenset({"a"})).may_use("b")
+
+
+def test_bearer_token_needs_the_bearer_scheme() -> None:
+    """Only `Bearer <token>` (the scheme in any case) yields a token; a bare value, another
+    scheme or an empty token yield none."""
+    assert bearer_token("Bearer k") == bearer_token("bearer k") == bearer_token("BEARER  k") == "k"
+    for header in (None, "", "k", "Basic k", "Bearer", "Bearer ", "Bearerk"):
+        assert bearer_token(header) is None, header

@@ -48,14 +48,18 @@ def test_known_key_is_its_caller(key_file: Path) -> None:
     assert registry.caller(f"bearer {ALICE}").key_id == key_digest(ALICE)[:12]
 
 
-@pytest.mark.parametrize("header", [None, "", "Bearer ", f"Basic {ALICE}", f"Bearer {BOB}"])
+@pytest.mark.parametrize(
+    "header",
+    [None, "", "Bearer ", f"Basic {ALICE}", f"Bearer {BOB}", ALICE, f"Token {ALICE}"],
+)
 def test_missing_or_unknown_key_is_401(key_file: Path, header: str | None) -> None:
-    """No key, another scheme or an unknown key: 401 invalid_api_key, the key masked."""
+    """No key, another scheme, a bare key without the Bearer scheme or an unknown key: 401
+    invalid_api_key, the key masked."""
     registry = KeyRegistry(AccessSettings(keys_file=key_file))
     with pytest.raises(InvalidApiKey) as info:
         registry.caller(header)
     assert info.value.status == 401 and info.value.code == "invalid_api_key"
-    assert BOB not in info.value.message
+    assert BOB not in info.value.message and ALICE not in info.value.message
 
 
 @pytest.mark.parametrize("header", [None, f"Bearer {ALICE}"])

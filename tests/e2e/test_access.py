@@ -81,6 +81,30 @@ async def test_missing_key_is_401_before_the_body_is_read(guarded: Stack) -> Non
     assert response.headers["www-authenticate"].startswith("Bearer")
 
 
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ([("Authorization", "Bearer sk-gw-wrong"), ("Authorization", f"Bearer {FULL}")], 400),
+        ([("Authorization", f"Bearer {FULL}"), ("Authorization", "Bearer sk-gw-wrong")], 400),
+        ([("Authorization", FULL)], 401),
+        ([("Authorization", f"bearer {FULL}")], 200),
+    ],
+)
+async def test_the_key_must_be_one_bearer_credential(
+    guarded: Stack, headers: list[tuple[str, str]], status: int
+) -> None:
+    """Two Authorization headers are a 400 in either order; a key without the Bearer scheme is
+    a 401; the scheme's case does not matter."""
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"{guarded.api_url}/models", headers=headers) as response,
+    ):
+        body = await response.json()
+    assert response.status == status, body
+    if status != 200:
+        assert body["error"]["type"] == "invalid_request_error"
+
+
 async def test_a_key_sees_and_uses_only_its_models(guarded: Stack) -> None:
     """A key limited to `sim` lists only it, and `mock` is not found for it."""
     full, limited = _client(guarded, FULL), _client(guarded, LIMITED)

@@ -11,6 +11,8 @@ import openai
 import orjson
 import pytest
 
+from access.caller import Caller, key_digest
+from access.settings import AccessSettings
 from backends.replica import Replica
 from core.env import SettingsError
 from core.errors import BackendError, BackendOverloaded, BackendRejected, BackendUnavailable
@@ -113,6 +115,48 @@ async def test_unknown_route_is_404_envelope(base_url: str) -> None:
     """Unknown paths answer in the OpenAI error envelope."""
     status, body = await _post(f"{base_url}/v1/nothing", b"{}")
     assert status == 404 and body["error"]["code"] == "not_found"
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/models"])
+async def test_two_authorization_headers_are_400(base_url: str, path: str) -> None:
+    """Two Authorization headers are a 400 in the envelope (with access control off, the last
+    one would otherwise pick the tenant and its cache)."""
+    headers = [("Authorization", "Bearer a"), ("Authorization", "Bearer b")]
+    async with (
+        aiohttp.ClientSession() as session,
+        session.request(
+            "POST" if path.endswith("completions") else "GET",
+            f"{base_url}{path}",
+            data=orjson.dumps(CHAT),
+            headers=[*headers, ("Content-Type", "application/json")],
+        ) as response,
+    ):
+        body = await response.json()
+    assert response.status == 400
+    assert body["error"]["code"] == "duplicate_authorization_header"
+
+
+@pytest.mark.parametrize(
+    ("method", "path"), [("POST", "/v1/chat/completions/"), ("GET", "/healthz/")]
+)
+async def test_a_trailing_slash_is_404_never_a_redirect(
+    base_url: str, method: str, path: str
+) -> None:
+    """A route with a slash too many is a 404 in the envelope, never a redirect whose Location
+    would come from the client's Host header."""
+    async with (
+        aiohttp.ClientSession() as session,
+        session.request(
+            method,
+            f"{base_url}{path}",
+            data=orjson.dumps(CHAT),
+            headers={"Content-Type": "application/json", "Host": "evil.example.com"},
+            allow_redirects=False,
+        ) as response,
+    ):
+        body = await response.json()
+    assert response.status == 404 and "location" not in response.headers
+    assert body["error"]["code"] == "not_found"
 
 
 async def test_a_method_not_allowed_is_405_naming_the_allowed_ones(base_url: str) -> None:
@@ -229,6 +273,7 @@ async def test_models_and_health(base_url: str) -> None:
     client = openai.AsyncOpenAI(base_url=f"{base_url}/v1", api_key="k")
     models = await client.models.list()
     assert [m.id for m in models.data] == ["m"]
+    assert models._request_id  # the official SDK reads x-request-id
     assert await client.models.retrieve("m") == models.data[0]
     with pytest.raises(openai.NotFoundError):
         await client.models.retrieve("gpt-9")
@@ -237,6 +282,32 @@ async def test_models_and_health(base_url: str) -> None:
             assert response.status == 200
         async with session.get(f"{base_url}/readyz") as response:
             assert response.status == 200
+
+
+@pytest.fixture
+async def keyed_url(backends: list[FakeBackend]) -> AsyncIterator[str]:
+    """A gateway with access control on (one key, `k`)."""
+    access = AccessSettings(inline_keys={key_digest("k"): Caller("t", key_id="id")})
+    replicas: Sequence[Replica] = [Replica("m", b) for b in backends]
+    async with serving(create_app(Settings(access=access), replicas)) as url:
+        yield url
+
+
+@pytest.mark.parametrize(
+    ("method", "path"), [("POST", "/v1/chat/completions"), ("GET", "/v1/models")]
+)
+async def test_a_401_carries_its_request_id_and_server_timing(
+    keyed_url: str, method: str, path: str
+) -> None:
+    """A request without a key is a 401 with `x-request-id` and `Server-Timing`, like any
+    other answer."""
+    async with (
+        aiohttp.ClientSession() as session,
+        session.request(method, f"{keyed_url}{path}", json=CHAT) as response,
+    ):
+        assert response.status == 401
+        assert response.headers["x-request-id"]
+        assert response.headers["server-timing"].startswith("total;dur=")
 
 
 async def test_embeddings_float_and_base64(base_url: str) -> None:

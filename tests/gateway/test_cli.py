@@ -4,13 +4,16 @@ clause adapter does not fit stops it."""
 
 from __future__ import annotations
 
+import logging.config
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from gateway.cli import _ask_for_embedded, unshared_state_warning
+from gateway.cli import _ask_for_embedded, serve, unshared_state_warning
+from gateway.http_protocol import EdgeConfig
 from gateway.settings import Settings, SettingsError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,3 +121,21 @@ def test_a_directory_variable_at_a_file_exits_naming_it(tmp_path: Path, name: st
     assert result.returncode == 2, result.stderr[-2000:]
     assert result.stderr.startswith(f"gateway: invalid configuration: {name} must be a directory")
     assert "Traceback" not in result.stderr
+
+
+def test_serve_hands_the_edge_limits_to_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GATEWAY_HEADER_TIMEOUT_S and GATEWAY_MAX_CONNECTIONS reach the server's configuration,
+    which carries them to the protocol (`EdgeConfig`)."""
+    from gateway import supervisor
+
+    handed: dict[str, Any] = {}
+    monkeypatch.setattr(supervisor, "run", lambda app, **kwargs: handed.update(kwargs))
+    monkeypatch.setattr(logging.config, "dictConfig", lambda config: None)
+    monkeypatch.setenv("GATEWAY_BACKENDS", "embedded")  # restored afterwards
+    monkeypatch.setenv("GATEWAY_HEADER_TIMEOUT_S", "0.5")
+    monkeypatch.setenv("GATEWAY_MAX_CONNECTIONS", "3")
+    assert serve(embedded=True) == 0
+    assert (handed["head_timeout_s"], handed["max_connections"]) == (0.5, 3)
+    kwargs = {k: v for k, v in handed.items() if k not in ("stop_within_s", "reread_keys_on_hup")}
+    config = EdgeConfig("gateway.app:create_app_from_env", **kwargs)
+    assert (config.head_timeout_s, config.max_connections) == (0.5, 3)

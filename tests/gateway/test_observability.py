@@ -210,13 +210,18 @@ class AccessLog(logging.Handler):
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._changed.set)
 
-    async def wait_count(self, count: int) -> None:
-        """Until `count` requests have been reported (each request logs exactly once)."""
+    async def wait_count(self, count: int, *, api_only: bool = True) -> None:
+        """Until `count` requests have been reported (each request logs exactly once), only
+        those to the API (`/v1/...`) unless `api_only` is false (scrapes log lines too)."""
         self._loop = asyncio.get_running_loop()
         async with asyncio.timeout(WAIT_S):
-            while len(self.records) < count:
+            while len(self.api_records if api_only else self.records) < count:
                 self._changed.clear()
                 await self._changed.wait()
+
+    @property
+    def api_records(self) -> list[logging.LogRecord]:
+        return [r for r in self.records if str(getattr(r, "route", "")).startswith("/v1/")]
 
     async def line(self, request_id: str) -> logging.LogRecord:
         """The one record of the request with id `request_id`, once it was written."""
@@ -762,7 +767,9 @@ async def test_metrics_after_known_traffic(one_slot: Gateway) -> None:
     assert _value(samples, count, **route, cache="bypass", status="200") == 2
     assert _value(samples, count, **route, cache="bypass", status="429") == 1
     assert _matching(samples, count, route=ROUTE, cache="none", status="400") == 1
-    assert _total(samples, count) == 9
+    assert _matching(samples, count, route=ROUTE) == 9
+    routes = {dict(labels)["route"] for name, labels in samples if name == count}
+    assert routes == {ROUTE, "/metrics"}  # the scrapes that polled the gauges count too
 
     lookups = "gateway_cache_lookups_total"
     assert _value(samples, lookups, kind="exact", result="hit") == 2
@@ -815,6 +822,60 @@ async def _poll(
             if ready(await gw.metrics()):
                 return
             await asyncio.sleep(0.05)
+
+
+async def test_every_answer_is_logged_and_counted(gw: Gateway) -> None:
+    """Unknown paths, a route with a trailing slash, a wrong method and a probe each log one
+    line and count once, under a bounded route (`other` for any unknown path)."""
+    sent = [
+        ("GET", "/nope", 404),
+        ("POST", "/v1/files", 404),
+        ("POST", f"{ROUTE}/", 404),
+        ("DELETE", ROUTE, 405),
+        ("GET", "/healthz", 200),
+    ]
+    async with aiohttp.ClientSession() as session:
+        for method, path, status in sent:
+            async with session.request(method, gw.url + path, allow_redirects=False) as response:
+                assert response.status == status
+    await gw.log.wait_count(len(sent), api_only=False)
+    logged = sorted((r.method, r.route, r.status) for r in gw.log.records)  # type: ignore[attr-defined]
+    assert logged == sorted(
+        [
+            ("GET", "other", 404),
+            ("POST", "other", 404),
+            ("POST", "other", 404),
+            ("DELETE", ROUTE, 405),
+            ("GET", "/healthz", 200),
+        ]
+    )
+    samples = await gw.metrics()
+    count = "gateway_request_duration_seconds_count"
+    none = {"model": "none", "cache": "none"}
+    assert _value(samples, count, route="other", status="404", **none) == 3
+    assert _value(samples, count, route=ROUTE, status="405", **none) == 1
+    assert _value(samples, count, route="/healthz", status="200", **none) == 1
+
+
+async def test_every_answer_carries_its_request_id_and_server_timing(gw: Gateway) -> None:
+    """Model listings and lookups (found or not), a wrong method, an unknown path and a probe
+    each carry `x-request-id` (the id of their log line) and `Server-Timing` with the total."""
+    sent = [
+        ("GET", "/v1/models", 200),
+        ("GET", "/v1/models/m", 200),
+        ("GET", "/v1/models/nope", 404),
+        ("DELETE", ROUTE, 405),
+        ("GET", "/nope", 404),
+        ("GET", "/healthz", 200),
+    ]
+    async with aiohttp.ClientSession() as session:
+        for method, path, status in sent:
+            async with session.request(method, gw.url + path) as response:
+                assert response.status == status
+                request_id = response.headers["x-request-id"]
+                assert "total;dur=" in response.headers["server-timing"], path
+            record = await gw.log.line(request_id)
+            assert (record.method, record.status) == (method, status)  # type: ignore[attr-defined]
 
 
 # ----------------------------------------------------------------------------- access log

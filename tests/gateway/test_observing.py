@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
 from starlette.types import Receive, Scope, Send
 
 from gateway.observing import RECORD_SCOPE_KEY, ObservingMiddleware, observed_route
@@ -25,13 +26,18 @@ from obs.tracing import Tracing
         ("/v1/models", "/v1/models"),
         ("/v1/models/sim", "/v1/models/{model}"),
         ("/v1/models/org/name", "/v1/models/{model}"),
-        ("/v1/models/", None),
-        ("/healthz", None),
-        ("/metrics", None),
+        ("/v1/models/", "other"),
+        ("/healthz", "/healthz"),
+        ("/metrics", "/metrics"),
+        ("/openapi.json", "/openapi.json"),
+        ("/nope", "other"),
+        ("/v1/files", "other"),
+        ("/v1/chat/completions/", "other"),
     ],
 )
-def test_routes_with_an_id_are_observed_under_their_template(path: str, route: str | None) -> None:
-    """Every API route is observed; an id in the path is replaced by its template's name."""
+def test_every_path_is_observed_under_a_bounded_route(path: str, route: str) -> None:
+    """Every route is observed under its own name, an id in the path replaced by its
+    template's; any other path is `other`, so a client's path never becomes a label."""
     assert observed_route(path) == route
 
 
@@ -86,6 +92,37 @@ async def test_responses_and_model_routes_are_reported(method: str, path: str, r
     await ObservingMiddleware(_answer)(scope, _nothing, _drop)
     (record,) = observer.finished
     assert (record.method, record.route) == (method, route)
+
+
+@pytest.mark.parametrize(("path", "route"), [("/nope", "other"), ("/healthz", "/healthz")])
+async def test_unknown_paths_and_probes_are_reported_untraced(path: str, route: str) -> None:
+    """An unknown path and a probe reach the observer too, with no server span."""
+    observer = StubObserver(tracing=Tracing(TracerProvider()))
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": path,
+        "headers": [],
+        "state": {"observer": cast(Observer, observer)},
+    }
+    await ObservingMiddleware(_answer)(scope, _nothing, _drop)
+    (record,) = observer.finished
+    assert record.route == route and record.span is None
+
+
+async def test_api_routes_get_a_server_span() -> None:
+    """An API route is traced when tracing is on."""
+    observer = StubObserver(tracing=Tracing(TracerProvider()))
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": "/v1/models",
+        "headers": [],
+        "state": {"observer": cast(Observer, observer)},
+    }
+    await ObservingMiddleware(_answer)(scope, _nothing, _drop)
+    (record,) = observer.finished
+    assert record.span is not None
 
 
 async def test_the_report_waits_for_a_shadow_lookup_still_running() -> None:

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.request_headers import relevant_headers, trace_context, trace_id_of
+from gateway.request_headers import (
+    RepeatedAuthorization,
+    relevant_headers,
+    trace_context,
+    trace_id_of,
+)
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
@@ -48,3 +53,21 @@ def test_trace_id_of_a_valid_traceparent() -> None:
 def test_trace_id_of_malformed_is_none(value: str | None) -> None:
     """Anything that is not a valid traceparent gives no trace id."""
     assert trace_id_of(value) is None
+
+
+@pytest.mark.parametrize(
+    "values", [(b"Bearer wrong", b"Bearer right"), (b"Bearer right", b"Bearer wrong")]
+)
+def test_a_repeated_authorization_is_400_whatever_the_order(values: tuple[bytes, bytes]) -> None:
+    """Two Authorization headers are a 400 in either order, never the first or last one."""
+    raw = [(b"authorization", values[0]), (b"x-priority", b"batch"), (b"authorization", values[1])]
+    with pytest.raises(RepeatedAuthorization) as info:
+        relevant_headers(raw)
+    assert info.value.status == 400 and info.value.type == "invalid_request_error"
+    assert b"right" not in info.value.to_json()
+
+
+def test_other_repeated_headers_keep_the_last() -> None:
+    """Repeats of the other headers the gateway reads are not refused (the last one counts)."""
+    raw = [(b"x-priority", b"interactive"), (b"x-priority", b"batch")]
+    assert relevant_headers(raw) == {"x-priority": "batch"}

@@ -33,6 +33,9 @@ def test_missing_backends_stops_the_gateway() -> None:
         ({"GATEWAY_BACKENDS": "llama=ftp://x"}, "GATEWAY_BACKENDS"),
         ({"GATEWAY_HOST": "bad..host"}, "GATEWAY_HOST"),
         ({"GATEWAY_HOST": "two words"}, "GATEWAY_HOST"),
+        ({"GATEWAY_HEADER_TIMEOUT_S": "0"}, "GATEWAY_HEADER_TIMEOUT_S"),
+        ({"GATEWAY_HEADER_TIMEOUT_S": "inf"}, "GATEWAY_HEADER_TIMEOUT_S"),
+        ({"GATEWAY_MAX_CONNECTIONS": "0"}, "GATEWAY_MAX_CONNECTIONS"),
     ],
 )
 def test_invalid_values_name_the_variable(env: dict[str, str], name: str) -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import ast
 import io
 import logging
 import logging.config
@@ -77,7 +78,7 @@ def test_text_format_appends_fields() -> None:
     record.request_id = "req-4"
     record.stages = {"backend": 1.5}
     line = TextFormatter().format(record)
-    assert line.endswith('INFO gateway: request request_id=req-4 stages={"backend":1.5}')
+    assert line.endswith('INFO gateway: request request_id=req-4 stages="{\\"backend\\":1.5}"')
 
 
 def test_text_format_escapes_line_breaks_clients_could_send() -> None:
@@ -88,6 +89,51 @@ def test_text_format_escapes_line_breaks_clients_could_send() -> None:
     line = TextFormatter().format(record)
     assert "\n" not in line
     assert line.count("evil\\nINFO") == 2
+
+
+_PAIR = re.compile(r' (\w+)=("(?:[^"\\]|\\.)*"|[^ "]+)')
+
+
+def _parsed_fields(line: str, message: str) -> dict[str, str]:
+    """The key=value fields after `message` in a text line, quoted values read back as the
+    string literals they are; the whole tail must be fields."""
+    tail = line.split(f": {message}", 1)[1]
+    pairs = _PAIR.findall(tail)
+    assert "".join(f" {k}={v}" for k, v in pairs) == tail, tail
+    return {k: ast.literal_eval(v) if v.startswith('"') else v for k, v in pairs}
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "x status=200 tenant=victim",
+        'x" status="200',
+        "a\\ b",
+        "trailing\\",
+        "line\nbreak key=v",
+        "",
+        "tab\there",
+        "\u2028sep",
+        "plain-model_1.5",
+    ],
+)
+def test_text_fields_parse_back_to_exactly_the_fields_written(model: str) -> None:
+    """A client's model name with spaces, quotes, `=`, backslashes or line breaks cannot pass
+    for fields of its own: the line parses back to exactly the fields written."""
+    record = logging.LogRecord(ACCESS_LOGGER, logging.INFO, __file__, 1, "request", None, None)
+    fields = {"request_id": "req-5", "model": model, "status": 404, "tenant": "t1"}
+    record.__dict__.update(fields)
+    line = TextFormatter().format(record)
+    assert "\n" not in line and len(line.splitlines()) == 1
+    assert _parsed_fields(line, "request") == {k: str(v) for k, v in fields.items()}
+
+
+def test_plain_values_are_not_quoted() -> None:
+    """Ids, numbers and model names without special characters stay bare."""
+    record = logging.LogRecord(ACCESS_LOGGER, logging.INFO, __file__, 1, "request", None, None)
+    record.__dict__.update({"model": "llama-3.1-8b", "status": 200, "duration_ms": 1.5})
+    line = TextFormatter().format(record)
+    assert line.endswith("request model=llama-3.1-8b status=200 duration_ms=1.5")
 
 
 @pytest.mark.parametrize(
