@@ -44,21 +44,23 @@ CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 OTHER_MODEL = "other"
 NO_MODEL = "none"  # refused before the body named a model (e.g. invalid JSON)
 
-# Whole requests: from an in-process cache hit (~0.3 ms) to a long generation (the default
-# budget is 300 s).
+# Whole requests: from an in-process cache hit (~0.3 ms) to a long batch generation (the
+# batch class's default budget is 1800 s, the interactive one's 300 s).
 REQUEST_BUCKETS = (
     *(0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5),
-    *(1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0),
+    *(1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0),
 )
-# Stages: 0.1 ms (an in-process cache lookup) to 60 s (a long backend call).
+# Stages: 0.1 ms (an in-process cache lookup) to 1800 s (a batch request's whole backend call;
+# its queue wait and first token may each take 600 s).
 STAGE_BUCKETS = (
     *(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05),
-    *(0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
+    *(0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 600.0, 1800.0),
 )
-# Time to first token: 5 ms (a replayed hit) to 60 s (a long prompt on a busy GPU).
+# Time to first token: 5 ms (a replayed hit) to 600 s (the batch class's default first-token
+# budget; the interactive one's is 30 s).
 TTFT_BUCKETS = (
     *(0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5),
-    *(0.75, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
+    *(0.75, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0),
 )
 # Time per output token: 1 ms (small model, big GPU) to 1 s (overloaded).
 TPOT_BUCKETS = (
