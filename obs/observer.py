@@ -29,10 +29,10 @@ from obs.attributes import (
     GEN_AI_INPUT_MESSAGES,
     GEN_AI_OPERATION_NAME,
     GEN_AI_OUTPUT_MESSAGES,
+    GEN_AI_PROVIDER_NAME,
     GEN_AI_REQUEST_MODEL,
     GEN_AI_RESPONSE_FINISH_REASONS,
     GEN_AI_SYSTEM,
-    GEN_AI_SYSTEM_VLLM,
     GEN_AI_USAGE_INPUT_TOKENS,
     GEN_AI_USAGE_OUTPUT_TOKENS,
     SPAN_WRITEBACK,
@@ -43,6 +43,7 @@ from obs.attributes import (
     STAGE_STREAM,
     STAGE_TTFT,
     backend_span_name,
+    gen_ai_provider,
 )
 from obs.logs import ACCESS_LOGGER
 from obs.metrics import NO_MODEL, GatewayMetrics
@@ -144,12 +145,16 @@ class Observer:
         timeline = record.timeline
         assert timeline is not None
         span = self.tracing.start_span(name, root, SpanKind.CLIENT, start_time_ns=at(stage.start))
-        span.set_attribute(GEN_AI_SYSTEM, GEN_AI_SYSTEM_VLLM)
         _set_budget_left(span, record, stage.start)
         if record.model:
             span.set_attribute(GEN_AI_REQUEST_MODEL, record.model)
-        if timeline.replica is not None:
-            span.set_attribute(ATTR_REPLICA, timeline.replica)
+        replica = timeline.replica
+        if replica is not None:
+            span.set_attribute(ATTR_REPLICA, replica)
+            provider = gen_ai_provider(replica)
+            if provider is not None:
+                span.set_attribute(GEN_AI_PROVIDER_NAME, provider)
+                span.set_attribute(GEN_AI_SYSTEM, provider)
         if timeline.first_token_at is not None:
             span.add_event(EVENT_FIRST_TOKEN, timestamp=at(timeline.first_token_at))
         _set_usage(span, record)

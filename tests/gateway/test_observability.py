@@ -48,8 +48,10 @@ from obs.attributes import (
     EVENT_FIRST_TOKEN,
     GEN_AI_INPUT_MESSAGES,
     GEN_AI_OUTPUT_MESSAGES,
+    GEN_AI_PROVIDER_NAME,
     GEN_AI_REQUEST_MODEL,
     GEN_AI_RESPONSE_FINISH_REASONS,
+    GEN_AI_SYSTEM,
     GEN_AI_USAGE_INPUT_TOKENS,
     GEN_AI_USAGE_OUTPUT_TOKENS,
     HTTP_RESPONSE_STATUS_CODE,
@@ -399,7 +401,6 @@ async def test_miss_span_tree(gw: Gateway) -> None:
     left_at_backend = backend_attrs.pop("gateway.budget.remaining_ms")
     assert 0 < attrs["gateway.budget.remaining_ms"] <= left_at_backend <= 300_000
     assert backend_attrs == {
-        "gen_ai.system": "vllm",
         GEN_AI_REQUEST_MODEL: "m",
         ATTR_REPLICA: REPLICA_URL,
         GEN_AI_USAGE_INPUT_TOKENS: 3,
@@ -454,6 +455,25 @@ async def test_stream_span_tree(gw: Gateway) -> None:
     # The span runs from the call to the stream's end: the first token falls inside it.
     assert backend.start_time <= event.timestamp <= backend.end_time
     assert _in_order(tree.root, backend)
+
+
+@pytest.mark.parametrize(
+    ("url", "provider"),
+    [("grpc://10.0.0.5:50051", "vllm"), ("http://10.0.0.6:8000/v1", "openai")],
+)
+async def test_client_span_names_the_provider_by_backend_kind(
+    access_log: AccessLog, url: str, provider: str
+) -> None:
+    """The backend span's gen_ai.provider.name (and the deprecated gen_ai.system) says how
+    the replica is reached: vLLM over gRPC, or an OpenAI-compatible HTTP server."""
+    backend = RecordingBackend(url=url, words=list(ANSWER_WORDS))
+    async for gw in _gateway(_settings(), backend, access_log):
+        for payload in (_chat(), _chat(stream=True)):
+            reply = await gw.post(payload)
+            assert reply.status == 200
+            attrs = _attrs((await gw.spans.tree(reply.request_id)).child(BACKEND_SPAN))
+            assert attrs[GEN_AI_PROVIDER_NAME] == attrs[GEN_AI_SYSTEM] == provider
+            assert attrs[ATTR_REPLICA] == url
 
 
 async def test_backend_error_marks_root_span_failed(gw: Gateway) -> None:
