@@ -145,7 +145,9 @@ class GatewayMetrics:
         )
         self._tokens = Counter(
             "gateway_tokens_total",
-            "Prompt (type=input) and generated (type=output) tokens",
+            "Prompt tokens a backend read (type=input), tokens it generated (type=output), and"
+            " answer tokens served without generating them: cache hits, coalesced callers"
+            " (type=cached_output)",
             ("model", "type"),
             registry=registry,
         )
@@ -161,7 +163,7 @@ class GatewayMetrics:
         self._overrun_children: dict[tuple[str, ...], CounterBatch] = {}
         self._shed_children: dict[tuple[str, ...], CounterBatch] = {}
         self._stream_error_children: dict[tuple[str, ...], CounterBatch] = {}
-        self._token_children: dict[str, tuple[CounterBatch, CounterBatch]] = {}
+        self._token_children: dict[str, tuple[CounterBatch, CounterBatch, CounterBatch]] = {}
 
         if self.multiprocess_dir is not None:
             self._exposed = CollectorRegistry(auto_describe=True)
@@ -231,19 +233,30 @@ class GatewayMetrics:
         child.inc()
 
     def tokens(self, model: str, input: int, output: int) -> None:
-        """Prompt and generated tokens of one response."""
+        """Prompt and generated tokens of one response a backend generated."""
+        children = self._token_counters(model)
+        if input:
+            children[0].inc(input)
+        if output:
+            children[1].inc(output)
+
+    def cached_tokens(self, model: str, output: int) -> None:
+        """Answer tokens of one response served without generating them (a cache hit, or a
+        caller that joined an identical request's backend call)."""
+        if output:
+            self._token_counters(model)[2].inc(output)
+
+    def _token_counters(self, model: str) -> tuple[CounterBatch, CounterBatch, CounterBatch]:
         model = self._model(model)
         children = self._token_children.get(model)
         if children is None:
             children = (
                 self._counter(self._tokens.labels(model, "input")),
                 self._counter(self._tokens.labels(model, "output")),
+                self._counter(self._tokens.labels(model, "cached_output")),
             )
             self._token_children[model] = children
-        if input:
-            children[0].inc(input)
-        if output:
-            children[1].inc(output)
+        return children
 
     def replica_state(
         self,

@@ -102,7 +102,10 @@ class Observer:
             metrics.shed(record.shed, record.priority or "none")
         tokens = record.counted_tokens()
         if tokens is not None:
-            metrics.tokens(model, *tokens)
+            if record.reused:  # no backend read its prompt or generated its answer for it
+                metrics.cached_tokens(model, tokens[1])
+            else:
+                metrics.tokens(model, *tokens)
 
     def _spans(self, record: RequestRecord, root: Span, status: int, ended: float) -> None:
         """Stage spans are built after the fact from the timeline: exact start and end times,

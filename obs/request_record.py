@@ -51,6 +51,8 @@ class RequestRecord:
     # What a stream's chunks brought, for one that ends before its usage (`counted_tokens`).
     streamed_input_tokens: int = 0
     streamed_output_tokens: int = 0
+    # The answer was not generated for this request (`note_reused`): its tokens are cached.
+    reused: bool = False
     finish_reasons: list[str] = field(default_factory=list)
     overruns: list[str] = field(default_factory=list)
     shed: str | None = None
@@ -134,6 +136,11 @@ class RequestRecord:
         if self.streamed_input_tokens or self.streamed_output_tokens:
             return self.streamed_input_tokens, self.streamed_output_tokens
         return None
+
+    def note_reused(self) -> None:
+        """The answer was served without generating it for this request: from the cache, or
+        from the backend call of an identical request it joined (coalesced)."""
+        self.reused = True
 
     def note_stream_end(self, at: float) -> None:
         self.stream_ended_at = at

@@ -29,6 +29,7 @@ from budgets.deadline import Deadline
 from budgets.priority import Priority
 from budgets.request_budget import ClassBudgets
 from budgets.settings import BudgetSettings
+from cache.coalesce import SingleFlight, StreamFlight
 from cache.semantic_defaults import DEFAULT_SIMILARITY_THRESHOLD
 from cache.settings import CacheSettings
 from core.answers import Completion, StreamChunk
@@ -801,13 +802,51 @@ async def test_metrics_after_known_traffic(one_slot: Gateway) -> None:
     assert _total(samples, stages) == 25
     assert _value(samples, "gateway_time_to_first_token_seconds_count", model="m") == 1
     assert _value(samples, "gateway_time_per_output_token_seconds_count", model="m") == 1
-    # 3 misses, 2 hits (the cached usage), the stream and the held request: 3 + 3 each.
-    assert _value(samples, "gateway_tokens_total", model="m", type="input") == 21
-    assert _value(samples, "gateway_tokens_total", model="m", type="output") == 21
+    # 3 misses, the stream and the held request were generated: 3 + 3 each; the 2 hits'
+    # answers were served from the cache.
+    assert _value(samples, "gateway_tokens_total", model="m", type="input") == 15
+    assert _value(samples, "gateway_tokens_total", model="m", type="output") == 15
+    assert _value(samples, "gateway_tokens_total", model="m", type="cached_output") == 6
 
     assert _value(samples, "gateway_replica_healthy", **replica) == 1
     assert ("gateway_replica_queued_requests", frozenset(replica.items())) in samples
     assert ("gateway_writeback_queue_depth", frozenset()) in samples
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_coalesced_callers_tokens_are_generated_once(
+    gw: Gateway, monkeypatch: pytest.MonkeyPatch, stream: bool
+) -> None:
+    """Two identical requests on one backend call: its tokens are generated (and its prompt
+    read) once; the caller that joined it counts its answer as type=cached_output."""
+    joined = asyncio.Event()
+    flights, method = (StreamFlight, "open") if stream else (SingleFlight, "do_shared")
+    join = getattr(flights, method)
+
+    async def spied(flight: Any, key: str, *args: Any) -> Any:
+        if flight.in_flight:
+            joined.set()  # one key in this test: a call in flight is the one it joins
+        return await join(flight, key, *args)
+
+    monkeypatch.setattr(flights, method, spied)
+    hold = gw.backend.hold
+    assert hold is not None
+    payload = _chat("hold: asked twice at once", temperature=0, stream=stream)
+    leader = asyncio.create_task(gw.post(payload))
+    await gw.backend.wait_held(1)
+    follower = asyncio.create_task(gw.post(payload))
+    await joined.wait()
+    hold.set()
+    replies = [await leader, await follower]
+    assert [r.status for r in replies] == [200, 200]
+    assert gw.backend.calls == 1
+    await gw.log.wait_count(2)
+
+    samples = await gw.metrics()
+    tokens = "gateway_tokens_total"
+    assert _value(samples, tokens, model="m", type="input") == 3
+    assert _value(samples, tokens, model="m", type="output") == len(ANSWER_WORDS)
+    assert _value(samples, tokens, model="m", type="cached_output") == len(ANSWER_WORDS)
 
 
 async def test_metrics_label_requests_without_a_model_none(gw: Gateway) -> None:

@@ -174,6 +174,20 @@ def test_streams_cut_after_their_first_byte_are_counted_by_code() -> None:
     assert value(s, errors, route=ROUTE, model="other", code="deadline_exceeded") == 1
 
 
+def test_tokens_served_without_generating_them_are_not_generated_tokens() -> None:
+    """Answers served from the cache (or a coalesced call) count as type=cached_output only:
+    neither their prompt nor their answer adds to what backends read and generated."""
+    metrics = GatewayMetrics()
+    metrics.tokens("sim", 12, 30)
+    metrics.cached_tokens("sim", 30)
+    metrics.cached_tokens("sim", 0)
+    s = parse(metrics.render()[0])
+    tokens = "gateway_tokens_total"
+    assert value(s, tokens, model="sim", type="input") == 12
+    assert value(s, tokens, model="sim", type="output") == 30
+    assert value(s, tokens, model="sim", type="cached_output") == 30
+
+
 def test_batch_budgets_land_in_finite_buckets() -> None:
     """A batch request near its default budgets (1800 s whole, 600 s to the first token, as
     long in a stage) is told apart from a longer one: neither lands only in +Inf."""
