@@ -63,6 +63,9 @@ HTTP_ROUTE: Final = "http.route"
 HTTP_RESPONSE_STATUS_CODE: Final = "http.response.status_code"
 URL_PATH: Final = "url.path"
 ERROR_TYPE: Final = "error.type"
+# The `error.type` of a request whose client left (the access log's error code, nginx's 499
+# "client closed request"): named, but no error status, as it is nobody's failure here.
+ERROR_CLIENT_CLOSED: Final = "client_closed_request"
 SERVER_ADDRESS: Final = "server.address"
 SERVER_PORT: Final = "server.port"
 

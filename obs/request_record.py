@@ -12,6 +12,7 @@ from opentelemetry.trace import Span
 
 from budgets.timeline import Stage, Timeline
 from core.answers import Completion, StreamChunk, Usage
+from obs.attributes import ERROR_CLIENT_CLOSED
 from obs.metrics import CacheKind, CacheResult
 
 
@@ -164,6 +165,15 @@ class RequestRecord:
             self.overruns.append(overrun)
         if shed is not None:
             self.shed = shed
+
+    def cut_short(self) -> str | None:
+        """The error code of an answer cut short while it was being sent or awaited: a
+        stream that failed after its first byte (its status stays 200), or a request whose
+        client left; None for any other (an HTTP error says what failed by its status)."""
+        error = self.error
+        if error is not None and (self.status < 400 or error == ERROR_CLIENT_CLOSED):
+            return error
+        return None
 
     def note_lookup(self, kind: CacheKind, result: CacheResult, overran: str | None = None) -> None:
         """One cache stage ran (or was skipped); `overran` names its budget if it ran out."""

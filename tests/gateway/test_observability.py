@@ -478,7 +478,8 @@ async def test_client_span_names_the_provider_by_backend_kind(
 
 
 async def test_backend_error_marks_root_span_failed(gw: Gateway) -> None:
-    """A backend failure (502) marks the server span as an error with the status code."""
+    """A backend failure (502) marks the server span as an error with the status code, and
+    the backend call's span with the gateway's code for the failure."""
     gw.backend.fail_with = BackendError("boom")
     reply = await gw.post(_chat())
     assert reply.status == 502
@@ -488,7 +489,10 @@ async def test_backend_error_marks_root_span_failed(gw: Gateway) -> None:
     attrs = _attrs(tree.root)
     assert attrs[HTTP_RESPONSE_STATUS_CODE] == 502
     assert attrs[ERROR_TYPE] == "502"
-    assert tree.child(BACKEND_SPAN).kind is SpanKind.CLIENT
+    backend = tree.child(BACKEND_SPAN)
+    assert backend.kind is SpanKind.CLIENT
+    assert backend.status.status_code is StatusCode.ERROR
+    assert _attrs(backend)[ERROR_TYPE] == "backend_error"
 
 
 async def test_first_token_deadline_marks_budget_exceeded(
