@@ -41,8 +41,6 @@ from tests.support.asgi_server import serving
 from tests.support.fake_backend import FakeBackend
 
 ROUTE = "/v1/chat/completions"
-
-BACKEND_SPAN = "chat m"
 STALLS = ClassBudgets(total_s=30.0, ttft_s=10.0, admission_s=5.0, stall_s=0.3)
 
 
@@ -50,7 +48,6 @@ STALLS = ClassBudgets(total_s=30.0, ttft_s=10.0, admission_s=5.0, stall_s=0.3)
 class Served:
     url: str
     spans: SpanWatch
-    log: AccessLog
 
     async def post(self, payload: dict[str, Any]) -> tuple[int, str, bytes]:
         """Status, request id and body of one chat request."""
@@ -90,12 +87,13 @@ async def upstream() -> AsyncIterator[MockOpenAIServer]:
 
 @contextlib.asynccontextmanager
 async def _serve(
-    replicas: Sequence[Replica], log: AccessLog, budgets: BudgetSettings | None = None
+    replicas: Sequence[Replica], budgets: BudgetSettings | None = None
 ) -> AsyncIterator[Served]:
+    """A traced gateway over `replicas`."""
     tracing, watch = memory_tracing()
     settings = Settings(budgets=budgets or BudgetSettings())
     async with serving(create_app(settings, replicas, tracing)) as url:
-        yield Served(url, watch, log)
+        yield Served(url, watch)
 
 
 def _chat(text: str = "hello", **extra: Any) -> dict[str, Any]:
@@ -131,7 +129,7 @@ async def test_a_stream_cut_after_its_first_byte_fails_both_spans(
     server span and the backend call's span are errors naming the code the log names."""
     setattr(upstream, fault, 2)
     backend = OpenAIHTTPBackend(upstream.url, model="m")
-    async with _serve([Replica("m", backend)], access_log) as gw:
+    async with _serve([Replica("m", backend)]) as gw:
         status, request_id, body = await gw.post(_chat(stream=True))
         assert status == 200 and b'"error"' in body
         server, client = await gw.failed(request_id)
@@ -146,13 +144,13 @@ async def test_a_stream_cut_after_its_first_byte_fails_both_spans(
 
 @pytest.mark.parametrize("stream", [False, True])
 async def test_an_upstream_http_error_fails_the_client_span(
-    upstream: MockOpenAIServer, access_log: AccessLog, stream: bool
+    upstream: MockOpenAIServer, stream: bool
 ) -> None:
     """An upstream 502 (before any byte): the client's 502 fails the server span, and the
     backend call's span fails too, with the gateway's code for it."""
     upstream.error_status, upstream.error_rate = 502, 1.0
     backend = OpenAIHTTPBackend(upstream.url, model="m")
-    async with _serve([Replica("m", backend)], access_log) as gw:
+    async with _serve([Replica("m", backend)]) as gw:
         status, request_id, _ = await gw.post(_chat(stream=stream))
         assert status == 502
         server, client = await gw.failed(request_id)
@@ -164,13 +162,11 @@ async def test_an_upstream_http_error_fails_the_client_span(
 # --------------------------------------------------------------------- the gateway's budgets
 
 
-async def test_a_stream_stalled_after_its_first_byte_fails_both_spans(
-    access_log: AccessLog,
-) -> None:
+async def test_a_stream_stalled_after_its_first_byte_fails_both_spans() -> None:
     """The stall budget ending a stream after its first byte is a deadline on both spans."""
     backend = FakeBackend(url="grpc://10.0.0.5:50051", stall_after=1)
     budgets = BudgetSettings(classes={**BudgetSettings().classes, "interactive": STALLS})
-    async with _serve([Replica("m", backend)], access_log, budgets) as gw:
+    async with _serve([Replica("m", backend)], budgets) as gw:
         status, request_id, body = await gw.post(_chat(stream=True))
         assert status == 200 and b"deadline_exceeded" in body
         server, client = await gw.failed(request_id)
@@ -207,7 +203,7 @@ async def test_a_client_leaving_mid_stream_is_named_not_failed(access_log: Acces
     """A client that leaves mid-stream: both spans say `client_closed_request` in error.type,
     with no error status (it is not the gateway's or the backend's failure)."""
     backend = FakeBackend(url="grpc://10.0.0.5:50051", stall_after=1)
-    async with _serve([Replica("m", backend)], access_log) as gw:
+    async with _serve([Replica("m", backend)]) as gw:
         reader, writer = await _send(gw.url, _chat(stream=True))
         await reader.readuntil(b"data: ")  # the first chunk was sent, then the stream stalls
         await _leave(writer)
@@ -226,7 +222,7 @@ async def test_a_client_leaving_a_whole_answer_is_named_not_failed(
     """A client that leaves while its whole answer is generated: a 499 on the server span, and
     both spans name the client's leaving without an error status."""
     backend = FakeBackend(url="grpc://10.0.0.5:50051", hold=asyncio.Event())
-    async with _serve([Replica("m", backend)], access_log) as gw:
+    async with _serve([Replica("m", backend)]) as gw:
         _, writer = await _send(gw.url, _chat("hold the answer"))
         await backend.wait_held(1)
         await _leave(writer)
@@ -267,12 +263,12 @@ class FailsFirst(FakeBackend):
 
 
 @pytest.mark.parametrize("stream", [False, True])
-async def test_a_retried_attempt_fails_its_own_span(access_log: AccessLog, stream: bool) -> None:
+async def test_a_retried_attempt_fails_its_own_span(stream: bool) -> None:
     """A call that failed and was retried on another replica: its span is an error on its
     own replica, without the answer's tokens; the retry's span and the server span are fine."""
     budget = [1]
     backends = [FailsFirst(url=f"grpc://10.0.0.{n}:50051", budget=budget) for n in (1, 2)]
-    async with _serve([Replica("m", b) for b in backends], access_log) as gw:
+    async with _serve([Replica("m", b) for b in backends]) as gw:
         status, request_id, _ = await gw.post(_chat(stream=stream))
         assert status == 200
         tree = await gw.spans.tree(request_id)
