@@ -33,7 +33,7 @@ from budgets.request_budget import RequestBudget
 from budgets.shed import Shed
 from budgets.slots import Slot
 from core.answers import Completion, Embeddings, StreamChunk
-from core.errors import BackendError, DeadlineExceeded
+from core.errors import BackendError, DeadlineExceeded, GatewayError
 from core.stages import StageName
 
 log = logging.getLogger("gateway.fleet")
@@ -210,22 +210,28 @@ class Fleet:
         while True:
             replica, slot = await self._dispatch(model, tried, budget, demand, prefix)
             started = budget.timeline.clock()
+            error: str | None = None  # what the attempt's span says it ended with
             try:
                 # The backend enforces the deadline itself (gRPC deadline, HTTP timeout).
                 result = await call(replica)
             except BackendError as exc:
+                error = _failure(exc)
                 self.outliers.failed(replica, exc)
                 if not self._may_retry(exc, replica, tried, model, budget.total):
                     raise
             except DeadlineExceeded as exc:
+                error = _failure(exc)
                 self.outliers.failed(replica, exc)
+                raise
+            except GatewayError as exc:  # refused as invalid: the replica is fine
+                error = _failure(exc)
                 raise
             else:
                 self.outliers.succeeded(replica)
                 return result
             finally:
                 slot.release()
-                budget.timeline.record(StageName.BACKEND, started)
+                budget.timeline.record(StageName.BACKEND, started, error)
 
     async def _dispatch(
         self,
@@ -262,6 +268,7 @@ class Fleet:
             replica, slot = await self._dispatch(model, tried, budget, demand, prefix)
             started = timeline.clock()
             chunks = replica.backend.stream(request, budget.total)
+            error: str | None = None
             try:
                 async with asyncio.timeout(first_token.remaining()):
                     first: StreamChunk | None = await anext(chunks)
@@ -269,23 +276,27 @@ class Fleet:
                 slot.release()
                 await close_quietly(chunks)
                 late = DeadlineExceeded(first_token.stage)
+                error = _failure(late)
                 self.outliers.failed(replica, late)
                 raise late from None
             except StopAsyncIteration:
                 first = None
             except BackendError as exc:
+                error = _failure(exc)
                 slot.release()
                 await close_quietly(chunks)
                 self.outliers.failed(replica, exc)
                 if not self._may_retry(exc, replica, tried, model, budget.total):
                     raise
                 continue
-            except BaseException:
+            except BaseException as exc:
+                if isinstance(exc, GatewayError):  # refused as invalid
+                    error = _failure(exc)
                 slot.release()
                 await close_quietly(chunks)
                 raise
             finally:
-                timeline.record(StageName.TTFT, started)
+                timeline.record(StageName.TTFT, started, error)
             now = timeline.first_token_at = timeline.clock()
             self.hangs.heard(replica)
             finished, failed = self.learning.stream_end(
@@ -308,3 +319,8 @@ class Fleet:
         if others:
             log.info("retrying request on another replica of %s after: %s", model, exc)
         return bool(others)
+
+
+def _failure(exc: GatewayError) -> str:
+    """The code an attempt that failed with `exc` is reported by (as the request's own)."""
+    return exc.code or exc.type

@@ -13,6 +13,8 @@ class Stage(NamedTuple):
     name: str
     start: float
     duration: float
+    replica: str | None = None  # the replica chosen by then (admission and backend stages)
+    error: str | None = None  # the error code a backend call ended with, when it failed
 
 
 class Timeline:
@@ -28,10 +30,11 @@ class Timeline:
         self.first_token_at: float | None = None
         self.replica: str | None = None
 
-    def record(self, stage: StageName, since: float) -> float:
-        """Record `stage` as having run from `since` until now; returns its duration."""
+    def record(self, stage: StageName, since: float, error: str | None = None) -> float:
+        """Record `stage` as having run from `since` until now (on the replica chosen by then,
+        failing with `error` if given); returns its duration."""
         duration = self.clock() - since
-        self.stages.append(Stage(stage.value, since, duration))
+        self.stages.append(Stage(stage.value, since, duration, self.replica, error))
         return duration
 
     def elapsed(self) -> float:

@@ -182,6 +182,7 @@ class Pipeline:
         cached = outcome.answer
         if cached is not None:
             record.note_answer(cached.completion)
+            record.note_reused()
             self._limiter.settle(admission, 0)  # answered without the GPU
             response_headers["age"] = str(cached.age(time.time()))
             response_headers["server-timing"] = timeline.server_timing(total=True)
@@ -206,6 +207,8 @@ class Pipeline:
             )
             subscription = await within(flight, budget.first_token)
             source = OwnCallIds(subscription) if subscription.shared else subscription
+            if subscription.shared:
+                record.note_reused()
             tap = None
         response_headers["server-timing"] = timeline.server_timing()
 
@@ -275,7 +278,10 @@ class Pipeline:
             return await call()
         flight = self._flights.do_shared(f"{plan.tenant}:{plan.key}", call)
         completion, joined = await within(flight, budget.total)
-        return own_call_ids(completion) if joined else completion
+        if not joined:
+            return completion
+        record.note_reused()
+        return own_call_ids(completion)
 
 
 def _json(body: bytes, headers: dict[str, str]) -> Response:

@@ -63,6 +63,9 @@ HTTP_ROUTE: Final = "http.route"
 HTTP_RESPONSE_STATUS_CODE: Final = "http.response.status_code"
 URL_PATH: Final = "url.path"
 ERROR_TYPE: Final = "error.type"
+# The `error.type` of a request whose client left (the access log's error code, nginx's 499
+# "client closed request"): named, but no error status, as it is nobody's failure here.
+ERROR_CLIENT_CLOSED: Final = "client_closed_request"
 SERVER_ADDRESS: Final = "server.address"
 SERVER_PORT: Final = "server.port"
 
@@ -70,8 +73,15 @@ SERVER_PORT: Final = "server.port"
 GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
 GEN_AI_SYSTEM: Final = "gen_ai.system"
 GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
-GEN_AI_SYSTEM_VLLM: Final = "vllm"
-GEN_AI_SYSTEM_OPENAI_COMPATIBLE: Final = "openai"
+# The provider names by how the replica is reached: vLLM's own gRPC protocol (no well-known
+# value: a custom one), or the OpenAI REST API, which semconv names `openai` whoever serves it.
+GEN_AI_PROVIDER_VLLM: Final = "vllm"
+GEN_AI_PROVIDER_OPENAI: Final = "openai"
+_PROVIDERS: Final = {
+    "grpc": GEN_AI_PROVIDER_VLLM,
+    "http": GEN_AI_PROVIDER_OPENAI,
+    "https": GEN_AI_PROVIDER_OPENAI,
+}
 GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
 GEN_AI_REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
 GEN_AI_REQUEST_TEMPERATURE: Final = "gen_ai.request.temperature"
@@ -111,3 +121,11 @@ ATTR_WRITEBACK_RESULT: Final = "gateway.writeback.result"
 def backend_span_name(operation: str, model: str) -> str:
     """The GenAI client span name, `{gen_ai.operation.name} {gen_ai.request.model}`."""
     return f"{operation} {model}"
+
+
+@lru_cache(maxsize=1024)
+def gen_ai_provider(replica: str) -> str | None:
+    """The `gen_ai.provider.name` of the replica at URL `replica`, by its scheme as
+    GATEWAY_BACKENDS reads it (`grpc://` vLLM, `http(s)://` OpenAI-compatible); None for
+    another (a test double's)."""
+    return _PROVIDERS.get(replica.partition("://")[0])

@@ -44,21 +44,23 @@ CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 OTHER_MODEL = "other"
 NO_MODEL = "none"  # refused before the body named a model (e.g. invalid JSON)
 
-# Whole requests: from an in-process cache hit (~0.3 ms) to a long generation (the default
-# budget is 300 s).
+# Whole requests: from an in-process cache hit (~0.3 ms) to a long batch generation (the
+# batch class's default budget is 1800 s, the interactive one's 300 s).
 REQUEST_BUCKETS = (
     *(0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5),
-    *(1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0),
+    *(1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0),
 )
-# Stages: 0.1 ms (an in-process cache lookup) to 60 s (a long backend call).
+# Stages: 0.1 ms (an in-process cache lookup) to 1800 s (a batch request's whole backend call;
+# its queue wait and first token may each take 600 s).
 STAGE_BUCKETS = (
     *(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05),
-    *(0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
+    *(0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 600.0, 1800.0),
 )
-# Time to first token: 5 ms (a replayed hit) to 60 s (a long prompt on a busy GPU).
+# Time to first token: 5 ms (a replayed hit) to 600 s (the batch class's default first-token
+# budget; the interactive one's is 30 s).
 TTFT_BUCKETS = (
     *(0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5),
-    *(0.75, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
+    *(0.75, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0),
 )
 # Time per output token: 1 ms (small model, big GPU) to 1 s (overloaded).
 TPOT_BUCKETS = (
@@ -143,7 +145,9 @@ class GatewayMetrics:
         )
         self._tokens = Counter(
             "gateway_tokens_total",
-            "Prompt (type=input) and generated (type=output) tokens",
+            "Prompt tokens a backend read (type=input), tokens it generated (type=output), and"
+            " answer tokens served without generating them: cache hits, coalesced callers"
+            " (type=cached_output)",
             ("model", "type"),
             registry=registry,
         )
@@ -159,7 +163,7 @@ class GatewayMetrics:
         self._overrun_children: dict[tuple[str, ...], CounterBatch] = {}
         self._shed_children: dict[tuple[str, ...], CounterBatch] = {}
         self._stream_error_children: dict[tuple[str, ...], CounterBatch] = {}
-        self._token_children: dict[str, tuple[CounterBatch, CounterBatch]] = {}
+        self._token_children: dict[str, tuple[CounterBatch, CounterBatch, CounterBatch]] = {}
 
         if self.multiprocess_dir is not None:
             self._exposed = CollectorRegistry(auto_describe=True)
@@ -229,19 +233,30 @@ class GatewayMetrics:
         child.inc()
 
     def tokens(self, model: str, input: int, output: int) -> None:
-        """Prompt and generated tokens of one response."""
+        """Prompt and generated tokens of one response a backend generated."""
+        children = self._token_counters(model)
+        if input:
+            children[0].inc(input)
+        if output:
+            children[1].inc(output)
+
+    def cached_tokens(self, model: str, output: int) -> None:
+        """Answer tokens of one response served without generating them (a cache hit, or a
+        caller that joined an identical request's backend call)."""
+        if output:
+            self._token_counters(model)[2].inc(output)
+
+    def _token_counters(self, model: str) -> tuple[CounterBatch, CounterBatch, CounterBatch]:
         model = self._model(model)
         children = self._token_children.get(model)
         if children is None:
             children = (
                 self._counter(self._tokens.labels(model, "input")),
                 self._counter(self._tokens.labels(model, "output")),
+                self._counter(self._tokens.labels(model, "cached_output")),
             )
             self._token_children[model] = children
-        if input:
-            children[0].inc(input)
-        if output:
-            children[1].inc(output)
+        return children
 
     def replica_state(
         self,

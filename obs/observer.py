@@ -29,10 +29,10 @@ from obs.attributes import (
     GEN_AI_INPUT_MESSAGES,
     GEN_AI_OPERATION_NAME,
     GEN_AI_OUTPUT_MESSAGES,
+    GEN_AI_PROVIDER_NAME,
     GEN_AI_REQUEST_MODEL,
     GEN_AI_RESPONSE_FINISH_REASONS,
     GEN_AI_SYSTEM,
-    GEN_AI_SYSTEM_VLLM,
     GEN_AI_USAGE_INPUT_TOKENS,
     GEN_AI_USAGE_OUTPUT_TOKENS,
     SPAN_WRITEBACK,
@@ -43,11 +43,12 @@ from obs.attributes import (
     STAGE_STREAM,
     STAGE_TTFT,
     backend_span_name,
+    gen_ai_provider,
 )
 from obs.logs import ACCESS_LOGGER
 from obs.metrics import NO_MODEL, GatewayMetrics
 from obs.request_record import RequestRecord
-from obs.tracing import Tracing, end_server_span, trace_ids
+from obs.tracing import Tracing, end_server_span, mark_failed, trace_ids
 
 
 class Observer:
@@ -101,7 +102,10 @@ class Observer:
             metrics.shed(record.shed, record.priority or "none")
         tokens = record.counted_tokens()
         if tokens is not None:
-            metrics.tokens(model, *tokens)
+            if record.reused:  # no backend read its prompt or generated its answer for it
+                metrics.cached_tokens(model, tokens[1])
+            else:
+                metrics.tokens(model, *tokens)
 
     def _spans(self, record: RequestRecord, root: Span, status: int, ended: float) -> None:
         """Stage spans are built after the fact from the timeline: exact start and end times,
@@ -113,15 +117,17 @@ class Observer:
         backend_name = backend_span_name(record.operation or "chat", model)
         semantic_span: Span | None = None
         if timeline is not None:
+            calls = [s for s in timeline.stages if s.name in _BACKEND_CALLS]
             for stage in timeline.stages:
-                if stage.name in (STAGE_TTFT, STAGE_BACKEND):
-                    self._backend_span(record, root, stage, backend_name, ended)
+                if stage.name in _BACKEND_CALLS:
+                    last = stage is calls[-1]
+                    self._backend_span(record, root, stage, backend_name, ended, last)
                     continue
                 span = tracing.start_span(
                     _stage_span_name(stage.name), root, start_time_ns=at(stage.start)
                 )
-                if stage.name == STAGE_ADMISSION and timeline.replica is not None:
-                    span.set_attribute(ATTR_REPLICA, timeline.replica)
+                if stage.name == STAGE_ADMISSION and stage.replica is not None:
+                    span.set_attribute(ATTR_REPLICA, stage.replica)
                 if stage.name in record.overruns:
                     span.set_attribute(ATTR_BUDGET_EXCEEDED, True)
                 span.end(at(stage.start + stage.duration))
@@ -135,27 +141,38 @@ class Observer:
             child.end(at(stage.start + stage.duration))
         self._root_attributes(record, root)
         _set_budget_left(root, record, ended)
-        end_server_span(root, status, at(ended))
+        end_server_span(root, status, at(ended), cut_short=record.cut_short())
 
     def _backend_span(
-        self, record: RequestRecord, root: Span, stage: Stage, name: str, ended: float
+        self, record: RequestRecord, root: Span, stage: Stage, name: str, ended: float, last: bool
     ) -> None:
+        """One backend call. Before the `last` one, each failed and was retried (on its
+        own replica); the last brought the answer, failed, or was cut short after (a stream
+        that broke, a client that left), and only it carries the answer's tokens."""
         at = record.wall_ns
         timeline = record.timeline
         assert timeline is not None
         span = self.tracing.start_span(name, root, SpanKind.CLIENT, start_time_ns=at(stage.start))
-        span.set_attribute(GEN_AI_SYSTEM, GEN_AI_SYSTEM_VLLM)
         _set_budget_left(span, record, stage.start)
         if record.model:
             span.set_attribute(GEN_AI_REQUEST_MODEL, record.model)
-        if timeline.replica is not None:
-            span.set_attribute(ATTR_REPLICA, timeline.replica)
-        if timeline.first_token_at is not None:
-            span.add_event(EVENT_FIRST_TOKEN, timestamp=at(timeline.first_token_at))
-        _set_usage(span, record)
+        replica = stage.replica
+        if replica is not None:
+            span.set_attribute(ATTR_REPLICA, replica)
+            provider = gen_ai_provider(replica)
+            if provider is not None:
+                span.set_attribute(GEN_AI_PROVIDER_NAME, provider)
+                span.set_attribute(GEN_AI_SYSTEM, provider)
         end = stage.start + stage.duration
-        if stage.name == STAGE_TTFT:
-            end = record.stream_ended_at or ended
+        if last:
+            first = timeline.first_token_at
+            if first is not None and stage.name == STAGE_TTFT:  # a stream, until its end
+                span.add_event(EVENT_FIRST_TOKEN, timestamp=at(first))
+                end = record.stream_ended_at or ended
+            _set_usage(span, record)
+        error = stage.error or (record.cut_short() if last else None)
+        if error is not None:
+            mark_failed(span, error)
         span.end(at(end))
 
     def _root_attributes(self, record: RequestRecord, root: Span) -> None:
@@ -248,6 +265,9 @@ def writeback_trace(
         child.end(record.wall_ns(started + duration))
 
     return trace
+
+
+_BACKEND_CALLS = frozenset({STAGE_TTFT, STAGE_BACKEND})
 
 
 def _stage_span_name(stage: str) -> str:

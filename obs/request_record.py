@@ -12,6 +12,7 @@ from opentelemetry.trace import Span
 
 from budgets.timeline import Stage, Timeline
 from core.answers import Completion, StreamChunk, Usage
+from obs.attributes import ERROR_CLIENT_CLOSED
 from obs.metrics import CacheKind, CacheResult
 
 
@@ -51,6 +52,8 @@ class RequestRecord:
     # What a stream's chunks brought, for one that ends before its usage (`counted_tokens`).
     streamed_input_tokens: int = 0
     streamed_output_tokens: int = 0
+    # The answer was not generated for this request (`note_reused`): its tokens are cached.
+    reused: bool = False
     finish_reasons: list[str] = field(default_factory=list)
     overruns: list[str] = field(default_factory=list)
     shed: str | None = None
@@ -135,6 +138,11 @@ class RequestRecord:
             return self.streamed_input_tokens, self.streamed_output_tokens
         return None
 
+    def note_reused(self) -> None:
+        """The answer was served without generating it for this request: from the cache, or
+        from the backend call of an identical request it joined (coalesced)."""
+        self.reused = True
+
     def note_stream_end(self, at: float) -> None:
         self.stream_ended_at = at
 
@@ -157,6 +165,15 @@ class RequestRecord:
             self.overruns.append(overrun)
         if shed is not None:
             self.shed = shed
+
+    def cut_short(self) -> str | None:
+        """The error code of an answer cut short while it was being sent or awaited: a
+        stream that failed after its first byte (its status stays 200), or a request whose
+        client left; None for any other (an HTTP error says what failed by its status)."""
+        error = self.error
+        if error is not None and (self.status < 400 or error == ERROR_CLIENT_CLOSED):
+            return error
+        return None
 
     def note_lookup(self, kind: CacheKind, result: CacheResult, overran: str | None = None) -> None:
         """One cache stage ran (or was skipped); `overran` names its budget if it ran out."""

@@ -24,6 +24,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from opentelemetry.util.types import Attributes
 
 from obs.attributes import (
+    ERROR_CLIENT_CLOSED,
     ERROR_TYPE,
     HTTP_REQUEST_METHOD,
     HTTP_RESPONSE_STATUS_CODE,
@@ -156,13 +157,28 @@ def trace_ids(span: Span) -> tuple[str, str] | None:
     return f"{context.trace_id:032x}", f"{context.span_id:016x}"
 
 
-def end_server_span(span: Span, status: int, end_time_ns: int | None = None) -> None:
-    """Record the HTTP status (5xx marks the span as an error, 4xx does not) and end it."""
+def end_server_span(
+    span: Span, status: int, end_time_ns: int | None = None, *, cut_short: str | None = None
+) -> None:
+    """Record the HTTP status and end the span: a 5xx marks it as an error, a 4xx does not.
+    `cut_short` is the error code of an answer that failed after its status was sent (a
+    stream's error event) or that its client left (`RequestRecord.cut_short`): see
+    `mark_failed`."""
     span.set_attribute(HTTP_RESPONSE_STATUS_CODE, status)
     if status >= 500:
         span.set_attribute(ERROR_TYPE, str(status))
         span.set_status(Status(StatusCode.ERROR))
+    elif cut_short is not None:
+        mark_failed(span, cut_short)
     span.end(end_time_ns)
+
+
+def mark_failed(span: Span, error: str) -> None:
+    """Name `error` (a low-cardinality code) in `error.type`, with an error status unless it
+    says that the client left (`ERROR_CLIENT_CLOSED`), which is not the server's failure."""
+    span.set_attribute(ERROR_TYPE, error)
+    if error != ERROR_CLIENT_CLOSED:
+        span.set_status(Status(StatusCode.ERROR, error))
 
 
 def record_error(span: Span, exc: BaseException) -> None:

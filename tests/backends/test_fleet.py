@@ -172,6 +172,24 @@ async def test_a_stream_that_breaks_teaches_nothing() -> None:
     assert replica.uncached_estimate.fit() is None and replica.failures == 1
 
 
+@pytest.mark.parametrize("stream", [False, True])
+async def test_each_attempt_notes_its_replica_and_how_it_failed(stream: bool) -> None:
+    """A call retried on another replica: the timeline keeps one backend stage per attempt,
+    each on its own replica, the failed one with the code it failed with (for its span)."""
+    bad = Replica("m", FakeBackend(url="grpc://bad:1", fail_with=BackendError("x")), healthy=True)
+    good = Replica("m", FakeBackend(url="grpc://good:1"), healthy=True)
+    fleet = _admitting(bad, good)
+    await _occupy(good, 1)  # the idle, failing replica is tried first
+    budget = _budget(Clock())
+    if stream:
+        opened = await fleet.open_stream(_request(stream=True), budget)
+        await opened.close()
+    else:
+        await fleet.complete(_request(), budget)
+    attempts = [(s.replica, s.error) for s in budget.timeline.stages if s.name != "admission"]
+    assert attempts == [("grpc://bad:1", "backend_error"), ("grpc://good:1", None)]
+
+
 async def test_a_request_that_cannot_finish_is_a_400_before_the_backend_sees_it() -> None:
     """Once the replica is known to take 2 s, a request with 1 s left is refused at once."""
     backend = TimedBackend(url="a", seconds=2.0)

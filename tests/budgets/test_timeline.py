@@ -32,9 +32,26 @@ def test_record_returns_duration_and_appends_in_order() -> None:
     clock.now = 101.0
     assert timeline.record(StageName.PARSE, 100.0) == 1.0
     assert timeline.stages == [
-        ("parse", 100.0, 0.5),
-        ("exact_cache", 100.5, 0.25),
-        ("parse", 100.0, 1.0),
+        Stage("parse", 100.0, 0.5),
+        Stage("exact_cache", 100.5, 0.25),
+        Stage("parse", 100.0, 1.0),
+    ]
+
+
+def test_record_notes_the_replica_and_the_error_of_each_attempt() -> None:
+    """A stage names the replica chosen when it ended, and the error it failed with: a
+    request retried on another replica keeps both attempts apart."""
+    clock = FakeClock()
+    timeline = Timeline(clock)
+    timeline.record(StageName.PARSE, 100.0)
+    timeline.replica = "grpc://a:1"
+    timeline.record(StageName.BACKEND, 100.0, "backend_error")
+    timeline.replica = "grpc://b:1"
+    timeline.record(StageName.BACKEND, 100.0)
+    assert [(s.replica, s.error) for s in timeline.stages] == [
+        (None, None),
+        ("grpc://a:1", "backend_error"),
+        ("grpc://b:1", None),
     ]
 
 

@@ -29,6 +29,7 @@ from budgets.deadline import Deadline
 from budgets.priority import Priority
 from budgets.request_budget import ClassBudgets
 from budgets.settings import BudgetSettings
+from cache.coalesce import SingleFlight, StreamFlight
 from cache.semantic_defaults import DEFAULT_SIMILARITY_THRESHOLD
 from cache.settings import CacheSettings
 from core.answers import Completion, StreamChunk
@@ -48,8 +49,10 @@ from obs.attributes import (
     EVENT_FIRST_TOKEN,
     GEN_AI_INPUT_MESSAGES,
     GEN_AI_OUTPUT_MESSAGES,
+    GEN_AI_PROVIDER_NAME,
     GEN_AI_REQUEST_MODEL,
     GEN_AI_RESPONSE_FINISH_REASONS,
+    GEN_AI_SYSTEM,
     GEN_AI_USAGE_INPUT_TOKENS,
     GEN_AI_USAGE_OUTPUT_TOKENS,
     HTTP_RESPONSE_STATUS_CODE,
@@ -404,7 +407,6 @@ async def test_miss_span_tree(gw: Gateway) -> None:
     left_at_backend = backend_attrs.pop("gateway.budget.remaining_ms")
     assert 0 < attrs["gateway.budget.remaining_ms"] <= left_at_backend <= 300_000
     assert backend_attrs == {
-        "gen_ai.system": "vllm",
         GEN_AI_REQUEST_MODEL: "m",
         ATTR_REPLICA: REPLICA_URL,
         GEN_AI_USAGE_INPUT_TOKENS: 3,
@@ -461,8 +463,28 @@ async def test_stream_span_tree(gw: Gateway) -> None:
     assert _in_order(tree.root, backend)
 
 
+@pytest.mark.parametrize(
+    ("url", "provider"),
+    [("grpc://10.0.0.5:50051", "vllm"), ("http://10.0.0.6:8000/v1", "openai")],
+)
+async def test_client_span_names_the_provider_by_backend_kind(
+    access_log: AccessLog, url: str, provider: str
+) -> None:
+    """The backend span's gen_ai.provider.name (and the deprecated gen_ai.system) says how
+    the replica is reached: vLLM over gRPC, or an OpenAI-compatible HTTP server."""
+    backend = RecordingBackend(url=url, words=list(ANSWER_WORDS))
+    async for gw in _gateway(_settings(), backend, access_log):
+        for payload in (_chat(), _chat(stream=True)):
+            reply = await gw.post(payload)
+            assert reply.status == 200
+            attrs = _attrs((await gw.spans.tree(reply.request_id)).child(BACKEND_SPAN))
+            assert attrs[GEN_AI_PROVIDER_NAME] == attrs[GEN_AI_SYSTEM] == provider
+            assert attrs[ATTR_REPLICA] == url
+
+
 async def test_backend_error_marks_root_span_failed(gw: Gateway) -> None:
-    """A backend failure (502) marks the server span as an error with the status code."""
+    """A backend failure (502) marks the server span as an error with the status code, and
+    the backend call's span with the gateway's code for the failure."""
     gw.backend.fail_with = BackendError("boom")
     reply = await gw.post(_chat())
     assert reply.status == 502
@@ -472,7 +494,10 @@ async def test_backend_error_marks_root_span_failed(gw: Gateway) -> None:
     attrs = _attrs(tree.root)
     assert attrs[HTTP_RESPONSE_STATUS_CODE] == 502
     assert attrs[ERROR_TYPE] == "502"
-    assert tree.child(BACKEND_SPAN).kind is SpanKind.CLIENT
+    backend = tree.child(BACKEND_SPAN)
+    assert backend.kind is SpanKind.CLIENT
+    assert backend.status.status_code is StatusCode.ERROR
+    assert _attrs(backend)[ERROR_TYPE] == "backend_error"
 
 
 async def test_first_token_deadline_marks_budget_exceeded(
@@ -788,13 +813,51 @@ async def test_metrics_after_known_traffic(one_slot: Gateway) -> None:
     assert _total(samples, stages) == 25
     assert _value(samples, "gateway_time_to_first_token_seconds_count", model="m") == 1
     assert _value(samples, "gateway_time_per_output_token_seconds_count", model="m") == 1
-    # 3 misses, 2 hits (the cached usage), the stream and the held request: 3 + 3 each.
-    assert _value(samples, "gateway_tokens_total", model="m", type="input") == 21
-    assert _value(samples, "gateway_tokens_total", model="m", type="output") == 21
+    # 3 misses, the stream and the held request were generated: 3 + 3 each; the 2 hits'
+    # answers were served from the cache.
+    assert _value(samples, "gateway_tokens_total", model="m", type="input") == 15
+    assert _value(samples, "gateway_tokens_total", model="m", type="output") == 15
+    assert _value(samples, "gateway_tokens_total", model="m", type="cached_output") == 6
 
     assert _value(samples, "gateway_replica_healthy", **replica) == 1
     assert ("gateway_replica_queued_requests", frozenset(replica.items())) in samples
     assert ("gateway_writeback_queue_depth", frozenset()) in samples
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_coalesced_callers_tokens_are_generated_once(
+    gw: Gateway, monkeypatch: pytest.MonkeyPatch, stream: bool
+) -> None:
+    """Two identical requests on one backend call: its tokens are generated (and its prompt
+    read) once; the caller that joined it counts its answer as type=cached_output."""
+    joined = asyncio.Event()
+    flights, method = (StreamFlight, "open") if stream else (SingleFlight, "do_shared")
+    join = getattr(flights, method)
+
+    async def spied(flight: Any, key: str, *args: Any) -> Any:
+        if flight.in_flight:
+            joined.set()  # one key in this test: a call in flight is the one it joins
+        return await join(flight, key, *args)
+
+    monkeypatch.setattr(flights, method, spied)
+    hold = gw.backend.hold
+    assert hold is not None
+    payload = _chat("hold: asked twice at once", temperature=0, stream=stream)
+    leader = asyncio.create_task(gw.post(payload))
+    await gw.backend.wait_held(1)
+    follower = asyncio.create_task(gw.post(payload))
+    await joined.wait()
+    hold.set()
+    replies = [await leader, await follower]
+    assert [r.status for r in replies] == [200, 200]
+    assert gw.backend.calls == 1
+    await gw.log.wait_count(2)
+
+    samples = await gw.metrics()
+    tokens = "gateway_tokens_total"
+    assert _value(samples, tokens, model="m", type="input") == 3
+    assert _value(samples, tokens, model="m", type="output") == len(ANSWER_WORDS)
+    assert _value(samples, tokens, model="m", type="cached_output") == len(ANSWER_WORDS)
 
 
 async def test_metrics_label_requests_without_a_model_none(gw: Gateway) -> None:

@@ -355,4 +355,5 @@ async def test_tokens_are_counted_once_however_the_stream_ends(
     record = _record()
     source = await end(record)
     assert source.closed and source.sent >= 1
-    assert _tokens_counted(record) == {"input": PROMPT_TOKENS, "output": source.sent}
+    counted = {"input": PROMPT_TOKENS, "output": source.sent, "cached_output": 0}
+    assert _tokens_counted(record) == counted

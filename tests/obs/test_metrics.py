@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from obs.metrics import CONTENT_TYPE, GatewayMetrics
+from budgets.settings import BudgetSettings
+from obs.metrics import (
+    CONTENT_TYPE,
+    REQUEST_BUCKETS,
+    STAGE_BUCKETS,
+    TTFT_BUCKETS,
+    GatewayMetrics,
+)
 from obs.multiproc import ENV_VAR
 
 ROUTE = "/v1/chat/completions"
@@ -165,6 +172,41 @@ def test_streams_cut_after_their_first_byte_are_counted_by_code() -> None:
     errors = "gateway_stream_errors_total"
     assert value(s, errors, route=ROUTE, model="sim", code="backend_error") == 2
     assert value(s, errors, route=ROUTE, model="other", code="deadline_exceeded") == 1
+
+
+def test_tokens_served_without_generating_them_are_not_generated_tokens() -> None:
+    """Answers served from the cache (or a coalesced call) count as type=cached_output only:
+    neither their prompt nor their answer adds to what backends read and generated."""
+    metrics = GatewayMetrics()
+    metrics.tokens("sim", 12, 30)
+    metrics.cached_tokens("sim", 30)
+    metrics.cached_tokens("sim", 0)
+    s = parse(metrics.render()[0])
+    tokens = "gateway_tokens_total"
+    assert value(s, tokens, model="sim", type="input") == 12
+    assert value(s, tokens, model="sim", type="output") == 30
+    assert value(s, tokens, model="sim", type="cached_output") == 30
+
+
+def test_batch_budgets_land_in_finite_buckets() -> None:
+    """A batch request near its default budgets (1800 s whole, 600 s to the first token, as
+    long in a stage) is told apart from a longer one: neither lands only in +Inf."""
+    assert REQUEST_BUCKETS[-1] >= max(c.total_s for c in BudgetSettings().classes.values())
+    assert TTFT_BUCKETS[-1] >= max(c.ttft_s for c in BudgetSettings().classes.values())
+    assert STAGE_BUCKETS[-1] >= REQUEST_BUCKETS[-1]
+    metrics = GatewayMetrics()
+    metrics.request(ROUTE, "sim", "miss", 200, 1500.0)
+    metrics.ttft("sim", 500.0)
+    metrics.stage("backend", 1500.0)
+    s = parse(metrics.render()[0])
+    labels = {"route": ROUTE, "model": "sim", "cache": "miss", "status": "200"}
+    request = "gateway_request_duration_seconds_bucket"
+    assert value(s, request, **labels, le="300.0") == 0
+    assert value(s, request, **labels, le="1800.0") == 1
+    ttft = "gateway_time_to_first_token_seconds_bucket"
+    assert value(s, ttft, model="sim", le="60.0") == 0
+    assert value(s, ttft, model="sim", le="600.0") == 1
+    assert value(s, "gateway_stage_duration_seconds_bucket", stage="backend", le="1800.0") == 1
 
 
 def test_instances_are_independent() -> None:

@@ -86,3 +86,17 @@ async def test_a_shadow_lookup_is_noted_once_it_is_done() -> None:
     slow.note_shadow(loop.create_future(), lambda: "hit")
     await slow.wait_shadow(0.01)
     assert slow.shadow is None and slow.cache_lookups == []
+
+
+def test_an_answer_is_cut_short_by_a_late_failure_or_a_client_leaving() -> None:
+    """`cut_short` names a stream's failure after its first byte and a client's leaving (with
+    or without its 499), not a failure the HTTP status already tells."""
+    stream, left_stream, left, refused = _record(), _record(), _record(), _record()
+    stream.note_failure("backend_error")
+    left_stream.note_failure("client_closed_request")
+    left.note_failure("client_closed_request", status=499)
+    refused.note_failure("backend_error", status=502)
+    assert stream.cut_short() == "backend_error"
+    assert left_stream.cut_short() == left.cut_short() == "client_closed_request"
+    assert refused.cut_short() is None
+    assert _record().cut_short() is None

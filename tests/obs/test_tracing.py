@@ -279,6 +279,30 @@ def test_server_span_status(status: int, error: bool) -> None:
     assert ("error.type" in exported.attributes) is error
 
 
+@pytest.mark.parametrize(
+    ("status", "cut_short", "error_type", "failed"),
+    [
+        (200, "backend_error", "backend_error", True),  # a stream's error event
+        (200, "client_closed_request", "client_closed_request", False),  # left mid-stream
+        (499, "client_closed_request", "client_closed_request", False),  # left before
+        (502, None, "502", True),
+        (429, None, None, False),
+    ],
+)
+def test_server_span_of_an_answer_cut_short(
+    status: int, cut_short: str | None, error_type: str | None, failed: bool
+) -> None:
+    """A failure after the status was sent is an error naming its code; a client that left is
+    named in error.type without an error status."""
+    tracing, exporter = memory_tracing()
+    server = tracing.start_server_span(ROUTE, "POST", [])
+    end_server_span(server, status, cut_short=cut_short)
+    (exported,) = exporter.get_finished_spans()
+    assert exported.attributes is not None
+    assert exported.attributes.get("error.type") == error_type
+    assert (exported.status.status_code is StatusCode.ERROR) is failed
+
+
 def test_record_error_keeps_only_the_exception_type() -> None:
     """record_error() names the exception type; its message (maybe user text) is not kept."""
     tracing, exporter = memory_tracing()
