@@ -29,7 +29,13 @@ from core.answers import (
     Endpoint,
     StreamChunk,
 )
-from core.errors import BackendError, BackendUnavailable, DeadlineExceeded, GatewayError
+from core.errors import (
+    BackendCutOff,
+    BackendError,
+    BackendUnavailable,
+    DeadlineExceeded,
+    GatewayError,
+)
 from core.protocol import ChatCompletionRequest, CompletionRequest
 
 log = logging.getLogger("gateway.backends.openai_http")
@@ -76,6 +82,7 @@ class OpenAIHTTPBackend:
         self._models_url = URL(f"{self.url}/models")
         self._health_url = URL(f"{self.url.removesuffix('/v1')}/health")
         self._probe_models: bool | None = None  # None until we learn whether /health exists
+        self._told_no_done = False  # whether the log has heard that it leaves out [DONE]
         self._session: aiohttp.ClientSession | None = None
         self._probe_session: aiohttp.ClientSession | None = None
 
@@ -122,7 +129,8 @@ class OpenAIHTTPBackend:
             answer = await self._read(response, deadline)
             raise self._own(decode.json_in_place_of_stream(answer))
         decoder = SSEDecoder()
-        reader = StreamEvents(request.endpoint)
+        asked = request.body
+        reader = StreamEvents(request.endpoint, asked.choice_count, asked.include_usage)
         content = response.content
         finished = False
         try:
@@ -132,11 +140,18 @@ class OpenAIHTTPBackend:
                 except TimeoutError:
                     raise DeadlineExceeded(deadline.stage) from None
                 except aiohttp.ClientError as exc:
-                    raise BackendUnavailable(f"stream broke: {exc!r}", replica=self.url) from exc
+                    if reader.whole:
+                        self._ended_without_done()
+                        return
+                    raise BackendCutOff(f"stream broke: {exc!r}", replica=self.url) from exc
                 except SSEError as exc:
                     raise BackendError(f"malformed stream: {exc}", replica=self.url) from exc
                 if not events and content.at_eof():
-                    raise BackendUnavailable("stream ended before [DONE]", replica=self.url)
+                    if not reader.whole:
+                        raise BackendCutOff("stream ended before [DONE]", replica=self.url)
+                    self._ended_without_done()
+                    finished = True
+                    return
                 chunk, failure, finished = reader.read(events)
                 if chunk is not None:
                     yield chunk
@@ -261,11 +276,21 @@ class OpenAIHTTPBackend:
             raise DeadlineExceeded(deadline.stage) from None
         except aiohttp.ClientError as exc:
             response.close()
-            message = f"Backend answer broke off: {exc!r}"
-            raise BackendUnavailable(message, replica=self.url) from exc
+            raise BackendCutOff(f"Backend answer broke off: {exc!r}", replica=self.url) from exc
         except BaseException:
             response.close()
             raise
+
+    def _ended_without_done(self) -> None:
+        """A stream whose whole answer came, then ended without `[DONE]`: passed on as
+        complete (said once per replica, as it is how this server ends every stream)."""
+        if not self._told_no_done:
+            self._told_no_done = True
+            log.warning(
+                "replica %s ended a stream without [DONE] after its whole answer; such "
+                "streams are passed on as complete",
+                self.url,
+            )
 
     def _own(self, error: GatewayError) -> GatewayError:
         """The error, naming this replica when it is a backend failure (for the log)."""

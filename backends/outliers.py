@@ -67,9 +67,10 @@ class Outliers:
 
     def failed(self, replica: Replica, exc: BaseException) -> None:
         """A call on `replica` ended with `exc`: an unreachable replica is ejected until its
-        probe passes, one that failed too many times in a row for a while; one that refused
-        for lack of room rests for its Retry-After (`ReplicaChoice` prefers others)."""
-        if isinstance(exc, BackendUnavailable):
+        probe passes, one that failed too many times in a row for a while (neither while it
+        is the last of its model in routing); one that refused for lack of room rests for
+        its Retry-After (`ReplicaChoice` prefers others)."""
+        if isinstance(exc, BackendUnavailable) and self._others_serve(replica, self._clock()):
             replica.eject(str(exc))
         if isinstance(exc, BackendOverloaded):
             rest = min(exc.retry_after_s, self._policy.max_ejection_s)
