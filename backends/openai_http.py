@@ -47,6 +47,8 @@ _PROBE_TEXT = "Hi"
 # How long a finished stream's connection may wait for the end of the HTTP body (normally
 # in the same read as `[DONE]`) before it is closed instead of returned to the pool.
 _BODY_END_GRACE_S = 1.0
+_STREAM_OPTIONS = b'"stream_options"'
+_ASK_USAGE = b'{"stream_options":{"include_usage":true},'
 
 
 class OpenAIHTTPBackend:
@@ -123,13 +125,15 @@ class OpenAIHTTPBackend:
     async def stream(
         self, request: GenerationRequest, deadline: Deadline
     ) -> AsyncGenerator[StreamChunk, None]:
-        body = self._body(request.raw, request.body.model, _unset_max_tokens(request.body))
+        asked = request.body
+        body = self._body(
+            request.raw, asked.model, _unset_max_tokens(asked), ask_usage=not asked.include_usage
+        )
         response = await self._post(self._urls[request.endpoint], body, request.headers, deadline)
         if response.content_type == "application/json":  # an error, though the status is 200
             answer = await self._read(response, deadline)
             raise self._own(decode.json_in_place_of_stream(answer))
         decoder = SSEDecoder()
-        asked = request.body
         reader = StreamEvents(request.endpoint, asked.choice_count, asked.include_usage)
         content = response.content
         finished = False
@@ -232,14 +236,25 @@ class OpenAIHTTPBackend:
             return BackendHealth(False, f"model {self.model!r} is not served (serves {served})")
         return BackendHealth(True, "ok")
 
-    def _body(self, raw: bytes, model: str, max_tokens: int | None = None) -> bytes:
-        """The client's body, naming the served model, with `max_tokens` set when given."""
+    def _body(
+        self, raw: bytes, model: str, max_tokens: int | None = None, *, ask_usage: bool = False
+    ) -> bytes:
+        """The client's body, naming the served model, with `max_tokens` set when given, and
+        with `ask_usage` asking for the stream's usage (`stream_options.include_usage`): the
+        gateway learns and charges by it, and leaves it out of what a client that did not
+        ask for it is sent (the renderer shows usage only to those who asked)."""
         if model == self.model and max_tokens is None:
-            return raw
+            if not ask_usage:
+                return raw
+            if raw[:1] == b"{" and _STREAM_OPTIONS not in raw:
+                # The body is passed on unparsed (a long prompt's body costs ~1 us, not ~100).
+                return _ASK_USAGE + raw[1:]
         data = orjson.loads(raw)
         data["model"] = self.model
         if max_tokens is not None:
             data["max_tokens"] = max_tokens
+        if ask_usage:
+            data["stream_options"] = {**(data.get("stream_options") or {}), "include_usage": True}
         return orjson.dumps(data)
 
     async def _post(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -14,9 +15,12 @@ from aiohttp import web
 
 from backends.base import EmbeddingCall, GenerationProbe, GenerationRequest
 from backends.factory import build_replicas
+from backends.fleet import Fleet
 from backends.openai_http import OpenAIHTTPBackend
+from backends.replica import Replica
 from backends.settings import BackendSettings
 from budgets.deadline import Deadline
+from budgets.request_budget import ClassBudgets, RequestBudget
 from core.answers import Endpoint, StreamChunk
 from core.errors import (
     BackendCutOff,
@@ -136,8 +140,8 @@ async def test_stream_chat_matches_complete(backend: OpenAIHTTPBackend) -> None:
     chunks = await collect(backend.stream(chat(stream=True), soon()))
     assert texts(chunks) == {0: whole.choices[0].text}
     assert all(chunk.deltas for chunk in chunks)
-    assert chunks[-1].deltas[-1].finish_reason == "stop"
-    assert all(chunk.usage is None for chunk in chunks)
+    finishes = [d.finish_reason for c in chunks for d in c.deltas if d.finish_reason]
+    assert finishes == ["stop"]
     assert sum(d.token_count for c in chunks for d in c.deltas) == 5
 
 
@@ -192,6 +196,59 @@ async def test_forwards_raw_body_and_trace_headers(
     assert mock.last_body == raw
     assert mock.last_headers["traceparent"] == TRACEPARENT
     assert mock.last_headers["content-type"] == "application/json"
+
+
+@pytest.mark.parametrize(
+    ("raw", "model"),
+    [
+        (b'{"model":"mock", "stream":true, "messages":[{"role":"user","content":"Hi"}]}', "mock"),
+        (b'{"model":"mock","stream":true,"stream_options":{"include_usage":false},'
+         b'"messages":[{"role":"user","content":"stream_options"}]}', "mock"),
+        (b'{"model":"mock","stream":true,"messages":[{"role":"user","content":"Hi"}]}', "other"),
+    ],
+)  # fmt: skip
+async def test_a_stream_asks_the_upstream_for_its_usage(
+    mock: MockOpenAIServer, raw: bytes, model: str
+) -> None:
+    """A stream whose client did not ask for its usage asks the upstream for it, the body
+    otherwise as the client sent it: the usage comes, on the last chunk."""
+    backend = OpenAIHTTPBackend(mock.url, model=model)
+    await backend.start()
+    try:
+        chunks = await collect(backend.stream(chat(raw=raw), soon()))
+    finally:
+        await backend.aclose()
+    sent, asked = orjson.loads(mock.last_body), orjson.loads(raw)
+    assert sent == {**asked, "model": model, "stream_options": {"include_usage": True}}
+    usage = chunks[-1].usage
+    assert usage is not None and usage.completion_tokens == 5
+    assert all(chunk.usage is None for chunk in chunks[:-1])
+
+
+async def test_a_stream_asking_for_its_usage_goes_unchanged(
+    mock: MockOpenAIServer, backend: OpenAIHTTPBackend
+) -> None:
+    """The client's bytes go upstream unchanged when the client asked for the usage itself,
+    as they do for a whole answer."""
+    request = chat(stream=True, stream_options={"include_usage": True})
+    raw = b" " + request.raw  # bytes no serializer would write
+    await collect(backend.stream(GenerationRequest("chat", request.body, raw, "r"), soon()))
+    assert mock.last_body == raw
+
+
+async def test_a_stream_teaches_its_replica_though_its_client_did_not_ask_for_usage(
+    mock: MockOpenAIServer, backend: OpenAIHTTPBackend
+) -> None:
+    """A clean stream whose client did not ask for its usage still teaches its replica's
+    service estimate and the model's output lengths, by the usage the upstream sent."""
+    replica = Replica("mock", backend, healthy=True)
+    fleet = Fleet([replica], retry_attempts=0, health_interval_s=60, health_timeout_s=1)
+    budgets = ClassBudgets(total_s=60.0, ttft_s=60.0, admission_s=60.0, stall_s=60.0)
+    budget = RequestBudget.start("interactive", budgets, time.monotonic, time.monotonic())
+    opened = await fleet.open_stream(chat(stream=True), budget)
+    chunks = [chunk async for chunk in opened.iterate()]
+    assert texts(chunks)[0] and replica.estimate.evidence() > 0
+    assert fleet.lengths("mock").value() == 5
 
 
 async def test_the_url_password_is_sent_as_a_bearer_key(mock: MockOpenAIServer) -> None:
