@@ -126,7 +126,7 @@ def test_unreachable_replica_is_ejected_until_its_probe_passes() -> None:
 
 
 def test_an_unreachable_last_replica_stays_in_routing() -> None:
-    """The model's last replica in routing stays there even unreachable: each such call is
+    """The model's last healthy replica stays in routing even unreachable: each such call is
     one failure in a row, and only its health probe takes it out."""
     clock = Clock()
     bad, out = _replica("a"), _replica("b")
@@ -135,6 +135,19 @@ def test_an_unreachable_last_replica_stays_in_routing() -> None:
     for _ in range(10):
         outliers.failed(bad, BackendUnavailable("refused"))
     assert bad.routable(clock.now) and bad.failures == 10
+
+
+def test_an_unreachable_replica_gives_way_to_an_outlier() -> None:
+    """An unreachable replica leaves routing while another passes its probe, even one out as
+    an outlier: routing falls back to that one, which at least answers."""
+    clock = Clock()
+    bad, outlier = _replica("a"), _replica("b")
+    fleet = _fleet(clock, bad, outlier)
+    for _ in range(3):
+        fleet.outliers.failed(outlier, BackendError("INTERNAL"))
+    assert not outlier.routable(clock.now) and outlier.healthy
+    fleet.outliers.failed(bad, BackendUnavailable("refused"))
+    assert not bad.healthy and fleet.pick("m") is outlier
 
 
 def test_an_answer_cut_off_is_one_failure() -> None:
