@@ -247,7 +247,8 @@ class OpenAIHTTPBackend:
             if not ask_usage:
                 return raw
             if raw[:1] == b"{" and _STREAM_OPTIONS not in raw:
-                # The body is passed on unparsed (a long prompt's body costs ~1 us, not ~100).
+                # The field goes in front of the client's bytes, left unparsed: a third of
+                # the cost of parsing and serializing a long conversation again.
                 return _ASK_USAGE + raw[1:]
         data = orjson.loads(raw)
         data["model"] = self.model

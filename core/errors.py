@@ -218,8 +218,8 @@ class BackendError(GatewayError):
 
 class BackendUnavailable(BackendError):
     """The replica could not be reached, or dropped the connection before answering: routing
-    ejects it until its health probe passes, unless it is its model's last replica in
-    routing (`backends.outliers`)."""
+    ejects it until its health probe passes, unless no other replica of its model passes
+    its own (`backends.outliers`)."""
 
     @property
     def public_message(self) -> str:
