@@ -1,6 +1,7 @@
 """A streamed OpenAI answer's SSE events, one network read's worth at a time, as chunks: the
-events of one read stay one chunk, an error event ends the stream, and a choice says nothing
-after its finish (an upstream that repeats its finish chunk is heard once)."""
+events of one read stay one chunk, an error event ends the stream, a choice says nothing
+after its finish (an upstream that repeats its finish chunk is heard once), and whether all
+of the answer has come even if `[DONE]` never does."""
 
 from __future__ import annotations
 
@@ -15,13 +16,23 @@ and whether `[DONE]` ended it."""
 
 
 class StreamEvents:
-    """The events of one stream."""
+    """The events of one stream of `choices` choices, whose usage is part of the answer when
+    `usage` says so (the client asked for it)."""
 
-    __slots__ = ("_endpoint", "_finished")
+    __slots__ = ("_choices", "_endpoint", "_finished", "_usage", "_usage_heard")
 
-    def __init__(self, endpoint: Endpoint) -> None:
+    def __init__(self, endpoint: Endpoint, choices: int = 1, usage: bool = False) -> None:
         self._endpoint = endpoint
+        self._choices = choices
+        self._usage = usage
         self._finished: set[int] = set()  # the choices whose finish has been passed on
+        self._usage_heard = False
+
+    @property
+    def whole(self) -> bool:
+        """Every choice's finish has been passed on, and the usage if it is part of the answer:
+        nothing the client expects is missing, `[DONE]` or not."""
+        return len(self._finished) >= self._choices and (self._usage_heard or not self._usage)
 
     def read(self, events: list[bytes | ErrorEvent]) -> Read:
         """The events of one read; those after `[DONE]` or an error are not looked at."""
@@ -45,6 +56,8 @@ class StreamEvents:
         # Events that arrived in one read leave in one write, each still its own SSE event
         # (the renderer makes one per delta).
         merged = (ready[0] if len(ready) == 1 else merge_chunks(ready)) if ready else None
+        if merged is not None and merged.usage is not None:
+            self._usage_heard = True
         return merged, failure, done
 
     def _unfinished(self, chunk: StreamChunk) -> StreamChunk | None:

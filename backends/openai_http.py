@@ -29,7 +29,13 @@ from core.answers import (
     Endpoint,
     StreamChunk,
 )
-from core.errors import BackendError, BackendUnavailable, DeadlineExceeded, GatewayError
+from core.errors import (
+    BackendCutOff,
+    BackendError,
+    BackendUnavailable,
+    DeadlineExceeded,
+    GatewayError,
+)
 from core.protocol import ChatCompletionRequest, CompletionRequest
 
 log = logging.getLogger("gateway.backends.openai_http")
@@ -41,6 +47,8 @@ _PROBE_TEXT = "Hi"
 # How long a finished stream's connection may wait for the end of the HTTP body (normally
 # in the same read as `[DONE]`) before it is closed instead of returned to the pool.
 _BODY_END_GRACE_S = 1.0
+_STREAM_OPTIONS = b'"stream_options"'
+_ASK_USAGE = b'{"stream_options":{"include_usage":true},'
 
 
 class OpenAIHTTPBackend:
@@ -76,6 +84,7 @@ class OpenAIHTTPBackend:
         self._models_url = URL(f"{self.url}/models")
         self._health_url = URL(f"{self.url.removesuffix('/v1')}/health")
         self._probe_models: bool | None = None  # None until we learn whether /health exists
+        self._told_no_done = False  # whether the log has heard that it leaves out [DONE]
         self._session: aiohttp.ClientSession | None = None
         self._probe_session: aiohttp.ClientSession | None = None
 
@@ -116,13 +125,16 @@ class OpenAIHTTPBackend:
     async def stream(
         self, request: GenerationRequest, deadline: Deadline
     ) -> AsyncGenerator[StreamChunk, None]:
-        body = self._body(request.raw, request.body.model, _unset_max_tokens(request.body))
+        asked = request.body
+        body = self._body(
+            request.raw, asked.model, _unset_max_tokens(asked), ask_usage=not asked.include_usage
+        )
         response = await self._post(self._urls[request.endpoint], body, request.headers, deadline)
         if response.content_type == "application/json":  # an error, though the status is 200
             answer = await self._read(response, deadline)
             raise self._own(decode.json_in_place_of_stream(answer))
         decoder = SSEDecoder()
-        reader = StreamEvents(request.endpoint)
+        reader = StreamEvents(request.endpoint, asked.choice_count, asked.include_usage)
         content = response.content
         finished = False
         try:
@@ -132,11 +144,18 @@ class OpenAIHTTPBackend:
                 except TimeoutError:
                     raise DeadlineExceeded(deadline.stage) from None
                 except aiohttp.ClientError as exc:
-                    raise BackendUnavailable(f"stream broke: {exc!r}", replica=self.url) from exc
+                    if reader.whole:
+                        self._ended_without_done()
+                        return
+                    raise BackendCutOff(f"stream broke: {exc!r}", replica=self.url) from exc
                 except SSEError as exc:
                     raise BackendError(f"malformed stream: {exc}", replica=self.url) from exc
                 if not events and content.at_eof():
-                    raise BackendUnavailable("stream ended before [DONE]", replica=self.url)
+                    if not reader.whole:
+                        raise BackendCutOff("stream ended before [DONE]", replica=self.url)
+                    self._ended_without_done()
+                    finished = True
+                    return
                 chunk, failure, finished = reader.read(events)
                 if chunk is not None:
                     yield chunk
@@ -217,14 +236,26 @@ class OpenAIHTTPBackend:
             return BackendHealth(False, f"model {self.model!r} is not served (serves {served})")
         return BackendHealth(True, "ok")
 
-    def _body(self, raw: bytes, model: str, max_tokens: int | None = None) -> bytes:
-        """The client's body, naming the served model, with `max_tokens` set when given."""
+    def _body(
+        self, raw: bytes, model: str, max_tokens: int | None = None, *, ask_usage: bool = False
+    ) -> bytes:
+        """The client's body, naming the served model, with `max_tokens` set when given, and
+        with `ask_usage` asking for the stream's usage (`stream_options.include_usage`): the
+        gateway learns and charges by it, and leaves it out of what a client that did not
+        ask for it is sent (the renderer shows usage only to those who asked)."""
         if model == self.model and max_tokens is None:
-            return raw
+            if not ask_usage:
+                return raw
+            if raw[:1] == b"{" and _STREAM_OPTIONS not in raw:
+                # The field goes in front of the client's bytes, left unparsed: a third of
+                # the cost of parsing and serializing a long conversation again.
+                return _ASK_USAGE + raw[1:]
         data = orjson.loads(raw)
         data["model"] = self.model
         if max_tokens is not None:
             data["max_tokens"] = max_tokens
+        if ask_usage:
+            data["stream_options"] = {**(data.get("stream_options") or {}), "include_usage": True}
         return orjson.dumps(data)
 
     async def _post(
@@ -261,11 +292,21 @@ class OpenAIHTTPBackend:
             raise DeadlineExceeded(deadline.stage) from None
         except aiohttp.ClientError as exc:
             response.close()
-            message = f"Backend answer broke off: {exc!r}"
-            raise BackendUnavailable(message, replica=self.url) from exc
+            raise BackendCutOff(f"Backend answer broke off: {exc!r}", replica=self.url) from exc
         except BaseException:
             response.close()
             raise
+
+    def _ended_without_done(self) -> None:
+        """A stream whose whole answer came, then ended without `[DONE]`: passed on as
+        complete (said once per replica, as it is how this server ends every stream)."""
+        if not self._told_no_done:
+            self._told_no_done = True
+            log.warning(
+                "replica %s ended a stream without [DONE] after its whole answer; such "
+                "streams are passed on as complete",
+                self.url,
+            )
 
     def _own(self, error: GatewayError) -> GatewayError:
         """The error, naming this replica when it is a backend failure (for the log)."""

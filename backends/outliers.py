@@ -67,9 +67,12 @@ class Outliers:
 
     def failed(self, replica: Replica, exc: BaseException) -> None:
         """A call on `replica` ended with `exc`: an unreachable replica is ejected until its
-        probe passes, one that failed too many times in a row for a while; one that refused
-        for lack of room rests for its Retry-After (`ReplicaChoice` prefers others)."""
-        if isinstance(exc, BackendUnavailable):
+        probe passes, unless no other replica of its model passes its own (routing falls
+        back to one out as an outlier: reachable beats unreachable, and an unreachable last
+        one is left to its probe); one that failed too many times in a row is ejected for a
+        while, unless it is the last of its model in routing; one that refused for lack of
+        room rests for its Retry-After (`ReplicaChoice` prefers others)."""
+        if isinstance(exc, BackendUnavailable) and self._others_healthy(replica):
             replica.eject(str(exc))
         if isinstance(exc, BackendOverloaded):
             rest = min(exc.retry_after_s, self._policy.max_ejection_s)
@@ -102,3 +105,6 @@ class Outliers:
 
     def _others_serve(self, replica: Replica, now: float) -> bool:
         return any(r is not replica and r.routable(now) for r in self._replicas(replica.model))
+
+    def _others_healthy(self, replica: Replica) -> bool:
+        return any(r is not replica and r.healthy for r in self._replicas(replica.model))

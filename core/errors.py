@@ -217,11 +217,23 @@ class BackendError(GatewayError):
 
 
 class BackendUnavailable(BackendError):
-    """The replica could not be reached or dropped the connection; routing ejects it."""
+    """The replica could not be reached, or dropped the connection before answering: routing
+    ejects it until its health probe passes, unless no other replica of its model passes
+    its own (`backends.outliers`)."""
 
     @property
     def public_message(self) -> str:
         return "The model server could not be reached or dropped the connection."
+
+
+class BackendCutOff(BackendError):
+    """The replica answered, then its answer broke off before its end (the connection
+    dropped, the body was cut short, the stream ended before `[DONE]`). A replica that
+    answered is reachable: this is one failure in a row, as any other backend failure."""
+
+    @property
+    def public_message(self) -> str:
+        return "The model server dropped the connection before its answer ended."
 
 
 class BackendOverloaded(BackendError):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator
 from pathlib import Path
+from typing import Any
 
 import grpc
 
@@ -192,14 +193,7 @@ class VllmGrpcBackend(VllmGrpcConnection):
                         told,
                     )
                     continue
-                # `complete` repeats the last delta's ids: it is metadata only here.
-                done = response.complete
-                decoder.finished.add(done.index)
-                delta = decoder.choices[done.index].finish(
-                    _finish_reason(done.finish_reason, self.url)
-                )
-                last = len(decoder.finished) == n
-                yield StreamChunk([delta], decoder.total_usage() if last else None)
+                yield _choice_end(decoder, response.complete, n, self.url)
             ended = True
         except grpc.aio.AioRpcError as exc:
             ended = exc.code() != grpc.StatusCode.DEADLINE_EXCEEDED  # else Abort it too
@@ -227,6 +221,24 @@ class VllmGrpcBackend(VllmGrpcConnection):
 
 def _metadata(request: GenerationRequest | EmbeddingCall) -> tuple[tuple[str, str], ...]:
     return tuple(request.headers.items())
+
+
+def _choice_end(decoder: ResponseDecoder, done: Any, n: int, url: str) -> StreamChunk:
+    """The chunk a stream's `complete` for one choice comes to: the choice's finish, and the
+    usage once every choice has finished. It reports the prompt too: it may be the stream's
+    first message."""
+    told = decoder.note_prompt(done.prompt_tokens, done.cached_tokens) if done.prompt_tokens else 0
+    decoder.finished.add(done.index)
+    state = decoder.choices[done.index]
+    deltas = []
+    if state.completion_tokens == 0 and done.output_ids:
+        # No chunk brought this choice's tokens: it came whole in its `complete` (which
+        # otherwise repeats the last chunk's ids, and is metadata only).
+        whole = CollectedOutput.of_complete(done)
+        deltas.append(state.feed(whole.token_ids, whole.logprobs, whole.prompt_logprobs))
+    deltas.append(state.finish(_finish_reason(done.finish_reason, url)))
+    usage = decoder.total_usage() if len(decoder.finished) == n else None
+    return StreamChunk(deltas, usage, told)
 
 
 def _finish_reason(reason: str, url: str) -> str:

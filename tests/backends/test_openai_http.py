@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -13,11 +15,15 @@ from aiohttp import web
 
 from backends.base import EmbeddingCall, GenerationProbe, GenerationRequest
 from backends.factory import build_replicas
+from backends.fleet import Fleet
 from backends.openai_http import OpenAIHTTPBackend
+from backends.replica import Replica
 from backends.settings import BackendSettings
 from budgets.deadline import Deadline
+from budgets.request_budget import ClassBudgets, RequestBudget
 from core.answers import Endpoint, StreamChunk
 from core.errors import (
+    BackendCutOff,
     BackendError,
     BackendOverloaded,
     BackendRejected,
@@ -134,8 +140,8 @@ async def test_stream_chat_matches_complete(backend: OpenAIHTTPBackend) -> None:
     chunks = await collect(backend.stream(chat(stream=True), soon()))
     assert texts(chunks) == {0: whole.choices[0].text}
     assert all(chunk.deltas for chunk in chunks)
-    assert chunks[-1].deltas[-1].finish_reason == "stop"
-    assert all(chunk.usage is None for chunk in chunks)
+    finishes = [d.finish_reason for c in chunks for d in c.deltas if d.finish_reason]
+    assert finishes == ["stop"]
     assert sum(d.token_count for c in chunks for d in c.deltas) == 5
 
 
@@ -190,6 +196,59 @@ async def test_forwards_raw_body_and_trace_headers(
     assert mock.last_body == raw
     assert mock.last_headers["traceparent"] == TRACEPARENT
     assert mock.last_headers["content-type"] == "application/json"
+
+
+@pytest.mark.parametrize(
+    ("raw", "model"),
+    [
+        (b'{"model":"mock", "stream":true, "messages":[{"role":"user","content":"Hi"}]}', "mock"),
+        (b'{"model":"mock","stream":true,"stream_options":{"include_usage":false},'
+         b'"messages":[{"role":"user","content":"stream_options"}]}', "mock"),
+        (b'{"model":"mock","stream":true,"messages":[{"role":"user","content":"Hi"}]}', "other"),
+    ],
+)  # fmt: skip
+async def test_a_stream_asks_the_upstream_for_its_usage(
+    mock: MockOpenAIServer, raw: bytes, model: str
+) -> None:
+    """A stream whose client did not ask for its usage asks the upstream for it, the body
+    otherwise as the client sent it: the usage comes, on the last chunk."""
+    backend = OpenAIHTTPBackend(mock.url, model=model)
+    await backend.start()
+    try:
+        chunks = await collect(backend.stream(chat(raw=raw), soon()))
+    finally:
+        await backend.aclose()
+    sent, asked = orjson.loads(mock.last_body), orjson.loads(raw)
+    assert sent == {**asked, "model": model, "stream_options": {"include_usage": True}}
+    usage = chunks[-1].usage
+    assert usage is not None and usage.completion_tokens == 5
+    assert all(chunk.usage is None for chunk in chunks[:-1])
+
+
+async def test_a_stream_asking_for_its_usage_goes_unchanged(
+    mock: MockOpenAIServer, backend: OpenAIHTTPBackend
+) -> None:
+    """The client's bytes go upstream unchanged when the client asked for the usage itself,
+    as they do for a whole answer."""
+    request = chat(stream=True, stream_options={"include_usage": True})
+    raw = b" " + request.raw  # bytes no serializer would write
+    await collect(backend.stream(GenerationRequest("chat", request.body, raw, "r"), soon()))
+    assert mock.last_body == raw
+
+
+async def test_a_stream_teaches_its_replica_though_its_client_did_not_ask_for_usage(
+    mock: MockOpenAIServer, backend: OpenAIHTTPBackend
+) -> None:
+    """A clean stream whose client did not ask for its usage still teaches its replica's
+    service estimate and the model's output lengths, by the usage the upstream sent."""
+    replica = Replica("mock", backend, healthy=True)
+    fleet = Fleet([replica], retry_attempts=0, health_interval_s=60, health_timeout_s=1)
+    budgets = ClassBudgets(total_s=60.0, ttft_s=60.0, admission_s=60.0, stall_s=60.0)
+    budget = RequestBudget.start("interactive", budgets, time.monotonic, time.monotonic())
+    opened = await fleet.open_stream(chat(stream=True), budget)
+    chunks = [chunk async for chunk in opened.iterate()]
+    assert texts(chunks)[0] and replica.estimate.evidence() > 0
+    assert fleet.lengths("mock").value() == 5
 
 
 async def test_the_url_password_is_sent_as_a_bearer_key(mock: MockOpenAIServer) -> None:
@@ -387,13 +446,14 @@ async def test_mid_stream_error_event_raises(
     assert [d.index for c in chunks for d in c.deltas if d.text] == [0, 0]
 
 
-async def test_dropped_connection_mid_stream_is_unavailable(
+async def test_dropped_connection_mid_stream_is_cut_off(
     mock: MockOpenAIServer, backend: OpenAIHTTPBackend
 ) -> None:
-    """A connection lost before [DONE] raises BackendUnavailable."""
+    """A connection lost mid-answer is an answer cut off, not an unreachable replica."""
     mock.drop_after = 2
-    with pytest.raises(BackendUnavailable):
+    with pytest.raises(BackendCutOff) as info:
         await collect(backend.stream(chat(stream=True), soon()))
+    assert not isinstance(info.value, BackendUnavailable)
 
 
 async def test_health_uses_health_route(backend: OpenAIHTTPBackend) -> None:
@@ -615,3 +675,113 @@ async def test_a_repeated_finish_chunk_is_passed_on_once(
         await backend.aclose()
     finishes = [d.finish_reason for c in chunks for d in c.deltas if d.finish_reason]
     assert finishes == ["stop"] and texts(chunks) == {0: "hi"}
+
+
+def _sse_then_close(*events: bytes, drop: bool = False) -> Handler:
+    """A stream of these events that ends without `[DONE]`: its body ends, or with `drop` its
+    connection is closed."""
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(b"".join(events))
+        if drop:
+            assert request.transport is not None
+            request.transport.close()
+        return response
+
+    return answer
+
+
+def _choice(index: int, content: str | None = None, finish: str | None = None) -> bytes:
+    delta = {} if content is None else {"content": content}
+    choice = {"index": index, "delta": delta, "finish_reason": finish}
+    return b"data: " + orjson.dumps({"choices": [choice]}) + b"\n\n"
+
+
+USAGE_EVENT = b'data: {"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 2}}\n\n'
+
+
+@pytest.mark.parametrize("drop", [False, True])
+async def test_a_whole_stream_without_done_ends_as_complete(
+    odd_server: Callable[[dict[str, Handler]], Awaitable[str]],
+    caplog: pytest.LogCaptureFixture,
+    drop: bool,
+) -> None:
+    """A stream whose every choice finished (and whose usage came, which the client asked
+    for) is complete though `[DONE]` never comes, its body ending or its connection closed:
+    it ends as any other, and the log says so once for the replica."""
+    caplog.set_level(logging.WARNING)
+    events = (_choice(0, "hi"), _choice(1, "yo"), _choice(0, finish="stop"))
+    answer = _sse_then_close(*events, _choice(1, finish="length"), USAGE_EVENT, drop=drop)
+    url = await odd_server({"/v1/chat/completions": answer})
+    backend = OpenAIHTTPBackend(url, model="mock")
+    await backend.start()
+    request = chat(stream=True, n=2, stream_options={"include_usage": True})
+    try:
+        for _ in range(2):
+            chunks = await collect(backend.stream(request, soon()))
+            assert texts(chunks) == {0: "hi", 1: "yo"}
+            assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 2
+    finally:
+        await backend.aclose()
+    told = [r for r in caplog.records if "without [DONE]" in r.getMessage()]
+    assert len(told) == 1 and url in told[0].getMessage() and told[0].levelno == logging.WARNING
+
+
+@pytest.mark.parametrize(
+    ("events", "fields"),
+    [
+        ((_choice(0, "hi"),), {}),  # no finish
+        ((_choice(0, "hi"), _choice(0, finish="stop")), {"n": 2}),  # one choice of two
+        (  # the usage the client asked for
+            (_choice(0, "hi"), _choice(0, finish="stop")),
+            {"stream_options": {"include_usage": True}},
+        ),
+    ],
+)
+@pytest.mark.parametrize("drop", [False, True])
+async def test_a_stream_ended_before_its_whole_answer_is_cut_off(
+    odd_server: Callable[[dict[str, Handler]], Awaitable[str]],
+    events: tuple[bytes, ...],
+    fields: dict[str, Any],
+    drop: bool,
+) -> None:
+    """A stream that ends without `[DONE]` before every choice finished, or before the usage
+    the client asked for, was cut off: the replica answered, so it is not unreachable."""
+    url = await odd_server({"/v1/chat/completions": _sse_then_close(*events, drop=drop)})
+    backend = OpenAIHTTPBackend(url, model="mock")
+    await backend.start()
+    try:
+        with pytest.raises(BackendCutOff) as info:
+            await collect(backend.stream(chat(stream=True, **fields), soon()))
+    finally:
+        await backend.aclose()
+    assert not isinstance(info.value, BackendUnavailable) and info.value.replica == url
+
+
+async def test_a_whole_answer_cut_short_is_cut_off(
+    odd_server: Callable[[dict[str, Handler]], Awaitable[str]],
+) -> None:
+    """A body shorter than its Content-Length is an answer cut off, not an unreachable
+    replica."""
+
+    async def cut(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        response = web.StreamResponse(headers={"Content-Length": "300"})
+        response.content_type = "application/json"
+        await response.prepare(request)
+        await response.write(b'{"choices": [')
+        assert request.transport is not None
+        request.transport.close()
+        return response
+
+    backend = OpenAIHTTPBackend(await odd_server({"/v1/chat/completions": cut}), model="mock")
+    await backend.start()
+    try:
+        with pytest.raises(BackendCutOff, match="broke off") as info:
+            await backend.complete(chat(), soon())
+    finally:
+        await backend.aclose()
+    assert not isinstance(info.value, BackendUnavailable)

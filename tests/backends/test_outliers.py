@@ -12,6 +12,7 @@ from backends.outliers import OutlierPolicy, Outliers, is_replica_failure
 from backends.replica import Replica
 from budgets.request_budget import ClassBudgets, RequestBudget
 from core.errors import (
+    BackendCutOff,
     BackendError,
     BackendOverloaded,
     BackendRejected,
@@ -117,11 +118,49 @@ def test_a_hung_replica_is_ejected_at_once_for_longer_each_time() -> None:
 
 
 def test_unreachable_replica_is_ejected_until_its_probe_passes() -> None:
-    """A dropped connection takes the replica out at once, as before."""
+    """A replica that could not be reached leaves routing at once while another serves."""
     clock = Clock()
     bad, good = _replica("a"), _replica("b")
     _outliers(clock, bad, good).failed(bad, BackendUnavailable("reset"))
     assert not bad.healthy
+
+
+def test_an_unreachable_last_replica_stays_in_routing() -> None:
+    """The model's last healthy replica stays in routing even unreachable: each such call is
+    one failure in a row, and only its health probe takes it out."""
+    clock = Clock()
+    bad, out = _replica("a"), _replica("b")
+    out.healthy = False
+    outliers = _outliers(clock, bad, out)
+    for _ in range(10):
+        outliers.failed(bad, BackendUnavailable("refused"))
+    assert bad.routable(clock.now) and bad.failures == 10
+
+
+def test_an_unreachable_replica_gives_way_to_an_outlier() -> None:
+    """An unreachable replica leaves routing while another passes its probe, even one out as
+    an outlier: routing falls back to that one, which at least answers."""
+    clock = Clock()
+    bad, outlier = _replica("a"), _replica("b")
+    fleet = _fleet(clock, bad, outlier)
+    for _ in range(3):
+        fleet.outliers.failed(outlier, BackendError("INTERNAL"))
+    assert not outlier.routable(clock.now) and outlier.healthy
+    fleet.outliers.failed(bad, BackendUnavailable("refused"))
+    assert not bad.healthy and fleet.pick("m") is outlier
+
+
+def test_an_answer_cut_off_is_one_failure() -> None:
+    """A replica that answered and broke off is not taken for unreachable: it stays until
+    the failures in a row eject it."""
+    clock = Clock()
+    bad, good = _replica("a"), _replica("b")
+    outliers = _outliers(clock, bad, good)
+    for _ in range(2):
+        outliers.failed(bad, BackendCutOff("stream ended before [DONE]"))
+        assert bad.routable(clock.now) and bad.healthy
+    outliers.failed(bad, BackendCutOff("stream ended before [DONE]"))
+    assert not bad.routable(clock.now) and bad.healthy and bad.failures == 3
 
 
 def _fleet(clock: Clock, *replicas: Replica) -> Fleet:

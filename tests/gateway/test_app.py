@@ -170,17 +170,24 @@ async def test_a_method_not_allowed_is_405_naming_the_allowed_ones(base_url: str
     assert "GET" in response.headers["allow"]
 
 
-async def test_no_healthy_backend_is_503(base_url: str, backends: list[FakeBackend]) -> None:
-    """With every replica ejected, requests get a 503 with Retry-After."""
+async def test_no_healthy_backend_is_503(backends: list[FakeBackend]) -> None:
+    """With every replica out of routing, requests get a 503 with Retry-After. An unreachable
+    replica leaves at once; the last one in routing only when its probe fails."""
+    replicas = [Replica("m", b) for b in backends]
     for backend in backends:
         backend.fail_with = BackendUnavailable("down")
-    status, body = await _post(f"{base_url}/v1/chat/completions", orjson.dumps(CHAT))
-    assert status == 502
-    async with (
-        aiohttp.ClientSession() as session,
-        session.post(f"{base_url}/v1/chat/completions", json=CHAT) as response,
-    ):
-        status, headers, body = response.status, response.headers, await response.json()
+    async with serving(create_app(SETTINGS, replicas)) as base_url:
+        status, body = await _post(f"{base_url}/v1/chat/completions", orjson.dumps(CHAT))
+        assert status == 502
+        assert [r.healthy for r in replicas].count(True) == 1
+        for replica, backend in zip(replicas, backends, strict=True):
+            backend.healthy = False
+            replica.observe(await backend.health(1.0))  # as its next probe finds it
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(f"{base_url}/v1/chat/completions", json=CHAT) as response,
+        ):
+            status, headers, body = response.status, response.headers, await response.json()
     assert status == 503 and body["error"]["code"] == "no_healthy_backend"
     # The default health probe interval is 2 s: the soonest a replica can come back.
     assert headers["retry-after"] == "2"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 
+import aiohttp
 import openai
 import orjson
 import pytest
@@ -139,3 +140,121 @@ async def test_a_mid_stream_error_is_logged_with_its_replica_and_words(
             await drain()
     logged = _logged(caplog)
     assert any(upstream_url in m and "CUDA out of memory" in m for m in logged), logged
+
+
+def _cut_after(*events: bytes) -> Handler:
+    """A handler that streams these events, then ends its body without `[DONE]`."""
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(b"".join(events))
+        return response
+
+    return answer
+
+
+async def _events(session: aiohttp.ClientSession, url: str, body: object) -> list[bytes]:
+    async with session.post(f"{url}/chat/completions", json=body) as response:
+        assert response.status == 200
+        return [e for e in (await response.read()).split(b"\n\n") if e]
+
+
+async def _statuses(session: aiohttp.ClientSession, url: str, count: int) -> list[int]:
+    statuses = []
+    for _ in range(count):
+        async with session.post(f"{url}/chat/completions", json=CHAT) as response:
+            await response.read()
+            statuses.append(response.status)
+    return statuses
+
+
+CHAT = {"model": "m", "messages": HI}
+USAGE = b'data: {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}\n\n'
+
+
+async def test_a_whole_stream_without_done_ends_as_complete(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An upstream that sends every choice's finish (and the usage) and then ends without
+    `[DONE]` gave the whole answer: the client's stream ends as any other, the replica stays
+    in routing (its model's only one), and the log says so once for the replica."""
+    caplog.set_level(logging.WARNING)
+    answer = _cut_after(_delta("Hello"), _delta(finish="stop"), USAGE)
+    async with (
+        gateway_over({"/v1/chat/completions": answer}) as (base_url, upstream_url),
+        aiohttp.ClientSession() as session,
+    ):
+        for _ in range(3):
+            events = await _events(session, base_url, {**CHAT, "stream": True})
+            assert events[-1] == b"data: [DONE]" and b'"finish_reason":"stop"' in events[-2]
+            assert not any(b'"error"' in e for e in events), events
+    told = [m for m in _logged(caplog) if "without [DONE]" in m]
+    assert len(told) == 1 and upstream_url in told[0], _logged(caplog)
+    assert not [m for m in _logged(caplog) if "ejected" in m or "failed" in m]
+
+
+async def _cut_stream(request: web.Request) -> web.StreamResponse:
+    """Half an answer (no finish), then the connection closes."""
+    await request.read()
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    await response.write(_delta("Hel"))
+    assert request.transport is not None
+    request.transport.close()
+    return response
+
+
+async def _cut_body(request: web.Request) -> web.StreamResponse:
+    """A body shorter than its Content-Length."""
+    await request.read()
+    response = web.StreamResponse(headers={"Content-Length": "300"})
+    response.content_type = "application/json"
+    await response.prepare(request)
+    await response.write(b'{"choices": [')
+    assert request.transport is not None
+    request.transport.close()
+    return response
+
+
+ANSWER = {
+    "choices": [{"index": 0, "message": {"content": "Hi"}, "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+}
+
+
+@pytest.mark.parametrize(
+    ("cut", "stream"),
+    [
+        (_cut_after(_delta("Hello")), True),  # no finish, no [DONE]
+        (_cut_stream, True),
+        (_cut_body, False),
+        (json_answer(ANSWER), True),  # JSON to a stream request
+    ],
+)
+async def test_one_cut_answer_leaves_the_only_replica_serving(
+    cut: Handler, stream: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One answer cut off (or JSON to a stream request) is a failure of that request only:
+    the replica answered, so it is not taken for unreachable, and the model's only replica
+    serves the next requests rather than a 503."""
+    caplog.set_level(logging.WARNING)
+    calls = 0
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        nonlocal calls
+        calls += 1
+        return await (cut if calls == 1 else json_answer(ANSWER))(request)
+
+    async with (
+        gateway_over({"/v1/chat/completions": answer}) as (base_url, _),
+        aiohttp.ClientSession() as session,
+    ):
+        async with session.post(
+            f"{base_url}/chat/completions", json={**CHAT, "stream": stream}
+        ) as response:
+            status, body = response.status, await response.read()
+        assert status == 502 or b'"backend_error"' in body, (status, body)
+        assert await _statuses(session, base_url, 5) == [200] * 5
+    assert not [m for m in _logged(caplog) if "ejected" in m], _logged(caplog)

@@ -313,3 +313,40 @@ async def test_an_input_the_model_cannot_take_is_named_before_any_is_sent(
         await backend.embed(_embedding("e-oov", inputs), Deadline.after(30))
     assert info.value.param == param
     assert sim.state.counters.embed_calls == 0
+
+
+class _CompleteOnly:
+    """A stub whose `Generate` asks the engine not to stream: every choice comes whole in
+    its `complete`, with no chunk before it."""
+
+    def __init__(self, stub: Any) -> None:
+        self._stub = stub
+
+    def Generate(self, message: Any, **kwargs: Any) -> Any:
+        message.stream = False
+        return self._stub.Generate(message, **kwargs)
+
+
+async def test_a_stream_whose_first_message_is_a_complete_keeps_its_prompt_and_tokens(
+    backend: VllmGrpcBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream that gets only `complete` messages (no chunk before them) tells its prompt and
+    has the usage and text of the same request answered whole."""
+    fields: dict[str, Any] = {"n": 2, "seed": 5, "max_tokens": 6}
+    whole = await backend.complete(_completion("whole", **fields), Deadline.after(30))
+    stub = backend._stub
+    monkeypatch.setattr(backend, "_stub", lambda: _CompleteOnly(stub()))
+    texts: dict[int, str] = {0: "", 1: ""}
+    told = 0
+    usage = None
+    async for chunk in backend.stream(
+        _completion("only", stream=True, **fields), Deadline.after(30)
+    ):
+        told += chunk.prompt_tokens
+        for delta in chunk.deltas:
+            texts[delta.index] += delta.text
+        usage = chunk.usage or usage
+    assert usage is not None and whole.usage.prompt_tokens > 0
+    assert (usage.prompt_tokens, told) == (whole.usage.prompt_tokens,) * 2
+    assert usage.completion_tokens == whole.usage.completion_tokens
+    assert [texts[0], texts[1]] == [c.text for c in whole.choices]
