@@ -247,7 +247,7 @@ async def test_a_stream_teaches_its_replica_though_its_client_did_not_ask_for_us
     budget = RequestBudget.start("interactive", budgets, time.monotonic, time.monotonic())
     opened = await fleet.open_stream(chat(stream=True), budget)
     chunks = [chunk async for chunk in opened.iterate()]
-    assert texts(chunks)[0] and replica.estimate.evidence() > 0
+    assert texts(chunks)[0] and replica.uncached_estimate.evidence() > 0
     assert fleet.lengths("mock").value() == 5
 
 
