@@ -190,7 +190,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add(
         "--profile",
         action="store_true",
-        help="after measuring, sample the gateway with py-spy (pip install py-spy) at the"
+        help="after measuring, sample the gateway with py-spy at the"
         " highest concurrency and add where its time goes to the report",
     )
     add(
