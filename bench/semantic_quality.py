@@ -41,6 +41,7 @@ from bench.semantic_sets import (
     load_edits,
     load_fresh,
     load_holdout,
+    load_near_blind,
     load_nearby,
     load_pairs,
     load_reworded,
@@ -209,6 +210,17 @@ def report(sets: Evaluation, max_false_hit: float) -> str:
                 "holdout half, not looked at.",
                 sets.nearby,
             ),
+            *_split_section(
+                f"Near-identical pairs, second blind set ({len(sets.near_blind)})",
+                "Eight kinds of answer-changing edit (a qualifier added or dropped, a word "
+                "swapped, a number or unit, a time, place or person, polarity, direction, a "
+                "quantifier or modal) and eight kinds of rewording (synonym, abbreviation, "
+                "filler, reordered clause, question frame, spelling, light and heavy "
+                "rewording) (tests/data/semantic_near_blind.jsonl, written by someone who had "
+                "seen neither the verifier nor the other sets): train is its dev half, tuned "
+                "on; test its holdout half, not looked at.",
+                sets.near_blind,
+            ),
             *_reworded_section(sets.reworded, sets.reworded_alone),
             *ranking_section(sets.ranked),
         ]
@@ -256,6 +268,7 @@ class Evaluation:
     """The same pairs with nothing else stored."""
     symbols: list[Scored] = field(default_factory=list)
     nearby: list[Scored] = field(default_factory=list)
+    near_blind: list[Scored] = field(default_factory=list)
     ranked: tuple[Ranking, ...] = ()
     """How often each model ranks a held-out triplet's rewording above its hard negative."""
 
@@ -297,6 +310,7 @@ async def evaluate() -> Evaluation:
             await scored(load_reworded(siblings=False)),
             symbols=await scored(load_symbols()),
             nearby=await scored(load_nearby()),
+            near_blind=await scored(load_near_blind()),
             ranked=(
                 await rank_triplets("plain model", embedder, held_out),
                 await rank_triplets("clause judge", clauses, held_out),

@@ -42,6 +42,7 @@ EDITS_PATH = DATA / "semantic_edits.jsonl"
 SPELLINGS_PATH = DATA / "semantic_spellings.jsonl"
 SYMBOLS_PATH = DATA / "semantic_symbols.jsonl"
 NEARBY_PATH = DATA / "semantic_nearby.jsonl"
+NEAR_BLIND_PATH = DATA / "semantic_near_blind.jsonl"
 FRESH_TEMPLATES_PATH = DATA / "semantic_fresh_templates.json"
 BLIND_PATH = DATA / "semantic_templated_blind.jsonl"
 BLIND_TEMPLATES_PATH = DATA / "semantic_blind_templates.json"
@@ -98,6 +99,15 @@ def load_nearby(split: str = "all") -> list[Pair]:
     rewording, the kind as the family, written by someone who had seen neither the verifier
     nor the other sets (dev: tuned on; holdout: measured, not looked at)."""
     return load_pairs(NEARBY_PATH, split)
+
+
+def load_near_blind(split: str = "all") -> list[Pair]:
+    """A second blind near-identical set: eight kinds of answer-changing edit and eight kinds
+    of rewording (abbreviations, typed shorthand, question frames, heavy rewordings), the kind
+    as the family, written by someone who had seen neither the verifier nor the other sets,
+    less 15 pairs holding a sentence the clause judge was trained on (dev: tuned on; holdout:
+    measured, not looked at)."""
+    return load_pairs(NEAR_BLIND_PATH, split)
 
 
 def load_pairs(path: Path = PAIRS_PATH, split: str = "all") -> list[Pair]:

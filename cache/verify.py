@@ -25,7 +25,7 @@ from cache.verify_asks import same_kind
 from cache.verify_case import same_case
 from cache.verify_compounds import joined, may_join
 from cache.verify_entities import entities_found, same_entities
-from cache.verify_features import Features, extract
+from cache.verify_features import Features, extract, typed_out
 from cache.verify_layout import same_layout
 from cache.verify_modality import same_modality
 from cache.verify_quantities import same_numbers
@@ -213,6 +213,7 @@ def verify(
     comes back rejected with the clauses to compare by meaning in `pending`. `siblings`,
     other stored prompts near the query, may show where the candidate's slot is.
     """
+    query, candidate = typed_out(query), typed_out(candidate)
     if " ".join(query.split()) == " ".join(candidate.split()):
         return ACCEPT if same_layout(query, candidate) else Verdict(ok=False, reason="layout")
     a, b = extract(query), extract(candidate)

@@ -21,6 +21,7 @@ _DIGIT_WORDS = {
 }
 _SKIPPABLE = frozenset("of and the for to in on a an".split())
 _INITIALISM = re.compile(r"[a-z0-9]{2,6}")
+_NUMERONYM = re.compile(r"([a-z])([1-9][0-9]?)([a-z])")
 
 # Clipped or informal forms -> the word they stand for (lowercase).
 CLIPPED: dict[str, str] = {
@@ -130,3 +131,17 @@ def _starts(word: str, char: str, first: bool = False) -> bool:
 def clipped_of(word: str) -> str | None:
     """The full word a clipped form stands for ("pwd" -> "password"), if listed."""
     return CLIPPED.get(word)
+
+
+def numeronym_of(short: str, word: str) -> bool:
+    """`short` is `word` as a numeronym: its first and last letters around the count of
+    letters between ("k8s" / "kubernetes", "i18n" / "internationalization")."""
+    match = _NUMERONYM.fullmatch(short)
+    return (
+        match is not None
+        and int(match[2]) >= 2
+        and len(word) == int(match[2]) + 2
+        and word[0] == match[1]
+        and word[-1] == match[3]
+        and word.isalpha()
+    )

@@ -5,7 +5,7 @@ URLs, versions) must be in the other, as written, stemmed, spelled out ("2FA" /
 
 from __future__ import annotations
 
-from cache.verify_abbrev import clipped_of, expands_to
+from cache.verify_abbrev import clipped_of, expands_to, numeronym_of
 from cache.verify_features import Features, stem
 from cache.verify_synonyms import SYNONYMS
 
@@ -17,6 +17,8 @@ def _present(entity: str, other: Features) -> bool:
         return True  # 2FA / two-factor authentication
     if clipped_of(entity) in other.words or _synonym_in(entity, other):
         return True  # temp / temperature, TV / television
+    if any(numeronym_of(entity, w) or numeronym_of(w, entity) for w in other.words):
+        return True  # k8s / Kubernetes
     return not entity.isalnum() and entity in other.lowered
 
 

@@ -100,6 +100,27 @@ def stem(word: str) -> str:
     return word
 
 
+_BARE_NEGATION = re.compile(
+    r"\b(do|does|did|is|are|was|were|has|have|had|would|should|could|must|ca|wo|ai)(n)(t)\b",
+    re.IGNORECASE,
+)
+"""A contraction typed without its apostrophe ("dont", "isnt", "cant"): none is another
+common word ("cant" and "wont" as nouns are rare in requests)."""
+
+
+_WITH = re.compile(r"(?<![\w/])[wW]/(?:(?P<o>[oO])(?![\w/])|(?=\s))")
+
+
+def typed_out(text: str) -> str:
+    """`text` with shorthand written out: contractions typed without their apostrophe ("Cant
+    log in" is "Can't log in"), "w/" and "w/o" ("mac and cheese w/ breadcrumbs")."""
+    if _BARE_NEGATION.search(text):
+        text = _BARE_NEGATION.sub(r"\1\2'\3", text)
+    if "/" in text:
+        text = _WITH.sub(lambda m: "without" if m["o"] else "with", text)
+    return text
+
+
 def _split_word(token: str) -> tuple[str, bool]:
     """The base of a token with an apostrophe, and whether it carried a negation."""
     left, _, right = token.replace("’", "'").partition("'")
@@ -264,5 +285,13 @@ def extract(text: str) -> Features:
         symbols=symbols(text),
         case=case_forms(text),
         modality=modality(text),
-        scope=scope(word_set, tuple(words)),
+        scope=scope(word_set, tuple(words)) if "-only" not in lowered else _scope(words, lowered),
     )
+
+
+def _scope(words: list[str], lowered: str) -> frozenset[str]:
+    """The quantifiers of a text holding a compound such as "read-only" (not an "only")."""
+    if words.count("only") > lowered.count("-only"):
+        return scope(frozenset(words), tuple(words))
+    kept = [w for w in words if w != "only"]
+    return scope(frozenset(kept), tuple(kept))

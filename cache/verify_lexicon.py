@@ -61,6 +61,7 @@ ANTONYM_AXES: tuple[tuple[str, ...], ...] = (
     ("public", "private"),
     ("uppercase upper capitalize", "lowercase lower"),
     ("left", "right"),
+    ("up upward upwards", "down downward downwards"),  # "round up" / "round down"
     ("north", "south"),
     ("east", "west"),
     ("horizontal horizontally", "vertical vertically"),

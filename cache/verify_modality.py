@@ -2,9 +2,10 @@
 done, and whether it asks about the past ("should I have said").
 
 "Can I withdraw early?" asks what is allowed, "Should I withdraw early?" for advice and "Must
-I ...?" / "Do I need to ...?" what is required: three answers over the same words. Modals after
-a question word only frame a how-to ("How can I ..." is "How do I ..."), so they do not count,
-nor does a text without any modal: only two texts that both use modals are compared.
+I ...?" / "Do I need to ...?" what is required: three answers over the same words. Modals
+right after "how" or "where" only frame a how-to ("How can I ..." is "How do I ..."), so they
+do not count, nor does a text without any modal: only two texts that both use modals are
+compared.
 """
 
 from __future__ import annotations
@@ -48,11 +49,21 @@ def modality(text: str) -> frozenset[str]:
         return frozenset()
     found = set()
     for match in _MODAL.finditer(text):
-        if match.group("wh") is not None and match.group("perfect") is None:
+        if _frames(match.group("wh")) and match.group("perfect") is None:
             continue  # "How can I ...": a frame
         kind = _CLASSES[" ".join(match.group("modal").casefold().split())]
         found.add(kind + "+past" if match.group("perfect") else kind)
     return frozenset(found)
+
+
+_FRAMING = frozenset({"how", "where"})
+
+
+def _frames(wh: str | None) -> bool:
+    """A modal right after "how" or "where" frames a how-to; after any other question word,
+    or a word between, it asks what is allowed or required ("Which employees must be paid
+    overtime?" / "... may be paid ...", "How much can I withdraw?" / "How much must I ...")."""
+    return wh is not None and wh.split()[0].casefold() in _FRAMING and len(wh.split()) == 1
 
 
 _QUICK = re.compile(

@@ -14,13 +14,14 @@ from collections.abc import Sequence
 from itertools import pairwise
 
 from cache.slot import Words
-from cache.verify_abbrev import clipped_of, expands_to
+from cache.verify_abbrev import clipped_of, expands_to, numeronym_of
 from cache.verify_features import stem
 from cache.verify_lexicon import FILLER, NEGATIONS, STOPWORDS
 from cache.verify_numbers import NUMBER_WORDS
 from cache.verify_poles import pole_phrases, poles_of
 from cache.verify_synonyms import IRREGULAR, PHRASES_OF, SYNONYMS
 from cache.verify_units import UNITS, is_quantity
+from cache.verify_vocab import is_known
 
 _NONE: frozenset[int] = frozenset()
 
@@ -34,6 +35,8 @@ def interchangeable(left: Sequence[str], right: Sequence[str]) -> bool:
         for y in right:
             if not SYNONYMS.get(x, _NONE).isdisjoint(SYNONYMS.get(y, _NONE)):
                 return True
+            if _compound_of(x, y):
+                continue  # butter/buttermilk: another thing, however long the shared start
             if min(len(x), len(y)) > 3 and _suffixed(x, y):
                 return True  # container/containers, compute/computation
             if x + "s" == y or y + "s" == x:
@@ -42,6 +45,8 @@ def interchangeable(left: Sequence[str], right: Sequence[str]) -> bool:
                 return True  # kg/kilograms
             if clipped_of(x) == y or clipped_of(y) == x:
                 return True  # pwd/password
+            if numeronym_of(x, y) or numeronym_of(y, x):
+                return True  # k8s/kubernetes
             if _same_root(x, y):
                 return True  # summary/summarize, colour/color
             if _base(x) == _base(y):
@@ -85,6 +90,23 @@ def _suffixed(x: str, y: str) -> bool:
     "password", "free" / "freeze", "port" / "portal" differ."""
     short, long = sorted((x, y), key=len)
     return long.startswith(short) and (len(short) >= 5 or long[len(short) :] in _SUFFIXES)
+
+
+_SUFFIX_WORDS = frozenset("proof like wise ward wards ship hood".split())
+"""Words that end a compound as a suffix would ("waterproof", "childlike"): it stays about
+its first word. ("-free" and "-less" negate it, so "sugar-free" is another thing.)"""
+
+
+def _compound_of(x: str, y: str) -> bool:
+    """One word is the other with a whole word of three letters or more joined on
+    ("butter" / "buttermilk", "book" / "notebook"): a compound names another thing."""
+    short, long = sorted((x, y), key=len)
+    if len(long) - len(short) < 3:
+        return False
+    if long.startswith(short):
+        rest = long[len(short) :]
+        return is_known(rest) and rest not in _SUFFIX_WORDS
+    return long.endswith(short) and is_known(long[: -len(short)])
 
 
 def _compounded(split: Sequence[str], joined: Sequence[str]) -> bool:

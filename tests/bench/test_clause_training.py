@@ -25,6 +25,7 @@ from bench.semantic_sets import (
     load_edits,
     load_fresh,
     load_holdout,
+    load_near_blind,
     load_nearby,
     load_pairs,
     load_spellings,
@@ -70,6 +71,7 @@ def test_triplets_are_many_split_and_share_no_sentence_with_an_evaluation_set() 
             load_spellings(),
             load_symbols(),
             load_nearby(),
+            load_near_blind(),
         )
         for p in pairs
         for text in (p.a, p.b)

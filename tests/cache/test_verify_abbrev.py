@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cache.verify import verify
-from cache.verify_abbrev import clipped_of, expands_to
+from cache.verify_abbrev import clipped_of, expands_to, numeronym_of
 
 
 @pytest.mark.parametrize(
@@ -67,3 +67,15 @@ def test_common_short_forms_stand_for_their_word() -> None:
     ):
         assert verify(a, b).ok, (a, b)
     assert not verify("Where do I renew my ID?", "Where do I renew my passport?").ok
+
+
+def test_a_numeronym_counts_the_letters_it_leaves_out() -> None:
+    """k8s is Kubernetes and i18n internationalization; k9s or k8t is not."""
+    assert numeronym_of("k8s", "kubernetes")
+    assert numeronym_of("i18n", "internationalization")
+    assert not numeronym_of("k9s", "kubernetes")
+    assert not numeronym_of("k8t", "kubernetes")
+    assert not numeronym_of("k1s", "kas")
+    query = "How do I list all services in k8s?"
+    assert verify(query, "How do I list all services in Kubernetes?").ok
+    assert not verify(query, "How do I list all services in Kubeflow?").ok

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cache.verify_features import extract, stem
+from cache.verify_features import extract, stem, typed_out
 
 
 @pytest.mark.parametrize(
@@ -126,3 +126,27 @@ def test_adversarial_inputs_stay_linear(text: str) -> None:
     """Long hostile inputs finish quickly: no pattern backtracks quadratically."""
     extract.cache_clear()
     assert extract(text).n_words >= 0
+
+
+@pytest.mark.parametrize(
+    ("text", "written_out"),
+    [
+        ("Cant log in, I dont know why", "Can't log in, I don't know why"),
+        ("It ISNT working and WONT start", "It ISN'T working and WON'T start"),
+        (
+            "mac and cheese w/ breadcrumbs, W/O eggs",
+            "mac and cheese with breadcrumbs, without eggs",
+        ),
+        ("chmod a/w/x or w/x", "chmod a/w/x or w/x"),
+        ("I want a can of paint", "I want a can of paint"),
+    ],
+)
+def test_shorthand_is_written_out(text: str, written_out: str) -> None:
+    """Contractions typed without an apostrophe and "w/", "w/o"; paths and words stay."""
+    assert typed_out(text) == written_out
+
+
+def test_a_read_only_compound_is_no_only() -> None:
+    """ "read-only memory" asks about no exclusive "only"; "only read" does."""
+    assert extract("Is the share read-only?").scope == frozenset()
+    assert extract("Is the share only read-only?").scope == frozenset({"only"})

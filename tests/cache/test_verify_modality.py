@@ -16,6 +16,9 @@ from cache.verify_modality import modality, same_modality
         ("Do I need to renew my passport?", "May I renew my passport?"),
         ("What should I have packed for the trip?", "What should I pack for the trip?"),
         ("Could I have claimed the deduction?", "Can I claim the deduction?"),
+        ("Which employees must be paid overtime?", "Which employees may be paid overtime?"),
+        ("How much can I withdraw per day?", "How much must I withdraw per day?"),
+        ("What documents can I bring?", "What documents must I bring?"),
     ],
 )
 def test_another_modal_is_another_question(a: str, b: str) -> None:

@@ -1,5 +1,6 @@
-"""Optional sampling profile of the gateway under load, with py-spy (the `bench` extra). py-spy runs on the load generator's core in non-blocking mode; its
-collapsed stacks are summarized into the functions and packages where the time goes."""
+"""Optional sampling profile of the gateway under load, with py-spy (the `bench` extra).
+py-spy runs on the load generator's core in non-blocking mode; its collapsed stacks are
+summarized into the functions and packages where the time goes."""
 
 from __future__ import annotations
 
