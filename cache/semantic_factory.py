@@ -21,6 +21,7 @@ from cache.types import CacheUnavailable, Vector, VectorHit, VectorIndex
 from cache.vector_index_memory import InMemoryVectorIndex
 from cache.vector_index_redis import IndexMismatch, RedisVectorIndex
 from cache.verify_confirm import PLAIN_SLOT_SIMILARITY, SLOT_SIMILARITY, ModelVerifier
+from cache.verify_vocab import known_words
 from core.breaker import CircuitBreaker
 
 log = logging.getLogger("gateway.cache")
@@ -144,6 +145,7 @@ async def clause_verifier(
 async def build_semantic_cache(settings: CacheSettings) -> SemanticCache:
     start = time.monotonic()
     embedder = await asyncio.to_thread(_load_embedder, settings, settings.embedding_model_path)
+    await asyncio.to_thread(known_words)  # read once here, not on a request's event loop
     verifier: ModelVerifier | None = None
     clauses: SentenceEmbedder | None = None
     try:
