@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from typing import Final
+from urllib.parse import urlsplit
 
 from core.stages import StageName
 
@@ -129,3 +130,22 @@ def gen_ai_provider(replica: str) -> str | None:
     GATEWAY_BACKENDS reads it (`grpc://` vLLM, `http(s)://` OpenAI-compatible); None for
     another (a test double's)."""
     return _PROVIDERS.get(replica.partition("://")[0])
+
+
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+
+@lru_cache(maxsize=1024)
+def server_endpoint(replica: str) -> tuple[str, int] | None:
+    """The `server.address` and `server.port` of the replica at URL `replica` (the scheme's
+    port when the URL names none); None when it names no host."""
+    try:
+        url = urlsplit(replica)
+        port = url.port
+    except ValueError:
+        return None
+    if not url.hostname:
+        return None
+    if port is None:
+        port = _DEFAULT_PORTS.get(url.scheme)
+    return None if port is None else (url.hostname, port)

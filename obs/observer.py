@@ -35,6 +35,8 @@ from obs.attributes import (
     GEN_AI_SYSTEM,
     GEN_AI_USAGE_INPUT_TOKENS,
     GEN_AI_USAGE_OUTPUT_TOKENS,
+    SERVER_ADDRESS,
+    SERVER_PORT,
     SPAN_WRITEBACK,
     STAGE_ADMISSION,
     STAGE_BACKEND,
@@ -44,6 +46,7 @@ from obs.attributes import (
     STAGE_TTFT,
     backend_span_name,
     gen_ai_provider,
+    server_endpoint,
 )
 from obs.logs import ACCESS_LOGGER
 from obs.metrics import NO_MODEL, GatewayMetrics
@@ -163,6 +166,10 @@ class Observer:
             if provider is not None:
                 span.set_attribute(GEN_AI_PROVIDER_NAME, provider)
                 span.set_attribute(GEN_AI_SYSTEM, provider)
+            endpoint = server_endpoint(replica)
+            if endpoint is not None:
+                span.set_attribute(SERVER_ADDRESS, endpoint[0])
+                span.set_attribute(SERVER_PORT, endpoint[1])
         end = stage.start + stage.duration
         if last:
             first = timeline.first_token_at

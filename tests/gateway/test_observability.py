@@ -56,6 +56,8 @@ from obs.attributes import (
     GEN_AI_USAGE_INPUT_TOKENS,
     GEN_AI_USAGE_OUTPUT_TOKENS,
     HTTP_RESPONSE_STATUS_CODE,
+    SERVER_ADDRESS,
+    SERVER_PORT,
     SPAN_ADMISSION,
     SPAN_EMBED,
     SPAN_EXACT_CACHE,
@@ -63,6 +65,7 @@ from obs.attributes import (
     SPAN_SEARCH,
     SPAN_SEMANTIC_CACHE,
     SPAN_WRITEBACK,
+    server_endpoint,
 )
 from obs.logs import ACCESS_LOGGER, JsonFormatter
 from obs.tracing import Tracing
@@ -480,6 +483,7 @@ async def test_client_span_names_the_provider_by_backend_kind(
             attrs = _attrs((await gw.spans.tree(reply.request_id)).child(BACKEND_SPAN))
             assert attrs[GEN_AI_PROVIDER_NAME] == attrs[GEN_AI_SYSTEM] == provider
             assert attrs[ATTR_REPLICA] == url
+            assert (attrs[SERVER_ADDRESS], attrs[SERVER_PORT]) == server_endpoint(url)
 
 
 async def test_backend_error_marks_root_span_failed(gw: Gateway) -> None:
