@@ -165,7 +165,20 @@ def _sentence_start(text: str, start: int) -> bool:
         if text[i] == "\n":
             return True  # a line opens a sentence, whatever ended the line before
         i -= 1
+    if i >= 0 and text[i] == "." and _abbreviation_before(text, i):
+        return False  # "Mr. Mensah": a title's period ends no sentence
     return i < 0 or text[i] in _SENTENCE_START
+
+
+_TITLES = frozenset("mr mrs ms mx dr prof st mt sr jr rev hon gen col capt lt sgt vs".split())
+
+
+def _abbreviation_before(text: str, period: int) -> bool:
+    """The word right before the period at `period` is a title or an abbreviation."""
+    start = period
+    while start > 0 and text[start - 1].isalpha():
+        start -= 1
+    return text[start:period].casefold() in _TITLES
 
 
 def _names(text: str, tokens: list[tuple[int, str]], script: str) -> set[str]:

@@ -150,3 +150,10 @@ def test_a_read_only_compound_is_no_only() -> None:
     """ "read-only memory" asks about no exclusive "only"; "only read" does."""
     assert extract("Is the share read-only?").scope == frozenset()
     assert extract("Is the share only read-only?").scope == frozenset({"only"})
+
+
+def test_a_name_after_a_title_is_a_name() -> None:
+    """The period of "Mr." or "Dr." ends no sentence: the name after it is an entity."""
+    entities = extract("Write to our client, Mr. Mensah, and copy Dr. Okafor. Thanks.").entities
+    assert {"mensah", "okafor"} <= entities
+    assert "thanks" not in entities
