@@ -44,7 +44,8 @@ class StreamOptions(RequestModel):
 
 
 class JsonSchemaFormat(RequestModel):
-    name: str = "response"
+    name: str
+    """Required, as OpenAI and vLLM require it (vLLM's own server refuses a format without)."""
     description: str | None = None
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
     strict: bool | None = None

@@ -246,3 +246,16 @@ def test_modalities_text_is_the_default_and_audio_is_refused() -> None:
         with pytest.raises(InvalidRequest) as info:
             parse_request(_chat(modalities=wrong), ChatCompletionRequest)
         assert info.value.param == param
+
+
+def test_a_json_schema_format_needs_its_name() -> None:
+    """`response_format.json_schema.name` is required, as OpenAI and vLLM require it: a 400
+    naming it, never a name made up here."""
+    schema = {"type": "object"}
+    with pytest.raises(InvalidRequest) as info:
+        parse_request(
+            _chat(response_format={"type": "json_schema", "json_schema": {"schema": schema}}),
+            ChatCompletionRequest,
+        )
+    assert info.value.param == "response_format.json_schema.name"
+    assert info.value.message == "Missing required parameter: response_format.json_schema.name."
