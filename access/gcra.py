@@ -129,6 +129,12 @@ class LocalLimiter:
             self._tats.update(zip(keys, stored, strict=True))
         return decision
 
+    def peek(self, limits: Sequence[Limit]) -> Decision:
+        """Every limit as it stands, charging nothing."""
+        now = self._clock()
+        tats = [self._tats.get(limit.key, now) for limit in limits]
+        return decide(limits, [0] * len(limits), tats, now)[0]
+
     def refund(self, limit: Limit, units: int) -> None:
         key = limit.key
         now = self._clock()

@@ -12,6 +12,7 @@ charged to Redis too, since the next request may be decided there.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import time
@@ -135,6 +136,21 @@ class RateLimiter:
             raise self._refusal(caller, decision, costs)
         token_limits = tuple(limit for limit in limits if limit.unit == "tokens")
         return Admission(True, token_limits, tokens, decision, shared)
+
+    async def headers(self, caller: Caller) -> dict[str, str]:
+        """The caller's rate-limit headers as its limits stand, charging nothing: for the
+        answer to a request refused before admission. Asked only on that error path (in Redis
+        a zero-cost admission, one round trip; this replica's share while Redis is gone)."""
+        limits = caller_limits(caller) if caller.key_id is not None else ()
+        if not limits:
+            return {}
+        decision = None
+        if self._shared is not None:
+            with contextlib.suppress(DependencyUnavailable):
+                decision = await self._shared.admit(limits, [0] * len(limits))
+        if decision is None:
+            decision = self._local.peek(_shares(limits, self._replicas))
+        return limit_headers(decision._replace(allowed=True))  # nothing was refused
 
     def settle(self, admission: Admission, used_tokens: int) -> None:
         """The answer used `used_tokens`: give back the rest of the reservation (or charge

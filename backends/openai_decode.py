@@ -92,7 +92,10 @@ def stream_chunk(payload: bytes, endpoint: Endpoint) -> StreamChunk | None:
     except (orjson.JSONDecodeError, TypeError, AttributeError) as exc:
         raise malformed(payload, exc) from exc
     if deltas or used:
-        return StreamChunk(deltas, usage(used) if used else None)
+        fingerprint = data.get("system_fingerprint")
+        if not (fingerprint and isinstance(fingerprint, str)):
+            fingerprint = None  # none sent: the gateway's default shows, as in a whole answer
+        return StreamChunk(deltas, usage(used) if used else None, 0, fingerprint)
     if data.get("error") is not None:
         raise error_event(data["error"])
     return None

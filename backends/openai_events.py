@@ -67,7 +67,7 @@ class StreamEvents:
             deltas = [delta for delta in chunk.deltas if delta.index not in finished]
             if not deltas and chunk.usage is None:
                 return None
-            chunk = StreamChunk(deltas, chunk.usage)
+            chunk = StreamChunk(deltas, chunk.usage, 0, chunk.system_fingerprint)
         for delta in chunk.deltas:
             if delta.finish_reason is not None:
                 finished.add(delta.index)

@@ -90,13 +90,14 @@ class CachedAnswer:
         ]
         finishes = [ChoiceDelta(c.index, "", c.finish_reason) for c in self.completion.choices]
         chunks.append(StreamChunk(finishes, self.completion.usage))
+        chunks[0].system_fingerprint = self.completion.system_fingerprint  # holds for the rest
         return chunks
 
 
 class StreamRecorder:
     """Accumulates a stream's chunks into the answer a cache entry stores."""
 
-    __slots__ = ("_calls", "_finish", "_logprobs", "_reasoning", "_texts", "usage")
+    __slots__ = ("_calls", "_fingerprint", "_finish", "_logprobs", "_reasoning", "_texts", "usage")
 
     def __init__(self) -> None:
         self._texts: dict[int, list[str]] = {}
@@ -104,6 +105,7 @@ class StreamRecorder:
         self._calls: dict[int, list[dict[str, Any]]] = {}
         self._finish: dict[int, str] = {}
         self._logprobs: dict[int, list[Any]] = {}
+        self._fingerprint: str | None = None
         self.usage: Usage | None = None
 
     def add(self, chunk: StreamChunk) -> None:
@@ -119,6 +121,8 @@ class StreamRecorder:
                 self._finish[delta.index] = delta.finish_reason
         if chunk.usage is not None:
             self.usage = chunk.usage
+        if chunk.system_fingerprint is not None:
+            self._fingerprint = chunk.system_fingerprint
 
     def completion(self) -> Completion | None:
         """The whole answer, or None unless every choice finished (stop, length, or calls)."""
@@ -139,7 +143,7 @@ class StreamRecorder:
             )
             for i in sorted(self._texts)
         ]
-        return Completion(choices, self.usage)
+        return Completion(choices, self.usage, self._fingerprint)
 
 
 def _merge_calls(calls: list[dict[str, Any]], deltas: list[Any]) -> None:

@@ -39,6 +39,7 @@ EXCLUDED_FIELDS = {
     "prompt_cache_key": "a routing hint for an upstream's prefix cache, not model input",
     "safety_identifier": "end-user identifier for abuse tracking, as user",
     "service_tier": "scheduling class, not model input",
+    "modalities": 'only ["text"] is accepted, which is the default',
 }
 
 _LINE_BREAK = re.compile(r"\r\n?")

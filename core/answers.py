@@ -55,22 +55,28 @@ class StreamChunk:
     `prompt_tokens` are the prompt tokens this chunk is the first to report (a backend that
     knows them before the usage says so on its first chunk; one prompt of a batch each), so
     that a stream which breaks before its usage still accounts for its prompt.
+    `system_fingerprint` is the one an upstream sent with it (None: it sent none); it holds
+    for this chunk and those after it.
     """
 
     deltas: list[ChoiceDelta]
     usage: Usage | None = None
     prompt_tokens: int = 0
+    system_fingerprint: str | None = None
 
 
 def merge_chunks(chunks: list[StreamChunk]) -> StreamChunk:
     """Chunks that arrived together as one: their deltas in order (a choice may appear more
-    than once), the last usage, and the prompt tokens they report."""
-    usage = None
+    than once), the last usage and fingerprint, and the prompt tokens they report."""
+    usage = fingerprint = None
     for chunk in chunks:
         if chunk.usage is not None:
             usage = chunk.usage
+        if chunk.system_fingerprint is not None:
+            fingerprint = chunk.system_fingerprint
     deltas = [delta for chunk in chunks for delta in chunk.deltas]
-    return StreamChunk(deltas, usage, sum(chunk.prompt_tokens for chunk in chunks))
+    prompt_tokens = sum(chunk.prompt_tokens for chunk in chunks)
+    return StreamChunk(deltas, usage, prompt_tokens, fingerprint)
 
 
 @dataclass(slots=True)

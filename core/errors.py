@@ -14,6 +14,9 @@ class GatewayError(Exception):
     status: ClassVar[int] = 500
     type: ClassVar[str] = "server_error"
     code: ClassVar[str | None] = None
+    caller_headers: dict[str, str] | None = None
+    """What the answer says of its caller beside the error (the key's rate limits), set by
+    the layer that knows it; None until one has."""
 
     def __init__(self, message: str, *, param: str | None = None) -> None:
         super().__init__(message)
@@ -112,6 +115,7 @@ class RateLimited(GatewayError):
     def __init__(self, message: str, *, headers: dict[str, str]) -> None:
         super().__init__(message)
         self._headers = headers
+        self.caller_headers = headers
 
     def headers(self) -> dict[str, str]:
         return dict(self._headers)

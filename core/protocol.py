@@ -44,7 +44,8 @@ class StreamOptions(RequestModel):
 
 
 class JsonSchemaFormat(RequestModel):
-    name: str = "response"
+    name: str
+    """Required, as OpenAI and vLLM require it (vLLM's own server refuses a format without)."""
     description: str | None = None
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
     strict: bool | None = None
@@ -161,6 +162,10 @@ class ChatCompletionRequest(_Sampling):
     store: bool | None = None
     """Accepted and ignored: this gateway keeps no chat completions to list or distil."""
     service_tier: Literal["auto", "default"] | None = None
+    """Accepted and ignored: one tier here (the gateway's own classes order requests), so
+    answers name none."""
+    modalities: list[Literal["text", "audio"]] | None = Field(default=None, min_length=1)
+    """Only `["text"]`, OpenAI's default: these models answer in text."""
     reasoning_effort: ReasoningEffort | None = None
     """A template variable, as vLLM passes it (gpt-oss reads it; other templates ignore it)."""
     verbosity: Literal["low", "medium", "high"] | None = None
@@ -178,6 +183,17 @@ class ChatCompletionRequest(_Sampling):
         if not isinstance(value, list):
             return value
         return [from_history(message, i) for i, message in enumerate(value)]
+
+    @field_validator("modalities")
+    @classmethod
+    def _text_only(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and "audio" in value:
+            raise UnsupportedParameter(
+                'modalities other than ["text"] are not supported: this gateway answers in '
+                "text only (no audio output).",
+                param="modalities",
+            )
+        return value
 
     @model_validator(mode="after")
     def _check_combinations(self) -> ChatCompletionRequest:

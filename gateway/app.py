@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
 import logging
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -25,6 +26,7 @@ from backends.replica_urls import ReplicaSpec
 from backends.settings import EMBEDDED_MODEL, ModelSpec
 from cache.factory import build_cache_layer
 from cache.response_store import ResponseStore
+from core.env import SettingsError
 from core.errors import GatewayError
 from gateway.answer_stamp import AnswerStamp
 from gateway.drain import DrainSettings, intercept_sigterm
@@ -40,6 +42,9 @@ from obs.metrics import GatewayMetrics
 from obs.observer import Observer
 from obs.tracing import Tracing
 
+if TYPE_CHECKING:
+    from standin.vllm.config import SimConfig
+
 log = logging.getLogger("gateway")
 
 _WRITEBACK_DRAIN_S = 5.0
@@ -52,10 +57,12 @@ def create_app(
     tracing: Tracing | None = None,
     resolver: Resolver | None = None,
     drain: DrainSettings | None = None,
+    standin_env: Mapping[str, str] | None = None,
 ) -> ASGIApp:
     """Build the gateway. Pass `replicas` to serve fake or pre-built backends, `tracing` to
     trace and `resolver` to resolve `+dns` replica sets (tests); `create_app_from_env`
-    configures tracing from OTEL_* variables and drains on SIGTERM (`drain`)."""
+    configures tracing from OTEL_* variables, drains on SIGTERM (`drain`) and tunes the
+    embedded stand-in with `GATEWAY_SIM_*` (`standin_env`)."""
     tracer = tracing if tracing is not None else Tracing.disabled()
 
     @contextlib.asynccontextmanager
@@ -65,7 +72,7 @@ def create_app(
                 stack.callback(intercept_sigterm(drain.delay_s))
             effective = settings
             if replicas is None and settings.backends.embedded:
-                effective = await _start_embedded_standin(settings, stack)
+                effective = await _start_embedded_standin(settings, stack, standin_env or {})
             fleet = Fleet(
                 replicas if replicas is not None else build_replicas(effective.backends),
                 retry_attempts=effective.backends.retry_attempts,
@@ -142,6 +149,7 @@ def create_app_from_env() -> ASGIApp:
         Settings.from_env(),
         tracing=Tracing.from_env(os.environ),
         drain=DrainSettings.from_env(os.environ),
+        standin_env=os.environ,
     )
 
 
@@ -158,18 +166,57 @@ def _say_who_may_call(settings: Settings) -> None:
 
 def check_embedded_standin(env: Mapping[str, str]) -> None:
     """GATEWAY_BACKENDS=embedded: the stand-in's own variables that would stop it in each
-    worker (its tokenizer's cache directory) are a SettingsError here, at startup."""
+    worker (its tokenizer's cache directory, its `GATEWAY_SIM_*` knobs) are a SettingsError
+    here, at startup."""
     from standin.vllm.tokenizer_files import default_cache_root
 
     default_cache_root(env)
+    embedded_standin_config(env)
 
 
-async def _start_embedded_standin(settings: Settings, stack: contextlib.AsyncExitStack) -> Settings:
-    """GATEWAY_BACKENDS=embedded: the demo's engine, the vLLM stand-in, over real gRPC."""
-    from standin.vllm.config import SimConfig
+_SET_BY_THE_GATEWAY = {
+    "HOST": "it listens on loopback",
+    "PORT": "each worker's stand-in listens on a free port",
+    "MODEL": f"the embedded demo serves model {EMBEDDED_MODEL!r}",
+    "SHUTDOWN_GRACE_S": "the gateway's own shutdown (GATEWAY_SHUTDOWN_GRACE_S) ends it",
+}
+
+
+def embedded_standin_config(env: Mapping[str, str]) -> SimConfig:
+    """The embedded stand-in's knobs from `GATEWAY_SIM_*`, as `python -m standin.vllm` reads
+    them (`GATEWAY_SIM_ITL_MS=50`), except those the gateway sets; one of those, a name the
+    stand-in has no knob for, or a bad value is a SettingsError naming the variable."""
+    from standin.vllm.config import ENV_PREFIX, SimConfig, field_types
+
+    knobs = field_types()
+    config = SimConfig(host="127.0.0.1", port=0, model=EMBEDDED_MODEL)
+    for name in sorted(env):
+        knob = name.removeprefix(ENV_PREFIX)
+        if knob == name or knob == "CACHE_DIR":  # CACHE_DIR: read where the tokenizer is built
+            continue
+        if knob in _SET_BY_THE_GATEWAY:
+            raise SettingsError(
+                f"{name} cannot be set for the embedded stand-in: {_SET_BY_THE_GATEWAY[knob]}"
+            )
+        if knob.lower() not in knobs:
+            close = difflib.get_close_matches(knob.lower(), knobs, n=1, cutoff=0.6)
+            hint = f" (did you mean {ENV_PREFIX}{close[0].upper()}?)" if close else ""
+            raise SettingsError(f"{name} is no setting of the vLLM stand-in{hint}")
+        try:
+            config = config.updated({knob.lower(): env[name]})
+        except ValueError as exc:
+            raise SettingsError(f"{name}: {exc}") from None
+    return config
+
+
+async def _start_embedded_standin(
+    settings: Settings, stack: contextlib.AsyncExitStack, env: Mapping[str, str]
+) -> Settings:
+    """GATEWAY_BACKENDS=embedded: the demo's engine, the vLLM stand-in, over real gRPC, tuned
+    by `GATEWAY_SIM_*` in `env`."""
     from standin.vllm.server import SimServer
 
-    standin = SimServer(SimConfig(host="127.0.0.1", port=0, model=EMBEDDED_MODEL))
+    standin = SimServer(embedded_standin_config(env))
     port = await standin.start()
     stack.push_async_callback(standin.stop)
     log.warning(

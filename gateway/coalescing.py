@@ -107,7 +107,7 @@ class OwnCallIds:
         if not any(delta.tool_calls for delta in chunk.deltas):
             return chunk
         deltas = [self._delta(delta) for delta in chunk.deltas]
-        return StreamChunk(deltas, chunk.usage, chunk.prompt_tokens)
+        return StreamChunk(deltas, chunk.usage, chunk.prompt_tokens, chunk.system_fingerprint)
 
     def _delta(self, delta: ChoiceDelta) -> ChoiceDelta:
         if not delta.tool_calls:

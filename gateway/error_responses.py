@@ -29,6 +29,8 @@ log = logging.getLogger("gateway")
 
 def error_response(exc: GatewayError, request: Request | None = None) -> Response:
     headers = exc.headers()
+    if exc.caller_headers:
+        headers = {**exc.caller_headers, **headers}
     record: RequestRecord | None = None if request is None else request.scope.get(RECORD_SCOPE_KEY)
     if record is not None:
         _note_error(record, exc.status, exc)

@@ -19,7 +19,7 @@ from cache.coalesce import SingleFlight, StreamFlight
 from cache.layer import CacheLayer
 from cache.outcome import CacheOutcome
 from core.answers import Completion, Endpoint, StreamChunk
-from core.errors import DeadlineExceeded, TooManyMessages
+from core.errors import DeadlineExceeded, GatewayError, TooManyMessages
 from core.protocol import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
 from core.request_parsing import parse_request
 from core.stages import StageName
@@ -144,8 +144,9 @@ class Pipeline:
             return await self._answer(
                 endpoint, body, raw, headers, budget, record, caller, admission, presentation
             )
-        except BaseException:
+        except BaseException as exc:
             self._limiter.settle(admission, 0)  # no answer: nothing to charge
+            _describe_limits(exc, admission)
             raise
 
     async def _answer(
@@ -241,12 +242,19 @@ class Pipeline:
                 response = await embeddings_response(
                     self._fleet, body, raw, _trace_headers(headers, record), budget, record
                 )
-        except BaseException:
+        except BaseException as exc:
             self._limiter.settle(admission, 0)
+            _describe_limits(exc, admission)
             raise
         self._limiter.settle(admission, record.input_tokens or 0)
         response.headers.update(admission.headers())
         return response
+
+    async def describe_limits(self, exc: GatewayError, caller: Caller) -> None:
+        """An error answering `caller` before its request was admitted carries the key's
+        rate-limit headers as they stand (charging nothing), as every answer does."""
+        if exc.caller_headers is None and caller.key_id is not None:
+            exc.caller_headers = await self._limiter.headers(caller)
 
     def check_message_count(self, count: int, param: str) -> None:
         """A request's size in messages, before any backend work (`GATEWAY_MAX_MESSAGES`)."""
@@ -282,6 +290,12 @@ class Pipeline:
             return completion
         record.note_reused()
         return own_call_ids(completion)
+
+
+def _describe_limits(exc: BaseException, admission: Admission) -> None:
+    """An error after admission carries the headers its answer would have had."""
+    if isinstance(exc, GatewayError) and exc.caller_headers is None:
+        exc.caller_headers = admission.headers()
 
 
 def _json(body: bytes, headers: dict[str, str]) -> Response:

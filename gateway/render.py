@@ -88,11 +88,15 @@ class ChunkRenderer:
     """Turns the stream chunks of one response into SSE events.
 
     The envelope (id, object, created, model, fingerprint) is serialized once per
-    response; each event only serializes its own choice.
+    response, and again only if a chunk brings the upstream's own fingerprint (which then
+    replaces the gateway's default, as in a whole answer); each event only serializes its
+    own choice.
     """
 
     __slots__ = (
         "_endpoint",
+        "_envelope",
+        "_fingerprint",
         "_head",
         "_include_reasoning",
         "_include_usage",
@@ -113,21 +117,23 @@ class ChunkRenderer:
     ) -> None:
         self._endpoint = endpoint
         self._include_reasoning = include_reasoning  # false: thinking deltas are not sent
-        envelope = orjson.dumps(
-            {
-                "id": response_id,
-                "object": "chat.completion.chunk" if endpoint == "chat" else "text_completion",
-                "created": created,
-                "model": model,
-                "system_fingerprint": fingerprint,
-            }
-        )
-        self._head = b"data: " + envelope[:-1] + b',"choices":['
+        self._envelope: dict[str, Any] = {
+            "id": response_id,
+            "object": "chat.completion.chunk" if endpoint == "chat" else "text_completion",
+            "created": created,
+            "model": model,
+        }
+        self._head = b""
+        self._fingerprint = ""
+        self._stamp(fingerprint)
         self._usage_tail = b'],"usage":null}\n\n' if include_usage else b"]}\n\n"
         self._include_usage = include_usage
         self._role_sent: set[int] = set()
 
     def render(self, chunk: StreamChunk) -> bytes:
+        fingerprint = chunk.system_fingerprint
+        if fingerprint is not None and fingerprint != self._fingerprint:
+            self._stamp(fingerprint)
         events = [self._choice_event(delta) for delta in self._split_calls(chunk.deltas)]
         if chunk.usage is not None and self._include_usage:
             events.append(
@@ -138,6 +144,12 @@ class ChunkRenderer:
     async def close(self) -> bytes:
         """The end of a stream that ended well."""
         return DONE_EVENT
+
+    def _stamp(self, fingerprint: str) -> None:
+        """Every event from here on shows `fingerprint`."""
+        self._fingerprint = fingerprint
+        envelope = orjson.dumps({**self._envelope, "system_fingerprint": fingerprint})
+        self._head = b"data: " + envelope[:-1] + b',"choices":['
 
     async def fail(self, error: GatewayError) -> bytes:
         """The end of a stream that failed after its first byte: an error event, then done."""

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
+from collections.abc import Awaitable, Callable
 
 import orjson
 from starlette.requests import Request
@@ -108,47 +110,47 @@ def _caller(request: Request, headers: dict[str, str], record: RequestRecord) ->
     return caller
 
 
-def _begin(request: Request) -> tuple[dict[str, str], RequestBudget, RequestRecord, Caller]:
-    """The headers the gateway acts on, the caller and the request's budget, all noted on
-    the request's record."""
+Answer = Callable[
+    [bytes, dict[str, str], RequestBudget, RequestRecord, Caller], Awaitable[Response]
+]
+"""What answers a generation request once its caller, budget and body are known."""
+
+
+async def _generation(request: Request, answer: Answer) -> Response:
+    """The headers the gateway acts on, the caller and the request's budget (all noted on
+    the request's record), the body, then `answer`. An error answering a known caller
+    carries its key's rate-limit headers, as every answer to it does."""
     record = _record(request)
     headers = relevant_headers(request.scope["headers"])
     caller = _caller(request, headers, record)
-    budget = _pipeline(request).begin(headers, record.started, caller)
-    record.note_budget(budget.timeline, budget.priority, budget.total.at)
-    return headers, budget, record, caller
+    pipeline = _pipeline(request)
+    try:
+        budget = pipeline.begin(headers, record.started, caller)
+        record.note_budget(budget.timeline, budget.priority, budget.total.at)
+        raw = await read_json_body(
+            request, request.state.max_body_bytes, _parse_time_left(request, budget)
+        )
+        return await answer(raw, headers, budget, record, caller)
+    except GatewayError as exc:
+        await pipeline.describe_limits(exc, caller)
+        raise
 
 
 async def chat_completions(request: Request) -> Response:
-    headers, budget, record, caller = _begin(request)
-    raw = await read_json_body(
-        request, request.state.max_body_bytes, _parse_time_left(request, budget)
-    )
-    return await _pipeline(request).generate("chat", raw, headers, budget, record, caller)
+    return await _generation(request, functools.partial(_pipeline(request).generate, "chat"))
 
 
 async def completions(request: Request) -> Response:
-    headers, budget, record, caller = _begin(request)
-    raw = await read_json_body(
-        request, request.state.max_body_bytes, _parse_time_left(request, budget)
-    )
-    return await _pipeline(request).generate("completion", raw, headers, budget, record, caller)
+    pipeline = _pipeline(request)
+    return await _generation(request, functools.partial(pipeline.generate, "completion"))
 
 
 async def embeddings(request: Request) -> Response:
-    headers, budget, record, caller = _begin(request)
-    raw = await read_json_body(
-        request, request.state.max_body_bytes, _parse_time_left(request, budget)
-    )
-    return await _pipeline(request).embed(raw, headers, budget, record, caller)
+    return await _generation(request, _pipeline(request).embed)
 
 
 async def create_response(request: Request) -> Response:
-    headers, budget, record, caller = _begin(request)
-    raw = await read_json_body(
-        request, request.state.max_body_bytes, _parse_time_left(request, budget)
-    )
-    return await _responses(request).create(raw, headers, budget, record, caller)
+    return await _generation(request, _responses(request).create)
 
 
 async def retrieve_response(request: Request) -> Response:

@@ -280,3 +280,25 @@ async def test_tenant_limits_are_shared_through_redis(shared: RateLimiter) -> No
     await shared.admit(callers[0], lambda: 60)
     with pytest.raises(TokensRateLimited, match=f"tenant {tenant}"):
         await shared.admit(callers[1], lambda: 60)
+
+
+@pytest.mark.parametrize("through_redis", [False, True])
+async def test_the_headers_of_a_request_never_admitted_charge_nothing(
+    through_redis: bool, request: pytest.FixtureRequest
+) -> None:
+    """A caller's headers as its limits stand (for an answer refused before admission) say
+    what is left, without Retry-After, and charge nothing, locally or in Redis; a caller
+    without limits has none."""
+    limiter = RateLimiter(_shared(request.getfixturevalue("redis_url")) if through_redis else None)
+    caller = _caller(requests_per_minute=3, tokens_per_minute=100)
+    try:
+        await limiter.admit(caller, lambda: 40)
+        for _ in range(3):
+            headers = await limiter.headers(caller)
+            assert headers["x-ratelimit-remaining-requests"] == "2"
+            assert headers["x-ratelimit-remaining-tokens"] == "60"
+            assert "retry-after" not in headers
+        assert await limiter.headers(_caller()) == {}
+        assert await limiter.headers(Caller("anon")) == {}
+    finally:
+        await limiter.aclose()

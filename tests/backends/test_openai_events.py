@@ -70,3 +70,19 @@ def test_an_error_event_ends_the_stream_after_what_came_before(
     assert _said(chunk) == [(0, "a", None)]
     assert isinstance(failure, BackendError) and "engine died" in failure.message
     assert not done
+
+
+def test_the_upstreams_fingerprint_travels_with_its_chunks() -> None:
+    """A streamed event's `system_fingerprint` stays on the chunk it is read into, merged
+    or with a finished choice's repeat left out; an event without one leaves it None."""
+    events = StreamEvents("chat")
+
+    def stamped(event: bytes) -> bytes:
+        return orjson.dumps({**orjson.loads(event), "system_fingerprint": "fp_up"})
+
+    chunk, _, _ = events.read([stamped(_delta(0, "a")), stamped(_delta(0, "b"))])
+    assert chunk is not None and chunk.system_fingerprint == "fp_up"
+    chunk, _, _ = events.read([stamped(_delta(0, finish="stop")), stamped(_delta(0, "late"))])
+    assert chunk is not None and chunk.system_fingerprint == "fp_up"
+    chunk, _, _ = StreamEvents("chat").read([_delta(0, "a")])
+    assert chunk is not None and chunk.system_fingerprint is None

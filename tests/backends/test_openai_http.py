@@ -145,6 +145,12 @@ async def test_stream_chat_matches_complete(backend: OpenAIHTTPBackend) -> None:
     assert sum(d.token_count for c in chunks for d in c.deltas) == 5
 
 
+async def test_a_stream_keeps_the_upstreams_fingerprint(backend: OpenAIHTTPBackend) -> None:
+    """Streamed chunks carry the upstream's `system_fingerprint`, as a whole answer does."""
+    chunks = await collect(backend.stream(chat(stream=True), soon()))
+    assert {chunk.system_fingerprint for chunk in chunks} == {"fp_mock"}
+
+
 async def test_stream_completions_n2_with_usage(backend: OpenAIHTTPBackend) -> None:
     """Interleaved choices stay apart; include_usage puts usage on the last chunk."""
     request = completion(n=2, stream=True, stream_options={"include_usage": True})

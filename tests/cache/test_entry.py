@@ -30,12 +30,13 @@ def test_age() -> None:
 
 
 def test_replay_then_record_is_identity() -> None:
-    """Replaying an entry as chunks and recording them yields the same completion."""
+    """Replaying an entry as chunks and recording them yields the same completion, its
+    upstream's fingerprint included."""
     recorder = StreamRecorder()
     for chunk in _answer().replay():
         recorder.add(chunk)
     assert recorder.completion() == Completion(
-        [Choice(0, "Hello 🙂 world", "stop")], Usage(5, 3, 1)
+        [Choice(0, "Hello 🙂 world", "stop")], Usage(5, 3, 1), "fp_x"
     )
 
 

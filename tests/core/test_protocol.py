@@ -230,3 +230,32 @@ def test_a_json_schema_format_must_be_a_json_schema(schema: dict[str, object]) -
     parsed = parse_request(_chat(response_format=fmt(valid)), ChatCompletionRequest)
     assert parsed.response_format is not None and parsed.response_format.json_schema is not None
     assert parsed.response_format.json_schema.schema_ == valid
+
+
+def test_modalities_text_is_the_default_and_audio_is_refused() -> None:
+    """`modalities: ["text"]` (OpenAI's default, sent by some clients) asks for nothing new;
+    audio or no modality at all is a 400 naming `modalities` that says what is served."""
+    plain = parse_request(_chat(), ChatCompletionRequest)
+    text = parse_request(_chat(modalities=["text"]), ChatCompletionRequest)
+    assert text.model_dump(exclude={"modalities"}) == plain.model_dump(exclude={"modalities"})
+    with pytest.raises(UnsupportedParameter) as audio:
+        parse_request(_chat(modalities=["text", "audio"]), ChatCompletionRequest)
+    assert audio.value.param == "modalities" and "audio" in audio.value.message
+    assert "text" in audio.value.message
+    for wrong, param in (([], "modalities"), (["video"], "modalities[0]"), ("text", "modalities")):
+        with pytest.raises(InvalidRequest) as info:
+            parse_request(_chat(modalities=wrong), ChatCompletionRequest)
+        assert info.value.param == param
+
+
+def test_a_json_schema_format_needs_its_name() -> None:
+    """`response_format.json_schema.name` is required, as OpenAI and vLLM require it: a 400
+    naming it, never a name made up here."""
+    schema = {"type": "object"}
+    with pytest.raises(InvalidRequest) as info:
+        parse_request(
+            _chat(response_format={"type": "json_schema", "json_schema": {"schema": schema}}),
+            ChatCompletionRequest,
+        )
+    assert info.value.param == "response_format.json_schema.name"
+    assert info.value.message == "Missing required parameter: response_format.json_schema.name."

@@ -16,7 +16,7 @@ from access.settings import AccessSettings
 from backends.replica import Replica
 from core.env import SettingsError
 from core.errors import BackendError, BackendOverloaded, BackendRejected, BackendUnavailable
-from gateway.app import check_embedded_standin, create_app
+from gateway.app import check_embedded_standin, create_app, embedded_standin_config
 from gateway.settings import Settings
 from tests.support.asgi_server import serving
 from tests.support.fake_backend import FakeBackend
@@ -333,3 +333,44 @@ def test_the_embedded_stand_in_cache_at_a_file_is_refused(tmp_path: Path) -> Non
     with pytest.raises(SettingsError, match="GATEWAY_SIM_CACHE_DIR must be a directory"):
         check_embedded_standin({"GATEWAY_SIM_CACHE_DIR": str(tmp_path / "file")})
     check_embedded_standin({"GATEWAY_SIM_CACHE_DIR": str(tmp_path / "new")})
+
+
+def test_the_embedded_stand_in_takes_its_knobs_from_the_environment() -> None:
+    """GATEWAY_SIM_* tune the embedded stand-in as they tune `python -m standin.vllm`; where
+    it listens and the model it serves stay the gateway's."""
+    config = embedded_standin_config(
+        {"GATEWAY_SIM_ITL_MS": "50", "GATEWAY_SIM_OUTPUT_TOKENS": "4", "GATEWAY_PORT": "9"}
+    )
+    assert (config.itl_ms, config.output_tokens) == (50.0, 4)
+    assert (config.host, config.port, config.model) == ("127.0.0.1", 0, "sim")
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "words"),
+    [
+        ("GATEWAY_SIM_PORT", "50051", "free port"),
+        ("GATEWAY_SIM_MODEL", "llama", "'sim'"),
+        ("GATEWAY_SIM_ITL", "50", "did you mean GATEWAY_SIM_ITL_MS"),
+        ("GATEWAY_SIM_ITL_MS", "fast", "expects a float"),
+        ("GATEWAY_SIM_ERROR_RATE", "2", "in [0, 1]"),
+    ],
+)
+def test_a_knob_the_embedded_stand_in_cannot_take_is_refused(
+    name: str, value: str, words: str
+) -> None:
+    """One the gateway sets, a misspelt one or a bad value: a SettingsError naming it, at
+    startup, never a knob silently ignored."""
+    with pytest.raises(SettingsError, match=name) as info:
+        check_embedded_standin({name: value})
+    assert words in str(info.value)
+
+
+async def test_the_embedded_demo_answers_as_its_knobs_say() -> None:
+    """GATEWAY_SIM_OUTPUT_TOKENS shapes the embedded demo's answers (its three tokens, then
+    the EOS that ends them)."""
+    settings = Settings.from_env({"GATEWAY_BACKENDS": "embedded"})
+    app = create_app(settings, standin_env={"GATEWAY_SIM_OUTPUT_TOKENS": "3"})
+    async with serving(app) as url:
+        client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="k", max_retries=0)
+        answer = await client.chat.completions.create(model="sim", messages=[CHAT["messages"][0]])
+    assert answer.usage is not None and answer.usage.completion_tokens == 3 + 1

@@ -124,3 +124,21 @@ def test_reasoning_streams_under_both_names() -> None:
     """A reasoning delta carries reasoning_content and reasoning."""
     deltas = _deltas(_renderer().render(StreamChunk([ChoiceDelta(0, reasoning="hmm")])))
     assert deltas[0]["delta"]["reasoning_content"] == deltas[0]["delta"]["reasoning"] == "hmm"
+
+
+def test_a_streamed_upstream_fingerprint_replaces_the_default() -> None:
+    """Events show the gateway's fingerprint until a chunk brings the upstream's, then that
+    one, as a whole answer shows the upstream's; chunks without one change nothing."""
+    renderer = _renderer()
+    chunks = [
+        StreamChunk([ChoiceDelta(0, "A")]),
+        StreamChunk([ChoiceDelta(0, "B")], system_fingerprint="fp_up"),
+        StreamChunk([ChoiceDelta(0, "C", "stop")], Usage(1, 3)),
+    ]
+    events = [orjson.loads(e.removeprefix(b"data: ")) for e in _events(renderer, chunks)]
+    assert [event["system_fingerprint"] for event in events] == ["fp", "fp_up", "fp_up", "fp_up"]
+
+
+def _events(renderer: ChunkRenderer, chunks: list[StreamChunk]) -> list[bytes]:
+    raw = b"".join(renderer.render(chunk) for chunk in chunks)
+    return [event for event in raw.split(b"\n\n") if event]

@@ -1,0 +1,97 @@
+"""With API keys and limits, every answer to a key carries its rate-limit headers: errors
+before admission (bad requests, unknown models, bodies too large), after it (the backend's
+failures, deadlines, no healthy replica) and refusals alike, streamed or not."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+
+from access.caller import Caller, KeyLimits, key_digest
+from access.settings import AccessSettings
+from backends.replica import Replica
+from core.errors import BackendError, DeadlineExceeded, GatewayError, NoHealthyBackend
+from core.stages import StageName
+from gateway.app import create_app
+from gateway.settings import Settings
+from tests.support.asgi_server import serving
+from tests.support.fake_backend import FakeBackend
+
+LIMITS = KeyLimits(requests_per_minute=1000, tokens_per_minute=100_000)
+CHAT: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+HEADERS = {"x-ratelimit-limit-requests", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens"}
+
+
+@pytest.fixture
+def backend() -> FakeBackend:
+    return FakeBackend()
+
+
+@pytest.fixture
+async def url(backend: FakeBackend) -> AsyncIterator[str]:
+    callers = {key_digest("k"): Caller("t", key_id="id", limits=LIMITS)}
+    settings = Settings(max_body_bytes=4096, access=AccessSettings(inline_keys=callers))
+    async with serving(create_app(settings, [Replica("m", backend)])) as url:
+        yield url
+
+
+async def _ask(url: str, path: str, body: dict[str, Any]) -> tuple[int, set[str]]:
+    async with (
+        aiohttp.ClientSession(headers={"Authorization": "Bearer k"}) as session,
+        session.post(f"{url}/v1{path}", json=body) as response,
+    ):
+        await response.read()
+        return response.status, {name.lower() for name in response.headers}
+
+
+@pytest.mark.parametrize(
+    ("failure", "status"),
+    [
+        (BackendError("engine died", retryable=False), 502),
+        (DeadlineExceeded(StageName.TTFT), 504),
+        (NoHealthyBackend("none"), 503),
+    ],
+)
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_failure_after_admission_carries_the_headers(
+    url: str, backend: FakeBackend, failure: GatewayError, status: int, stream: bool
+) -> None:
+    """A backend failure, a deadline, no healthy replica: the headers of a 200."""
+    backend.fail_with = failure
+    answered, headers = await _ask(url, "/chat/completions", {**CHAT, "stream": stream})
+    assert answered == status and headers >= HEADERS
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status"),
+    [
+        ("/chat/completions", {**CHAT, "n": "two"}, 400),
+        ("/chat/completions", {**CHAT, "model": "nope"}, 404),
+        ("/chat/completions", {**CHAT, "max_tokens": 10**6}, 400),  # request_too_large
+        ("/chat/completions", {**CHAT, "stop": "x" * 5000}, 413),
+        ("/completions", {"model": "m"}, 400),
+        ("/embeddings", {"model": "m", "input": []}, 400),
+        ("/responses", {"model": "m", "input": "hi", "previous_response_id": "resp_x"}, 404),
+    ],
+)
+async def test_a_request_refused_before_admission_carries_the_headers(
+    url: str, path: str, body: dict[str, Any], status: int
+) -> None:
+    """Refused before it was charged, a request's answer still says what the key has left."""
+    answered, headers = await _ask(url, path, body)
+    assert answered == status and headers >= HEADERS
+
+
+async def test_success_and_answers_without_a_key_are_as_before(url: str) -> None:
+    """A 200 carries the headers; a 401 (no key, so no limits to describe) does not."""
+    answered, headers = await _ask(url, "/chat/completions", CHAT)
+    assert answered == 200 and headers >= HEADERS
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{url}/v1/chat/completions", json=CHAT) as response,
+    ):
+        assert response.status == 401
+        assert not any(name.lower().startswith("x-ratelimit") for name in response.headers)
