@@ -6,7 +6,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from budgets.timeline import Stage
@@ -230,7 +229,7 @@ class CacheLayer:
         and exact key: serving it exactly is as correct), which the exact cache lost (a Redis
         restarted empty, or the exact write failed while the semantic one succeeded), so the
         next repeat is an exact hit. It keeps the answer's age, and so its expiry."""
-        exact = replace(answer, key=None)
+        exact = CachedAnswer(answer.completion, answer.created_at)
         age_s = exact.age(self._clock())
         self._writeback.submit(lambda: self._exact.put(tenant, key, exact, age_s))
 
@@ -273,7 +272,8 @@ class CacheLayer:
             return
         if semantic.index_mismatch is None:  # a refused index is not written (warned once)
             vector = outcome.vector
-            keyed = replace(answer, key=key)  # which request it answered exactly
+            # Which request it answered exactly (built directly: `replace` costs ~8x more).
+            keyed = CachedAnswer(completion, answer.created_at, key)
             write = _traced(lambda: semantic.add(query, vector, tenant, keyed), trace)
             self._writeback.submit(write)
 
