@@ -12,7 +12,9 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
-LINES = 20_000
+from obs.logs import QUEUE_CAPACITY
+
+LINES = QUEUE_CAPACITY - 1_000  # all fit the log writer's queue (uvicorn's few lines too)
 
 Message = MutableMapping[str, Any]
 
