@@ -14,10 +14,14 @@ _FORMAT = 2  # 2: reasoning and reasoning tokens
 
 @dataclass(frozen=True, slots=True)
 class CachedAnswer:
-    """A complete, successful answer and when it was produced (wall clock, seconds)."""
+    """A complete, successful answer and when it was produced (wall clock, seconds). `key`,
+    in a semantic entry, is the exact-cache key of the request it answered, so a semantic hit
+    on that very request can restore its exact entry (None in exact entries, and in semantic
+    ones stored before it was kept)."""
 
     completion: Completion
     created_at: float
+    key: str | None = None
 
     def age(self, now: float) -> int:
         return max(0, int(now - self.created_at))
@@ -46,6 +50,7 @@ class CachedAnswer:
                     }
                     for ch in c.choices
                 ],
+                **({} if self.key is None else {"k": self.key}),
             }
         )
 
@@ -63,7 +68,12 @@ class CachedAnswer:
                 for c in data["c"]
             ]
             usage = Usage(prompt, completion, cached, reasoning)
-            return cls(Completion(choices, usage, data["fp"]), float(data["ts"]))
+            key = data.get("k")
+            return cls(
+                Completion(choices, usage, data["fp"]),
+                float(data["ts"]),
+                key if isinstance(key, str) else None,
+            )
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
             return None
 

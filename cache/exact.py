@@ -66,16 +66,21 @@ class ExactCache:
             await self._near.set(tenant, key, raw, self._near_ttl_s)
         return CachedAnswer.from_bytes(raw)
 
-    async def put(self, tenant: str, key: str, answer: CachedAnswer) -> None:
+    async def put(self, tenant: str, key: str, answer: CachedAnswer, age_s: int = 0) -> None:
+        """Store `answer` for the cache's TTL less `age_s` (an answer written back that old
+        expires when it would have); one already past the TTL is not stored."""
+        ttl_s = self._ttl_s - age_s
+        if ttl_s <= 0:
+            return
         value = answer.to_bytes()
         if self._breaker is None:
-            await self._store.set(tenant, key, value, self._ttl_s)
+            await self._store.set(tenant, key, value, ttl_s)
         else:
             await self._breaker.call(
-                lambda: self._store.set(tenant, key, value, self._ttl_s), self._timeout_s
+                lambda: self._store.set(tenant, key, value, ttl_s), self._timeout_s
             )
         if self._near is not None:
-            await self._near.set(tenant, key, value, self._near_ttl_s)
+            await self._near.set(tenant, key, value, min(self._near_ttl_s, ttl_s))
 
     async def aclose(self) -> None:
         await self._store.aclose()

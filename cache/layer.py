@@ -220,7 +220,18 @@ class CacheLayer:
             return Lookup("miss", vector=vector, substages=substages)
         if match.withheld is not None:
             return Lookup("miss", vector=vector, substages=substages, withheld=match)
+        if plan.write and plan.key is not None and match.answer.key == plan.key:
+            self._restore_exact(plan.tenant, plan.key, match.answer)
         return Lookup("hit", match.answer, match.similarity, vector, substages)
+
+    def _restore_exact(self, tenant: str, key: str, answer: CachedAnswer) -> None:
+        """Queue the exact entry of a semantic hit stored for this very request (same tenant
+        and exact key: serving it exactly is as correct), which the exact cache lost (a Redis
+        restarted empty, or the exact write failed while the semantic one succeeded), so the
+        next repeat is an exact hit. It keeps the answer's age, and so its expiry."""
+        exact = CachedAnswer(answer.completion, answer.created_at)
+        age_s = exact.age(self._clock())
+        self._writeback.submit(lambda: self._exact.put(tenant, key, exact, age_s))
 
     async def _shadow_lookup(self, plan: CachePlan, now: float) -> SemanticMatch | None:
         assert self._semantic is not None and plan.semantic is not None
@@ -261,7 +272,9 @@ class CacheLayer:
             return
         if semantic.index_mismatch is None:  # a refused index is not written (warned once)
             vector = outcome.vector
-            write = _traced(lambda: semantic.add(query, vector, tenant, answer), trace)
+            # Which request it answered exactly (built directly: `replace` costs ~8x more).
+            keyed = CachedAnswer(completion, answer.created_at, key)
+            write = _traced(lambda: semantic.add(query, vector, tenant, keyed), trace)
             self._writeback.submit(write)
 
     def _count_withheld(self, agreed: bool) -> None:

@@ -37,11 +37,15 @@ from gateway.edge_refusals import (
     Refusal,
 )
 from gateway.request_id import new_request_id
+from obs.logs import flush_logs_before_sigterm
 
 _LINGER_S = 2.0
 MAX_HEADER_COUNT = 256  # Envoy allows 100 by default, Node 2000; 256 leaves proxies room
 HEAD_TIMEOUT_S = 5.0
 MAX_CONNECTIONS = 4096
+EXIT_LOG_FLUSH_S = 5.0
+"""The least time a SIGTERM leaves the queued log lines to reach stderr before the process
+dies of it (else the shutdown grace, `timeout_graceful_shutdown`, when longer)."""
 
 
 class EdgeConfig(Config):
@@ -59,6 +63,15 @@ class EdgeConfig(Config):
         super().__init__(app, **kwargs)
         self.head_timeout_s = head_timeout_s
         self.max_connections = max_connections
+
+    def configure_logging(self) -> None:
+        """uvicorn's, then: a SIGTERM that ends the process first writes out the queued log
+        lines, for up to the shutdown grace (at least `EXIT_LOG_FLUSH_S`). uvicorn re-raises
+        the SIGTERM it caught once it has shut down, so the process dies of it and `atexit`
+        never runs; this runs in every worker too (each configures its logging first)."""
+        super().configure_logging()
+        grace_s = float(self.timeout_graceful_shutdown or 0)
+        flush_logs_before_sigterm(max(grace_s, EXIT_LOG_FLUSH_S))
 
 
 class _Refused(Exception):

@@ -1,6 +1,6 @@
 """Copies live state (replica load, Redis circuits, write-back queue, rate limits, the
-semantic cache's encoders and judgements, the event loop's task count) into the metrics, and
-flushes the per-request observations added up since the last time.
+semantic cache's encoders and judgements, the event loop's task count, the log records
+dropped) into the metrics, and flushes the per-request observations added up since the last time.
 
 Each worker samples its own state on a timer: with several workers, sampling only when
 /metrics is scraped would leave the other workers' values stale.
@@ -17,6 +17,7 @@ from backends.fleet import Fleet
 from cache.error_bound import BoundEstimate
 from cache.layer import CacheLayer
 from cache.types import EncoderSample
+from obs.logs import dropped_records
 from obs.metrics import GatewayMetrics
 from obs.replica_metrics import DnsSample
 
@@ -67,6 +68,7 @@ def sample(
     metrics.sampled.rate_limits(limiter.refused, limiter.local_decisions)
     writeback = cache.writeback
     metrics.sampled.writeback(writeback.depth, writeback.dropped, writeback.failed)
+    metrics.sampled.log_records(dropped_records())
     semantic = cache.semantic
     if semantic is not None:
         for encoder in semantic.encoders:

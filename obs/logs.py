@@ -11,13 +11,16 @@ from __future__ import annotations
 import atexit
 import logging
 import logging.config
-import logging.handlers
 import queue
 import re
+import signal
 import sys
+import threading
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal
+from types import FrameType
+from typing import Any, Literal, TextIO
 
 import orjson
 
@@ -147,37 +150,116 @@ def logging_config(level: str, fmt: LogFormat) -> dict[str, Any]:
     }
 
 
-class _BackgroundHandler(logging.handlers.QueueHandler):
-    """Hands records to a thread that formats and writes them: a full stderr pipe must never
-    stall the event loop, and one line per request should cost the request path little."""
+QUEUE_CAPACITY = 10_000
+"""Records waiting for the writer thread at most (~2 KB each: ~20 MB while stderr is stalled);
+past it a record is dropped and counted (`dropped_records`), never waited for."""
 
-    def __init__(self) -> None:
-        super().__init__(queue.SimpleQueue())
-        self._target = logging.StreamHandler(sys.stderr)
-        self._listener = logging.handlers.QueueListener(self.queue, self._target)
-        self._listener.start()
-        self._running = True
+CLOSE_TIMEOUT_S = 5.0
+"""How long closing a handler (at a normal exit) waits for its queued records to be written."""
+
+
+class BackgroundHandler(logging.Handler):
+    """Hands records to a thread that formats and writes them: a full stderr pipe must never
+    stall the event loop, and one line per request should cost the request path little. At
+    most `capacity` records wait; more are dropped and counted in `dropped`."""
+
+    def __init__(self, stream: TextIO | None = None, capacity: int = QUEUE_CAPACITY) -> None:
+        super().__init__()
+        self._stream = sys.stderr if stream is None else stream
+        self._capacity = capacity
+        # SimpleQueue: a put costs a fraction of `queue.Queue`'s; the size check before it is
+        # racy across threads by at most one record per thread, which a bound can afford.
+        self._queue: queue.SimpleQueue[logging.LogRecord | threading.Event | None] = (
+            queue.SimpleQueue()
+        )
+        self._drops = threading.Lock()
+        self.dropped = 0
+        self._closed = False
+        self._writer = threading.Thread(target=self._write_all, name="log-writer", daemon=True)
+        self._writer.start()
         atexit.register(self.close)
 
-    def setFormatter(self, fmt: logging.Formatter | None) -> None:
-        self._target.setFormatter(fmt)
+    def emit(self, record: logging.LogRecord) -> None:
+        # Formatting happens in the writer thread, which also renders the exception.
+        if self._queue.qsize() >= self._capacity:
+            with self._drops:
+                self.dropped += 1
+            return
+        self._queue.put(record)
 
-    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
-        # Formatting happens in the writer thread; keep the exception for it to render.
-        return record
+    def _write_all(self) -> None:
+        stream, pending = self._stream, self._queue
+        while (item := pending.get()) is not None:
+            if isinstance(item, threading.Event):  # a drain's marker: all before it written
+                item.set()
+                continue
+            try:
+                stream.write(self.format(item) + "\n")
+                if pending.empty():
+                    stream.flush()
+            except Exception:
+                self.handleError(item)
+
+    def drain(self, timeout_s: float) -> bool:
+        """Wait up to `timeout_s` for the records queued now to be written and flushed;
+        whether they were (not when stderr's reader stalls that long, or is gone)."""
+        if not self._writer.is_alive():
+            return self._queue.empty()
+        written = threading.Event()
+        self._queue.put(written)
+        return written.wait(timeout_s)
 
     def close(self) -> None:
-        """Write out what is queued, then stop the writer thread."""
-        if self._running:
-            self._running = False
-            self._listener.stop()
-        self._target.close()
+        """Write out what is queued (waiting up to `CLOSE_TIMEOUT_S`), then stop the writer
+        thread; one stuck on a dead stderr is left behind (a daemon, it cannot hold the exit)."""
+        if not self._closed:
+            self._closed = True
+            self.drain(CLOSE_TIMEOUT_S)
+            self._queue.put(None)
         super().close()
 
 
 def background_stderr_handler() -> logging.Handler:
     """The handler `logging_config` installs (dictConfig factory)."""
-    return _BackgroundHandler()
+    return BackgroundHandler()
+
+
+def _background_handlers() -> list[BackgroundHandler]:
+    return [h for h in logging.getLogger().handlers if isinstance(h, BackgroundHandler)]
+
+
+def dropped_records() -> int:
+    """Log records this process dropped so far because the writer was too far behind."""
+    return sum(handler.dropped for handler in _background_handlers())
+
+
+def flush_logs(timeout_s: float) -> bool:
+    """Wait up to `timeout_s` in all for the root logger's queued records to be written;
+    whether they were."""
+    deadline = time.monotonic() + timeout_s
+    written = True
+    for handler in _background_handlers():
+        written = handler.drain(max(0.0, deadline - time.monotonic())) and written
+    return written
+
+
+def flush_logs_before_sigterm(timeout_s: float) -> None:
+    """Make a SIGTERM that would kill this process (no handler set: uvicorn re-raises it so
+    after its graceful shutdown) first write out the queued log records, waiting up to
+    `timeout_s`; the process still dies of the signal. Death by a signal skips `atexit`, so
+    without this the records still queued were lost. A no-op off the main thread or when
+    SIGTERM already has a handler."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def flush_then_die(sig: int, frame: FrameType | None) -> None:
+        flush_logs(timeout_s)
+        signal.signal(sig, signal.SIG_DFL)
+        signal.raise_signal(sig)
+
+    signal.signal(signal.SIGTERM, flush_then_die)
 
 
 def configure_logging(level: str, fmt: LogFormat) -> None:

@@ -44,6 +44,11 @@ class SampledMetrics:
         self._wb_failed = Counter(
             "gateway_writeback_failed_total", "Cache writes that failed", registry=registry
         )
+        self._logs_dropped = Counter(
+            "gateway_log_records_dropped_total",
+            "Log records dropped because stderr fell too far behind (the writer's queue was full)",
+            registry=registry,
+        )
         self._judged = Counter(
             "gateway_semantic_judgements_total",
             "Semantic matches judged against the fresh answer, by outcome (correct, wrong)",
@@ -131,6 +136,7 @@ class SampledMetrics:
         )
         self._circuit_last: dict[str, str] = {}
         self._wb_last = (0, 0)
+        self._logs_dropped_last = 0
         self._judged_last = (0, 0)
         self._limits_last: dict[str, int] = {}
         self._encoder_last: dict[tuple[str, str], int] = {}
@@ -154,6 +160,12 @@ class SampledMetrics:
         if failed := added(failed_total, last_failed):
             self._wb_failed.inc(failed)
         self._wb_last = (dropped_total, failed_total)
+
+    def log_records(self, dropped_total: int) -> None:
+        """Sampled log writer: its cumulative count of dropped records."""
+        if dropped := added(dropped_total, self._logs_dropped_last):
+            self._logs_dropped.inc(dropped)
+        self._logs_dropped_last = dropped_total
 
     def semantic_error(
         self, correct_total: int, wrong_total: int, rate: float, upper: float

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from cache.entry import CachedAnswer, StreamRecorder
 from core.answers import Choice, ChoiceDelta, Completion, StreamChunk, Usage
 
@@ -15,6 +17,16 @@ def test_round_trip() -> None:
     """An entry decodes to exactly what was stored."""
     answer = _answer()
     assert CachedAnswer.from_bytes(answer.to_bytes()) == answer
+
+
+def test_a_semantic_entry_keeps_the_exact_key_it_answered() -> None:
+    """The exact key travels with a semantic entry; an entry without one (an exact entry, or
+    a semantic one stored before keys were kept) decodes with none."""
+    keyed = replace(_answer(), key="k" * 40)
+    assert CachedAnswer.from_bytes(keyed.to_bytes()) == keyed
+    assert b'"k"' not in _answer().to_bytes()
+    unkeyed = CachedAnswer.from_bytes(_answer().to_bytes())
+    assert unkeyed is not None and unkeyed.key is None
 
 
 def test_malformed_entries_are_misses() -> None:

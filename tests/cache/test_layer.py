@@ -193,6 +193,30 @@ async def test_near_cache_serves_hot_entries_without_the_store() -> None:
     assert store.reads == 0
 
 
+class TtlStore(MemoryExactStore):
+    """Remembers the TTL of each write."""
+
+    def __init__(self) -> None:
+        super().__init__(10)
+        self.ttls: list[int] = []
+
+    async def set(self, namespace: str, key: str, value: bytes, ttl_s: int) -> None:
+        self.ttls.append(ttl_s)
+        await super().set(namespace, key, value, ttl_s)
+
+
+async def test_an_old_answer_written_back_keeps_its_expiry() -> None:
+    """An answer `age_s` old is stored for the TTL less its age; one past it, not at all."""
+    store = TtlStore()
+    exact = ExactCache(store, None, timeout_s=1, ttl_s=60)
+    answer = CachedAnswer(ANSWER, created_at=1.0)
+    await exact.put("t", "new", answer)
+    await exact.put("t", "old", answer, age_s=45)
+    await exact.put("t", "expired", answer, age_s=60)
+    assert store.ttls == [60, 15]
+    assert await exact.get("t", "expired") is None
+
+
 async def test_near_cache_keeps_nothing_a_dead_store_refused() -> None:
     """A write the store refused is not served from the near cache either."""
     exact = ExactCache(

@@ -319,3 +319,64 @@ async def test_a_refused_index_is_not_written() -> None:
     assert semantic.index_mismatch == RefusedIndex.mismatch
     await _store(layer, "reset my password how", "Use the link.")
     assert layer.writeback.failed == 0 and layer.writeback.written == 1
+
+
+def _layer_with_store(store: MemoryExactStore, semantic: SemanticCache) -> CacheLayer:
+    settings = replace(CacheSettings(), semantic="on")
+    writeback = WriteBackQueue(maxsize=10)
+    writeback.start()
+    return CacheLayer(settings, ExactCache(store, None, timeout_s=1, ttl_s=60), semantic, writeback)
+
+
+async def _lost_exact_entry(text: str) -> tuple[CacheLayer, MemoryExactStore]:
+    """A fresh layer over the caches of one that answered `text` and then lost its exact
+    entry (a Redis restarted empty, or an exact write that failed while the semantic one
+    succeeded)."""
+    store = MemoryExactStore(100)
+    semantic = SemanticCache(
+        WordEmbedder(),
+        InMemoryVectorIndex(dimensions=DIMENSIONS),
+        threshold=0.5,
+        breaker=None,
+        timeout_s=5,
+        ttl_s=60,
+    )
+    await _store(_layer_with_store(store, semantic), text, "Use the link.")
+    layer = _layer_with_store(store, semantic)
+    plan = layer.plan(_body(text), {}, tenant_for({}))
+    assert plan.key is not None and await store.delete(plan.tenant, plan.key)
+    return layer, store
+
+
+async def test_a_semantic_hit_on_the_same_request_restores_its_exact_entry() -> None:
+    """A semantic hit whose entry was stored for exactly this request writes the exact entry
+    back, so the next repeat is an exact hit (with the answer's original age)."""
+    layer, _ = await _lost_exact_entry("reset my password how")
+    plan = layer.plan(_body("reset my password how"), {}, tenant_for({}))
+    first = await look(layer, plan)
+    assert first.status == "hit-semantic"
+    await layer.writeback.drain(5)
+    again = await look(layer, plan)
+    assert again.status == "hit-exact" and again.answer is not None and first.answer is not None
+    assert again.answer.completion.choices[0].text == "Use the link."
+    assert again.answer.created_at == first.answer.created_at
+
+
+async def test_a_semantic_hit_on_a_similar_prompt_writes_no_exact_entry() -> None:
+    """A paraphrase served from another prompt's entry never gets an exact entry of its own."""
+    layer, store = await _lost_exact_entry("reset my password how")
+    plan = layer.plan(_body("how reset my password"), {}, tenant_for({}))
+    assert (await look(layer, plan)).status == "hit-semantic"
+    await layer.writeback.drain(5)
+    assert len(store) == 0
+    assert (await look(layer, plan)).status == "hit-semantic"
+
+
+async def test_a_semantic_hit_restores_nothing_when_the_request_forbids_storing() -> None:
+    """`Cache-Control: no-store` holds for the restored exact entry too."""
+    layer, store = await _lost_exact_entry("reset my password how")
+    headers = {"cache-control": "no-store"}
+    plan = layer.plan(_body("reset my password how"), headers, tenant_for(headers))
+    assert (await look(layer, plan)).status == "hit-semantic"
+    await layer.writeback.drain(5)
+    assert len(store) == 0

@@ -4,8 +4,14 @@ import ast
 import io
 import logging
 import logging.config
+import os
 import re
+import signal
+import subprocess
+import sys
+import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import orjson
 import pytest
@@ -13,13 +19,16 @@ import pytest
 from core.env import SettingsError
 from obs.logs import (
     ACCESS_LOGGER,
+    BackgroundHandler,
     JsonFormatter,
     TextFormatter,
     configure_logging,
+    dropped_records,
     log_format_from_env,
     logging_config,
 )
 
+ROOT = Path(__file__).resolve().parents[2]
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 
 
@@ -185,3 +194,108 @@ def test_logging_config_is_a_valid_dict_config() -> None:
     assert config["formatters"]["default"]["()"] == "obs.logs.TextFormatter"
     assert config["root"]["level"] == "WARNING"
     assert ACCESS_LOGGER == "gateway.access"
+
+
+class StalledStream(io.StringIO):
+    """A stderr whose reader stalls: each write waits until `release` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writing = threading.Event()
+        self.release = threading.Event()
+
+    def write(self, text: str) -> int:
+        self.writing.set()
+        self.release.wait(WAIT_S)
+        return super().write(text)
+
+
+WAIT_S = 30.0
+
+
+def _record() -> logging.LogRecord:
+    return logging.LogRecord(ACCESS_LOGGER, logging.INFO, __file__, 1, "request", None, None)
+
+
+def test_a_stalled_stderr_bounds_the_queue_and_counts_what_it_drops() -> None:
+    """With the writer stuck on stderr, records past the queue's capacity are dropped and
+    counted at once (emitting never waits), and the ones queued are written once it reads."""
+    stream = StalledStream()
+    handler = BackgroundHandler(stream, capacity=5)
+    handler.setFormatter(JsonFormatter())
+    try:
+        handler.handle(_record())
+        assert stream.writing.wait(WAIT_S)  # the writer holds record 0, blocked
+        for _ in range(8):
+            handler.handle(_record())
+        assert handler.dropped == 3
+        stream.release.set()
+        assert handler.drain(WAIT_S)
+        assert len(stream.getvalue().splitlines()) == 6
+    finally:
+        stream.release.set()
+        handler.close()
+
+
+def test_drain_gives_up_on_a_dead_stderr() -> None:
+    """Draining is bounded: a stderr nobody reads makes it return False, not hang."""
+    stream = StalledStream()
+    handler = BackgroundHandler(stream)
+    try:
+        handler.handle(_record())
+        assert stream.writing.wait(WAIT_S)
+        assert handler.drain(0.01) is False
+    finally:
+        stream.release.set()
+        handler.close()
+
+
+def test_dropped_records_sums_the_root_handlers() -> None:
+    """`dropped_records` counts the drops of the background handlers on the root logger."""
+    root = logging.getLogger()
+    stream = StalledStream()
+    handler = BackgroundHandler(stream, capacity=1)
+    root.addHandler(handler)
+    try:
+        before = dropped_records()
+        handler.handle(_record())
+        assert stream.writing.wait(WAIT_S)
+        for _ in range(3):
+            handler.handle(_record())
+        assert dropped_records() - before == 2
+    finally:
+        root.removeHandler(handler)
+        stream.release.set()
+        handler.close()
+
+
+_SIGTERM_CHILD = """
+import logging, signal, sys
+from obs.logs import JsonFormatter, BackgroundHandler, flush_logs_before_sigterm
+handler = BackgroundHandler()
+handler.setFormatter(JsonFormatter())
+logging.getLogger().addHandler(handler)
+logging.getLogger().setLevel(logging.INFO)
+flush_logs_before_sigterm(60.0)
+log = logging.getLogger("gateway.access")
+for i in range(9_000):  # within the queue's capacity: none dropped
+    log.info("request", extra={"line": i})
+signal.raise_signal(signal.SIGTERM)  # as uvicorn does once it has shut down
+"""
+
+
+def test_sigterm_writes_out_the_queued_records_then_dies_of_it(tmp_path: Path) -> None:
+    """A process dying of SIGTERM first writes every queued record (atexit never runs then),
+    and still dies of the signal."""
+    err = tmp_path / "stderr"
+    with err.open("w") as stderr:
+        result = subprocess.run(
+            [sys.executable, "-c", _SIGTERM_CHILD],
+            stderr=stderr,
+            timeout=120,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            check=False,
+        )
+    assert result.returncode == -signal.SIGTERM
+    assert err.read_text().count('"line":') == 9_000

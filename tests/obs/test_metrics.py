@@ -137,6 +137,16 @@ def test_writeback_cumulative_totals_become_counter_increments() -> None:
     assert value(s, "gateway_writeback_queue_depth") == 0
 
 
+def test_dropped_log_records_become_counter_increments() -> None:
+    """The log writer's sampled drop total adds its delta; a new handler counts from zero."""
+    metrics = GatewayMetrics()
+    metrics.sampled.log_records(dropped_total=4)
+    metrics.sampled.log_records(dropped_total=9)
+    metrics.sampled.log_records(dropped_total=2)
+    s = parse(metrics.render()[0])
+    assert value(s, "gateway_log_records_dropped_total") == 11
+
+
 def test_rate_limit_totals_become_counter_increments() -> None:
     """Sampled refusal and local-decision totals add their deltas per unit."""
     metrics = GatewayMetrics()

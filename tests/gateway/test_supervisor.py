@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.exit_app import LINES
+
+ROOT = Path(__file__).resolve().parents[2]
+
+_SERVE = """
+import sys
+from gateway import supervisor
+from obs.logs import logging_config
+supervisor.run(
+    "tests.support.exit_app:app",
+    stop_within_s=60.0,
+    reread_keys_on_hup=False,
+    host="127.0.0.1",
+    port=0,
+    workers=int(sys.argv[1]),
+    log_config=logging_config("info", "json"),
+    lifespan="on",
+    timeout_graceful_shutdown=30,
+)
+"""
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sigterm_loses_no_log_line(tmp_path: Path, workers: int) -> None:
+    """After a SIGTERM every line logged during the shutdown reaches stderr, uvicorn's last
+    ones too, in each worker: uvicorn re-raises the signal, and dying of it skips atexit."""
+    started = tmp_path / "started"
+    started.mkdir()
+    err = tmp_path / "stderr"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "EXIT_APP_DIR": str(started)}
+    env["EXIT_APP_WORKERS"] = str(workers)
+    with err.open("w") as stderr:
+        result = subprocess.run(
+            [sys.executable, "-c", _SERVE, str(workers)],
+            stderr=stderr,
+            timeout=120,
+            cwd=ROOT,
+            env=env,
+            check=False,
+        )
+    text = err.read_text()
+    assert result.returncode == (-signal.SIGTERM if workers == 1 else 0), text[-2000:]
+    assert text.count('"line":') == LINES * workers
+    assert text.count("Finished server process") == workers
