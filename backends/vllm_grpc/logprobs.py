@@ -100,7 +100,10 @@ def format_logprobs(
                 }
             )
         return {"content": content}
-    top_maps = [_top_map(tops[i], token_text) if i < len(tops) else None for i in range(len(ids))]
+    top_maps: list[dict[str, float] | None] = [
+        _top_map(token_id, values[i], tops[i] if i < len(tops) else None, token_text)
+        for i, token_id in enumerate(ids)
+    ]
     return _completion_shape(ids, values, top_maps, token_text, offsets)
 
 
@@ -112,17 +115,28 @@ def format_prompt_logprobs(input_logprobs: Any, token_text: TokenTexts) -> dict[
     tops = list(input_logprobs.top_logprobs)
     values: list[float | None] = []
     top_maps: list[dict[str, float] | None] = []
-    for i in range(len(ids)):
-        known = i < len(entries) and entries[i].HasField("value")
-        values.append(entries[i].value if known else None)
-        top = tops[i] if i < len(tops) else None
-        known_top = known and top is not None and len(top.token_ids) > 0
-        top_maps.append(_top_map(top, token_text) if known_top else None)
+    for i, token_id in enumerate(ids):
+        if i < len(entries) and entries[i].HasField("value"):
+            value = entries[i].value
+            values.append(value)
+            top_maps.append(
+                _top_map(token_id, value, tops[i] if i < len(tops) else None, token_text)
+            )
+        else:
+            values.append(None)
+            top_maps.append(None)
     return _completion_shape(ids, values, top_maps, token_text, TextOffsets(0))
 
 
-def _top_map(top: Any, token_text: TokenTexts) -> dict[str, float]:
-    return {token_text.key(a): v for a, v in zip(top.token_ids, top.values, strict=False)}
+def _top_map(token_id: int, value: float, top: Any, token_text: TokenTexts) -> dict[str, float]:
+    """A position's `top_logprobs` as vLLM and OpenAI show them: the token itself first, then
+    the top alternatives (so `logprobs: 0`, which asks for none, still shows the token, and a
+    sampled token outside the top k makes k+1 entries)."""
+    shown = {token_text.key(token_id): value}
+    if top is not None:
+        for alt_id, alt_value in zip(top.token_ids, top.values, strict=False):
+            shown[token_text.key(alt_id)] = alt_value
+    return shown
 
 
 def _completion_shape(
