@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+from collections.abc import Sequence
 from typing import Any
 
 from tokenizers import Tokenizer
@@ -72,20 +73,38 @@ class TextOffsets:
 
 
 def format_logprobs(
-    endpoint: Endpoint, output_logprobs: Any, token_text: TokenTexts, offsets: TextOffsets
+    endpoint: Endpoint,
+    output_logprobs: Any,
+    token_text: TokenTexts,
+    offsets: TextOffsets,
+    count: int | None = None,
 ) -> Any:
-    """OpenAI logprobs for one delta; None when the backend sent none."""
-    ids = list(output_logprobs.token_ids)
+    """OpenAI logprobs for one delta (its first `count` positions, if given); None when the
+    backend sent none."""
+    ids = list(output_logprobs.token_ids[:count])
     if not ids:
         return None
-    values = list(output_logprobs.token_logprobs)
-    tops = list(output_logprobs.top_logprobs)
+    values = list(output_logprobs.token_logprobs[:count])
+    tops = list(output_logprobs.top_logprobs[:count])
+    return format_positions(endpoint, ids, values, tops, token_text, offsets)
+
+
+def format_positions(
+    endpoint: Endpoint,
+    ids: list[int],
+    values: list[float],
+    tops: list[Any],
+    token_text: TokenTexts,
+    offsets: TextOffsets,
+) -> Any:
+    """OpenAI logprobs for these positions: token ids, their logprobs and their top
+    alternatives (`TopLogProbs`, fewer or None where the engine sent none)."""
     if endpoint == "chat":
         content = []
         for i, token_id in enumerate(ids):
             token = token_text(token_id)
             alternatives = []
-            if i < len(tops):
+            if i < len(tops) and tops[i] is not None:
                 for alt_id, alt_value in zip(tops[i].token_ids, tops[i].values, strict=False):
                     alt = token_text(alt_id)
                     alternatives.append(
@@ -155,8 +174,10 @@ def _completion_shape(
     }
 
 
-def with_prompt(prompt: dict[str, Any], output: dict[str, Any] | None) -> dict[str, Any]:
-    """The prompt's logprobs, then the output's (a completion's shape: parallel lists)."""
-    if output is None:
-        return prompt
-    return {key: [*prompt[key], *output[key]] for key in prompt}
+def joined_logprobs(parts: Sequence[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """Logprobs of consecutive pieces as one (chat's `content`, or a completion's parallel
+    lists, each joined): an echoed prompt's and the output's, or a choice's deltas."""
+    present = [part for part in parts if part is not None]
+    if len(present) < 2:
+        return present[0] if present else None
+    return {key: [entry for part in present for entry in part[key]] for key in present[0]}
