@@ -111,7 +111,7 @@ class ChoiceDecoder:
             token_ids = token_ids[:-1]
         with_logprobs = output_logprobs is not None and len(output_logprobs.token_ids) > 0
         held = self._held if with_logprobs else None
-        pieces = None
+        pieces = raw = None
         if len(token_ids) > 1 and (self._reasoning is not None or held is not None):
             # Token by token, so that each token counts as thinking or as answer, and each
             # token's logprob waits for its own text.
@@ -122,15 +122,19 @@ class ChoiceDecoder:
             else:
                 text = self._apply_stop("".join(raw))
         else:
-            raw = [self._detok.feed(token_ids)] if token_ids else []
-            text = self._apply_stop(raw[0]) if raw else ""
+            text = self._detok.feed(token_ids) if token_ids else ""
+            if held is not None:
+                raw = [text] if token_ids else []
+            text = self._apply_stop(text)
         logprobs = None
         if held is not None:
+            assert raw is not None
             held.add(output_logprobs, [len(piece) for piece in raw])
             logprobs = self._release(held, len(text), ended=self._stopped)
         elif with_logprobs:
+            shown = None if len(token_ids) == count else len(token_ids)
             logprobs = format_logprobs(
-                self._endpoint, output_logprobs, self._token_text, self._offsets, len(token_ids)
+                self._endpoint, output_logprobs, self._token_text, self._offsets, shown
             )
         if prompt_logprobs is not None and self._echo and self._endpoint == "completion":
             prompt = format_prompt_logprobs(prompt_logprobs, self._token_text)

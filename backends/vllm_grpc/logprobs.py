@@ -81,11 +81,13 @@ def format_logprobs(
 ) -> Any:
     """OpenAI logprobs for one delta (its first `count` positions, if given); None when the
     backend sent none."""
-    ids = list(output_logprobs.token_ids[:count])
+    ids = list(output_logprobs.token_ids)
+    values = list(output_logprobs.token_logprobs)
+    tops = list(output_logprobs.top_logprobs)
+    if count is not None:
+        del ids[count:], values[count:], tops[count:]
     if not ids:
         return None
-    values = list(output_logprobs.token_logprobs[:count])
-    tops = list(output_logprobs.top_logprobs[:count])
     return format_positions(endpoint, ids, values, tops, token_text, offsets)
 
 
