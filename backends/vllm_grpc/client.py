@@ -18,6 +18,7 @@ from backends.vllm_grpc.decoding import ResponseDecoder
 from backends.vllm_grpc.embed_calls import EmbedCalls
 from backends.vllm_grpc.embed_requests import embed_requests, input_param
 from backends.vllm_grpc.errors import map_rpc_error
+from backends.vllm_grpc.logprobs import joined_logprobs
 from backends.vllm_grpc.output_formats import OutputFormats
 from backends.vllm_grpc.request_builder import PreparedPrompt, prepare
 from budgets.deadline import Deadline
@@ -130,7 +131,7 @@ class VllmGrpcBackend(VllmGrpcConnection):
                     done.index,
                     body.text + tail.text,
                     tail.finish_reason or "stop",
-                    body.logprobs,
+                    joined_logprobs([body.logprobs, tail.logprobs]),
                     calls or None,
                     reasoning or None,
                 )

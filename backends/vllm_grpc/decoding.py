@@ -9,12 +9,14 @@ from typing import Any
 from backends.reasoning.parsed import ReasoningParser
 from backends.tool_calls.parsed import Parsed, ToolCallParser
 from backends.vllm_grpc.detokenizer import IncrementalDetokenizer
+from backends.vllm_grpc.held_logprobs import HeldLogprobs
 from backends.vllm_grpc.logprobs import (
     TextOffsets,
     TokenTexts,
     format_logprobs,
+    format_positions,
     format_prompt_logprobs,
-    with_prompt,
+    joined_logprobs,
 )
 from backends.vllm_grpc.stop_checker import StopChecker
 from backends.vllm_grpc.tokenizer_store import TokenizerBundle
@@ -39,6 +41,7 @@ class ChoiceDecoder:
         "_detok",
         "_echo",
         "_endpoint",
+        "_held",
         "_hidden",
         "_loose_space",
         "_offsets",
@@ -78,9 +81,11 @@ class ChoiceDecoder:
             prompt_ids=options.prompt_ids,
             added_tokens=bundle.added_tokens,
         )
-        # Skipped special tokens show as nothing already; kept ones must not show the EOS.
-        self._hidden = frozenset() if options.skip_special_tokens else options.hidden_ids
+        # The EOS the engine stopped on: neither its text (where special tokens are kept) nor
+        # its logprob is shown.
+        self._hidden = options.hidden_ids
         self._stop = StopChecker(stops, include_stop_str) if stops else None
+        self._held = HeldLogprobs() if stops else None  # logprobs wait for their text
         self._stopped = False
         self._token_text = token_text
         self._echo = echo
@@ -101,23 +106,39 @@ class ChoiceDecoder:
         count = len(token_ids)
         self.completion_tokens += count
         if self._hidden and count and token_ids[-1] in self._hidden:
-            token_ids = token_ids[:-1]  # the engine stopped on it: the last id of its output
-        pieces = None
-        if self._reasoning is not None and len(token_ids) > 1:
-            # Token by token, so that each token counts as thinking or as answer.
-            pieces = [self._apply_stop(self._detok.feed([token_id])) for token_id in token_ids]
-            text = "".join(pieces)
+            # The engine stopped on it (the last id of its output): neither its text nor its
+            # logprob is shown.
+            token_ids = token_ids[:-1]
+        with_logprobs = output_logprobs is not None and len(output_logprobs.token_ids) > 0
+        held = self._held if with_logprobs else None
+        pieces = raw = None
+        if len(token_ids) > 1 and (self._reasoning is not None or held is not None):
+            # Token by token, so that each token counts as thinking or as answer, and each
+            # token's logprob waits for its own text.
+            raw = [self._detok.feed([token_id]) for token_id in token_ids]
+            if self._reasoning is not None:
+                pieces = [self._apply_stop(piece) for piece in raw]
+                text = "".join(pieces)
+            else:
+                text = self._apply_stop("".join(raw))
         else:
-            text = self._apply_stop(self._detok.feed(token_ids)) if token_ids else ""
+            text = self._detok.feed(token_ids) if token_ids else ""
+            if held is not None:
+                raw = [text] if token_ids else []
+            text = self._apply_stop(text)
         logprobs = None
-        if output_logprobs is not None and output_logprobs.token_ids:
+        if held is not None:
+            assert raw is not None
+            held.add(output_logprobs, [len(piece) for piece in raw])
+            logprobs = self._release(held, len(text), ended=self._stopped)
+        elif with_logprobs:
+            shown = None if len(token_ids) == count else len(token_ids)
             logprobs = format_logprobs(
-                self._endpoint, output_logprobs, self._token_text, self._offsets
+                self._endpoint, output_logprobs, self._token_text, self._offsets, shown
             )
         if prompt_logprobs is not None and self._echo and self._endpoint == "completion":
-            logprobs = with_prompt(
-                format_prompt_logprobs(prompt_logprobs, self._token_text), logprobs
-            )
+            prompt = format_prompt_logprobs(prompt_logprobs, self._token_text)
+            logprobs = joined_logprobs([prompt, logprobs])
         reasoning = ""
         if self._reasoning is not None:
             reasoning, text = self._separate(self._reasoning, pieces or [text], count)
@@ -159,6 +180,9 @@ class ChoiceDecoder:
         text = self._apply_stop(self._detok.flush().rstrip("\ufffd"))
         if self._stop is not None and not self._stopped:
             text += self._stop.finish()
+        logprobs = None
+        if self._held is not None:
+            logprobs = self._release(self._held, len(text), ended=True)
         reasoning = ""
         if self._reasoning is not None:
             split, last = self._reasoning.feed(text), self._reasoning.finish()
@@ -172,8 +196,15 @@ class ChoiceDecoder:
             if self._calls and finish_reason == "stop":
                 finish_reason = self._tools.finish_reason
         return ChoiceDelta(
-            self.index, self._take_echo() + text, finish_reason, None, calls, 0, reasoning
+            self.index, self._take_echo() + text, finish_reason, logprobs, calls, 0, reasoning
         )
+
+    def _release(self, held: HeldLogprobs, shown: int, *, ended: bool) -> Any:
+        """The logprobs of the tokens whose text is now all shown (`shown` more characters)."""
+        positions = held.release(shown, ended=ended)
+        if positions is None:
+            return None
+        return format_positions(self._endpoint, *positions, self._token_text, self._offsets)
 
     def _beside_calls(self, text: str, calls: list[dict[str, Any]] | None, *, last: bool) -> str:
         """Content as shown once call markup is out. Trailing whitespace is held back until

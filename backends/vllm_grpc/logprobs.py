@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+from collections.abc import Sequence
 from typing import Any
 
 from tokenizers import Tokenizer
@@ -72,20 +73,40 @@ class TextOffsets:
 
 
 def format_logprobs(
-    endpoint: Endpoint, output_logprobs: Any, token_text: TokenTexts, offsets: TextOffsets
+    endpoint: Endpoint,
+    output_logprobs: Any,
+    token_text: TokenTexts,
+    offsets: TextOffsets,
+    count: int | None = None,
 ) -> Any:
-    """OpenAI logprobs for one delta; None when the backend sent none."""
+    """OpenAI logprobs for one delta (its first `count` positions, if given); None when the
+    backend sent none."""
     ids = list(output_logprobs.token_ids)
-    if not ids:
-        return None
     values = list(output_logprobs.token_logprobs)
     tops = list(output_logprobs.top_logprobs)
+    if count is not None:
+        del ids[count:], values[count:], tops[count:]
+    if not ids:
+        return None
+    return format_positions(endpoint, ids, values, tops, token_text, offsets)
+
+
+def format_positions(
+    endpoint: Endpoint,
+    ids: list[int],
+    values: list[float],
+    tops: list[Any],
+    token_text: TokenTexts,
+    offsets: TextOffsets,
+) -> Any:
+    """OpenAI logprobs for these positions: token ids, their logprobs and their top
+    alternatives (`TopLogProbs`, fewer or None where the engine sent none)."""
     if endpoint == "chat":
         content = []
         for i, token_id in enumerate(ids):
             token = token_text(token_id)
             alternatives = []
-            if i < len(tops):
+            if i < len(tops) and tops[i] is not None:
                 for alt_id, alt_value in zip(tops[i].token_ids, tops[i].values, strict=False):
                     alt = token_text(alt_id)
                     alternatives.append(
@@ -100,7 +121,10 @@ def format_logprobs(
                 }
             )
         return {"content": content}
-    top_maps = [_top_map(tops[i], token_text) if i < len(tops) else None for i in range(len(ids))]
+    top_maps: list[dict[str, float] | None] = [
+        _top_map(token_id, values[i], tops[i] if i < len(tops) else None, token_text)
+        for i, token_id in enumerate(ids)
+    ]
     return _completion_shape(ids, values, top_maps, token_text, offsets)
 
 
@@ -112,17 +136,28 @@ def format_prompt_logprobs(input_logprobs: Any, token_text: TokenTexts) -> dict[
     tops = list(input_logprobs.top_logprobs)
     values: list[float | None] = []
     top_maps: list[dict[str, float] | None] = []
-    for i in range(len(ids)):
-        known = i < len(entries) and entries[i].HasField("value")
-        values.append(entries[i].value if known else None)
-        top = tops[i] if i < len(tops) else None
-        known_top = known and top is not None and len(top.token_ids) > 0
-        top_maps.append(_top_map(top, token_text) if known_top else None)
+    for i, token_id in enumerate(ids):
+        if i < len(entries) and entries[i].HasField("value"):
+            value = entries[i].value
+            values.append(value)
+            top_maps.append(
+                _top_map(token_id, value, tops[i] if i < len(tops) else None, token_text)
+            )
+        else:
+            values.append(None)
+            top_maps.append(None)
     return _completion_shape(ids, values, top_maps, token_text, TextOffsets(0))
 
 
-def _top_map(top: Any, token_text: TokenTexts) -> dict[str, float]:
-    return {token_text.key(a): v for a, v in zip(top.token_ids, top.values, strict=False)}
+def _top_map(token_id: int, value: float, top: Any, token_text: TokenTexts) -> dict[str, float]:
+    """A position's `top_logprobs` as vLLM and OpenAI show them: the token itself first, then
+    the top alternatives (so `logprobs: 0`, which asks for none, still shows the token, and a
+    sampled token outside the top k makes k+1 entries)."""
+    shown = {token_text.key(token_id): value}
+    if top is not None:
+        for alt_id, alt_value in zip(top.token_ids, top.values, strict=False):
+            shown[token_text.key(alt_id)] = alt_value
+    return shown
 
 
 def _completion_shape(
@@ -141,8 +176,10 @@ def _completion_shape(
     }
 
 
-def with_prompt(prompt: dict[str, Any], output: dict[str, Any] | None) -> dict[str, Any]:
-    """The prompt's logprobs, then the output's (a completion's shape: parallel lists)."""
-    if output is None:
-        return prompt
-    return {key: [*prompt[key], *output[key]] for key in prompt}
+def joined_logprobs(parts: Sequence[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """Logprobs of consecutive pieces as one (chat's `content`, or a completion's parallel
+    lists, each joined): an echoed prompt's and the output's, or a choice's deltas."""
+    present = [part for part in parts if part is not None]
+    if len(present) < 2:
+        return present[0] if present else None
+    return {key: [entry for part in present for entry in part[key]] for key in present[0]}

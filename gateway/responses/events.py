@@ -2,17 +2,21 @@
 consumes them: `response.created`, `response.in_progress`, per output item `added`, its
 deltas and `done`s, then `response.completed` (or `response.incomplete`, `response.failed`).
 
-Output items open and close as the answer moves from reasoning to text to calls. A reasoning
+Output items open and close as the answer moves from reasoning to text to calls, one at a time
+(each is added, filled and done before the next is added, as OpenAI streams them). A reasoning
 item streams as a message does, through one content part (`reasoning_text`, as OpenAI
 streams gpt-oss's thinking): `content_part.added`, `reasoning_text.delta`s,
 `reasoning_text.done`, `content_part.done`, so that a client adding up the events holds the
 item the whole response shows. A call the gateway parsed arrives whole (its arguments are one
-delta); a pass-through backend's call arrives as an id and name, then argument fragments.
+delta); a pass-through backend's call arrives as an id and name, then argument fragments. A
+call that starts while another is open waits, holding its fragments, until the answer moves on
+(a pass-through backend may yet send fragments of the open one): then each is streamed in turn.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -44,6 +48,15 @@ def response_error_code(error: GatewayError) -> str:
     return "server_error"
 
 
+@dataclass(slots=True)
+class _OpenCall:
+    """A call not done yet: what its head said, and its argument fragments so far."""
+
+    call_id: str | None
+    name: str
+    fragments: list[str] = field(default_factory=list)
+
+
 class ResponseEvents:
     """Renders the chunks of one response; `close` or `fail` ends it."""
 
@@ -54,6 +67,7 @@ class ResponseEvents:
         "_item",
         "_keep",
         "_last_call",
+        "_live",
         "_output",
         "_parts",
         "_sequence",
@@ -70,9 +84,10 @@ class ResponseEvents:
         self._output: list[dict[str, Any]] = []  # every item so far, in order, open or done
         self._item: int | None = None  # where the open reasoning or message item is
         self._parts: list[str] = []  # its text so far
-        # Open calls by their chat `index`: where each is and its argument fragments. A
-        # pass-through backend may interleave two calls' fragments; each goes to its own.
-        self._calls: dict[int, tuple[int, list[str]]] = {}
+        # Calls not done yet by their chat `index`, in the order they started. A pass-through
+        # backend may interleave two calls' fragments; each goes to its own.
+        self._calls: dict[int, _OpenCall] = {}
+        self._live: tuple[int, int] | None = None  # the streamed call: its index and position
         self._last_call: int | None = None
         self._counts = {"reasoning": 0, "message": 0, "function_call": 0}
         self._finish: str | None = None
@@ -139,26 +154,38 @@ class ResponseEvents:
             fresh = call.get("id") is not None or self._last_call is None
             index = self._counts["function_call"] + len(self._calls) if fresh else self._last_call
         assert index is not None
-        if index not in self._calls:
+        open_call = self._calls.get(index)
+        if open_call is None:
             self._close_text(events)
-            ordinal = self._next("function_call")
-            item = self._shell.call_item(
-                ordinal,
-                call.get("id") or self._shell.call_id(ordinal),
-                function.get("name", ""),
-                "",
-                "in_progress",
-            )
-            self._calls[index] = (len(self._output), [])
-            self._add(item, events)
+            open_call = self._calls[index] = _OpenCall(call.get("id"), function.get("name", ""))
+            if self._live is None:
+                self._start_call(index, open_call, events)
         self._last_call = index
-        position, fragments = self._calls[index]
         if arguments:
-            fragments.append(arguments)
-            ids = {"item_id": self._output[position]["id"], "output_index": position}
-            events.append(
-                self._event("response.function_call_arguments.delta", {**ids, "delta": arguments})
-            )
+            open_call.fragments.append(arguments)
+            if self._live is not None and self._live[0] == index:
+                self._arguments_delta(self._live[1], arguments, events)
+
+    def _start_call(self, index: int, open_call: _OpenCall, events: list[bytes]) -> None:
+        """Add a call's item, and stream the fragments it holds; it is the live call."""
+        ordinal = self._next("function_call")
+        item = self._shell.call_item(
+            ordinal,
+            open_call.call_id or self._shell.call_id(ordinal),
+            open_call.name,
+            "",
+            "in_progress",
+        )
+        self._live = (index, len(self._output))
+        self._add(item, events)
+        if open_call.fragments:
+            self._arguments_delta(self._live[1], "".join(open_call.fragments), events)
+
+    def _arguments_delta(self, position: int, arguments: str, events: list[bytes]) -> None:
+        ids = {"item_id": self._output[position]["id"], "output_index": position}
+        events.append(
+            self._event("response.function_call_arguments.delta", {**ids, "delta": arguments})
+        )
 
     def _next(self, kind: str) -> int:
         """The ordinal of the next item of this kind (ids differ per item: clients key by them)."""
@@ -192,10 +219,15 @@ class ResponseEvents:
         events.append(self._event(kind, self._at(delta=text, **extra)))
 
     def _close_all(self, events: list[bytes]) -> None:
+        """Close the open item; each waiting call is then added, filled and done in turn."""
         self._close_text(events)
-        for position, fragments in sorted(self._calls.values()):
+        for index, open_call in self._calls.items():
+            if self._live is None or self._live[0] != index:
+                self._start_call(index, open_call, events)
+            assert self._live is not None
+            position = self._live[1]
             item = self._output[position]
-            arguments = "".join(fragments) or "{}"
+            arguments = "".join(open_call.fragments) or "{}"
             ids = {"item_id": item["id"], "output_index": position}
             events.append(
                 self._event(
@@ -204,6 +236,7 @@ class ResponseEvents:
                 )
             )
             self._done(position, {**item, "arguments": arguments, "status": "completed"}, events)
+            self._live = None
         self._calls = {}
         self._last_call = None
 
@@ -247,8 +280,9 @@ class ResponseEvents:
         output = list(self._output)
         if self._item is not None:
             output[self._item] = self._text_item("incomplete")
-        for position, fragments in self._calls.values():
-            arguments = "".join(fragments)
+        if self._live is not None:  # calls still waiting were never announced: none is shown
+            index, position = self._live
+            arguments = "".join(self._calls[index].fragments)
             output[position] = {**output[position], "arguments": arguments, "status": "incomplete"}
         return output
 

@@ -203,9 +203,15 @@ async def test_chat_stream_chunks_are_strict_and_end_with_done(
 
 @pytest.mark.parametrize("model", ["sim", "mock"])
 @pytest.mark.parametrize("stream", [False, True])
-async def test_completions_are_strict(stack: Stack, model: str, stream: bool) -> None:
-    """A text completion, whole or each streamed chunk, is a strict Completion."""
+@pytest.mark.parametrize("logprobs", [None, 0, 2])
+async def test_completions_are_strict(
+    stack: Stack, model: str, stream: bool, logprobs: int | None
+) -> None:
+    """A text completion, whole or each streamed chunk, with or without logprobs (0 too: each
+    position's top_logprobs then holds the sampled token alone), is a strict Completion."""
     payload = {"model": model, "prompt": "Once upon a time", "seed": 1, "stream": stream}
+    if logprobs is not None:
+        payload["logprobs"] = logprobs
     status, body = await _post(stack, "/v1/completions", payload)
     assert status == 200, body
     if stream:

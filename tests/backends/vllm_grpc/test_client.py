@@ -100,6 +100,31 @@ async def test_whole_answer_equals_the_streamed_one(backend: VllmGrpcBackend) ->
     assert whole.usage.prompt_tokens == usage.prompt_tokens > 0
 
 
+@pytest.mark.parametrize("stop", [None, ["quick"]])
+async def test_logprobs_are_those_of_the_text(
+    backend: VllmGrpcBackend, stop: list[str] | None
+) -> None:
+    """Whole or streamed, a choice's logprobs cover the tokens of its text: not the EOS it
+    ended on, nor a trimmed stop string's tokens; their bytes join into the text (all of it
+    when no stop string cut a token)."""
+    messages = [{"role": "user", "content": "Explain gateways in detail please"}]
+    fields: dict[str, Any] = {"messages": messages, "logprobs": True, "stop": stop}
+    fields.update(max_tokens=40, temperature=0)
+    whole = (await backend.complete(_request("t-1", **fields), Deadline.after(30))).choices[0]
+    text, logprobs = "", list[Any]()
+    async for chunk in backend.stream(_request("t-2", stream=True, **fields), Deadline.after(30)):
+        for delta in chunk.deltas:
+            text += delta.text
+            logprobs += (delta.logprobs or {}).get("content") or []
+    assert whole.text == text and whole.logprobs["content"] == logprobs
+    shown = bytes(b for entry in logprobs for b in entry["bytes"]).decode()
+    assert whole.finish_reason == "stop" and text.startswith(shown)
+    if stop is None:
+        assert shown == text
+    else:
+        assert "quick" not in shown and len(text) - len(shown) <= 1
+
+
 async def test_unwatched_whole_answer_is_the_same(
     sim: SimServer, backend: VllmGrpcBackend, tmp_path: Path
 ) -> None:

@@ -63,3 +63,16 @@ def test_completion_tokens_of_part_of_a_character_are_their_bytes() -> None:
     assert len(entries) == len(set(partial)) and entries[token] == -0.1
     whole = format_logprobs("completion", _logprobs(ids[:1]), texts, TextOffsets(0))
     assert whole["tokens"] == [texts(ids[0])]
+
+
+def test_completion_top_logprobs_always_hold_the_sampled_token() -> None:
+    """As vLLM answers a text completion: each position's top_logprobs is a dict with the
+    sampled token first, then the top alternatives; with `logprobs: 0` (no alternatives from
+    the engine) the sampled token alone, never null."""
+    texts, ids = _setup()
+    none = format_logprobs("completion", _logprobs(ids[:2]), texts, TextOffsets(0))
+    assert none["top_logprobs"] == [{texts.key(t): -0.5} for t in ids[:2]]
+    top = SimpleNamespace(token_ids=[ids[3], ids[0]], values=[-0.2, -0.9])
+    lp = SimpleNamespace(token_ids=[ids[0]], token_logprobs=[-0.9], top_logprobs=[top])
+    (entries,) = format_logprobs("completion", lp, texts, TextOffsets(0))["top_logprobs"]
+    assert list(entries.items()) == [(texts.key(ids[0]), -0.9), (texts.key(ids[3]), -0.2)]

@@ -220,7 +220,8 @@ async def test_text_and_calls_taking_turns_get_an_id_each() -> None:
 
 async def test_interleaved_call_fragments_go_to_their_own_call() -> None:
     """Two calls' heads, then their fragments by `index`, interleaved: each call gets its own
-    arguments, in the events and in the SDK's accumulated response."""
+    arguments, in the events and in the SDK's accumulated response, and the second streams
+    once the first is done."""
     events = ResponseEvents(SHELL)
     heads = [_call(0, "weather", ""), _call(1, "time", "")]
     fragments = [
@@ -241,6 +242,36 @@ async def test_interleaved_call_fragments_go_to_their_own_call() -> None:
     ]
     final = _through_the_sdk(raw)
     assert [item.arguments for item in final.output] == ['{"city":"Paris"}', '{"tz":"CET"}']
+    _one_item_at_a_time(_events(raw))
+
+
+def _one_item_at_a_time(parsed: list[dict[str, Any]]) -> None:
+    """Each item is added, filled and done before the next is added (as OpenAI streams)."""
+    open_at: int | None = None
+    for event in parsed:
+        if event["type"] == "response.output_item.added":
+            assert open_at is None, f"item {event['output_index']} added while {open_at} is open"
+            open_at = event["output_index"]
+        elif event["type"] == "response.output_item.done":
+            assert event["output_index"] == open_at
+            open_at = None
+        elif "output_index" in event:
+            assert event["output_index"] == open_at
+    assert open_at is None
+
+
+async def test_parallel_calls_stream_one_after_the_other() -> None:
+    """Two whole calls in one delta (as the gateway's parsers give them): the first is added,
+    filled and done before the second is added; the items are the whole answer's."""
+    calls = [_call(0, "weather", '{"city":"Paris"}'), _call(1, "time", '{"tz":"CET"}')]
+    events = ResponseEvents(SHELL)
+    raw = events.render(StreamChunk([ChoiceDelta(0, tool_calls=calls)]))
+    raw += events.render(StreamChunk([ChoiceDelta(0, finish_reason="tool_calls")], Usage(1, 1)))
+    parsed = _events(raw + await events.close())
+    _one_item_at_a_time(parsed)
+    assert _accumulated(parsed) == parsed[-1]["response"]["output"]
+    whole = SHELL.output(Choice(0, "", "tool_calls", None, calls))
+    assert parsed[-1]["response"]["output"] == whole
 
 
 async def test_a_message_cut_short_is_incomplete() -> None:

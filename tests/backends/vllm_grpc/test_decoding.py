@@ -1,0 +1,125 @@
+"""A choice's logprobs cover exactly the tokens of the text it shows: never the end-of-sequence
+token it hides, nor the tokens of a stop string it trims, streamed or whole."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from backends.vllm_grpc.decoding import ChoiceDecoder, DecodeOptions
+from backends.vllm_grpc.logprobs import TokenTexts, joined_logprobs
+from backends.vllm_grpc.tokenizer_store import TokenizerBundle, load_tokenizer_bundle
+from core.answers import ChoiceDelta, Endpoint
+from standin.vllm.tokenizer_files import tokenizer_dir
+
+
+@pytest.fixture(scope="module")
+def bundle() -> TokenizerBundle:
+    return load_tokenizer_bundle(tokenizer_dir())
+
+
+def _decoder(
+    bundle: TokenizerBundle,
+    endpoint: Endpoint = "chat",
+    stops: list[str] | None = None,
+    include_stop_str: bool = False,
+) -> ChoiceDecoder:
+    options = DecodeOptions(
+        skip_special_tokens=True,
+        spaces_between_special_tokens=True,
+        prompt_ids=bundle.tokenizer.encode("Say it:", add_special_tokens=False).ids,
+        hidden_ids=frozenset(bundle.eos_token_ids),
+    )
+    return ChoiceDecoder(
+        0,
+        bundle,
+        endpoint,
+        stops or [],
+        include_stop_str,
+        options,
+        TokenTexts(bundle.tokenizer),
+        "",
+    )
+
+
+def _logprobs(ids: list[int]) -> Any:
+    return SimpleNamespace(token_ids=ids, token_logprobs=[-0.25] * len(ids), top_logprobs=[])
+
+
+def _decode(decoder: ChoiceDecoder, ids: list[int], *, streamed: bool) -> list[ChoiceDelta]:
+    """The deltas of a choice fed its ids one at a time (streamed) or all at once, then
+    finished as the engine stops."""
+    groups = [[token_id] for token_id in ids] if streamed else [ids]
+    deltas = [decoder.feed(group, _logprobs(group)) for group in groups]
+    return [*deltas, decoder.finish("stop")]
+
+
+def _shown(endpoint: Endpoint, logprobs: Any) -> str:
+    """The text the logprobs' tokens add up to."""
+    if logprobs is None:
+        return ""
+    if endpoint == "chat":
+        return bytes(b for entry in logprobs["content"] for b in entry["bytes"]).decode()
+    return "".join(logprobs["tokens"])
+
+
+def _ids(bundle: TokenizerBundle, text: str) -> list[int]:
+    return list(bundle.tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+@pytest.mark.parametrize("endpoint", ["chat", "completion"])
+@pytest.mark.parametrize("streamed", [False, True])
+def test_the_end_of_sequence_token_has_no_logprob(
+    bundle: TokenizerBundle, endpoint: Endpoint, streamed: bool
+) -> None:
+    """The engine's last token on a natural stop is the EOS, which the text never shows
+    (<|im_end|>): its logprob is left out too, so the tokens are those of the text."""
+    ids = [*_ids(bundle, "Hello world"), bundle.eos_token_ids[0]]
+    deltas = _decode(_decoder(bundle, endpoint), ids, streamed=streamed)
+    logprobs = joined_logprobs([delta.logprobs for delta in deltas])
+    assert "".join(delta.text for delta in deltas) == "Hello world"
+    assert _shown(endpoint, logprobs) == "Hello world"
+    assert sum(delta.token_count for delta in deltas) == len(ids)  # usage still counts it
+
+
+@pytest.mark.parametrize("endpoint", ["chat", "completion"])
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_stop_strings_tokens_have_no_logprobs(
+    bundle: TokenizerBundle, endpoint: Endpoint, streamed: bool
+) -> None:
+    """Trimmed with the stop string, the tokens holding any of it lose their logprobs too;
+    streamed, each delta's logprobs are those of its own text."""
+    ids = _ids(bundle, "The quick brown fox")
+    deltas = _decode(_decoder(bundle, endpoint, ["quick"]), ids[:3], streamed=streamed)
+    assert "".join(delta.text for delta in deltas) == "The "
+    assert _shown(endpoint, joined_logprobs([delta.logprobs for delta in deltas])) == "The"
+    if streamed:
+        assert [_shown(endpoint, delta.logprobs) for delta in deltas] == ["T", "he", "", ""]
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_text_held_back_as_a_possible_stop_string_holds_its_logprobs(
+    bundle: TokenizerBundle, streamed: bool
+) -> None:
+    """A token whose text may begin a stop string is held back, its logprob with it, until
+    the next token decides: the logprobs never run ahead of the text, and with no match
+    they cover all of it."""
+    ids = _ids(bundle, "The quick brown cat.")
+    deltas = _decode(_decoder(bundle, stops=["brown fox"]), ids, streamed=streamed)
+    text, shown = "", ""
+    for delta in deltas:
+        text, shown = text + delta.text, shown + _shown("chat", delta.logprobs)
+        assert text.startswith(shown)
+    assert shown == text == "The quick brown cat."
+
+
+def test_a_stop_string_kept_in_the_text_keeps_its_logprobs(bundle: TokenizerBundle) -> None:
+    """With include_stop_str_in_output the stop string is text, and its tokens have logprobs."""
+    ids = _ids(bundle, "The quick brown fox")
+    deltas = _decode(
+        _decoder(bundle, stops=["quick"], include_stop_str=True), ids[:3], streamed=True
+    )
+    assert "".join(delta.text for delta in deltas) == "The quick"
+    assert _shown("chat", joined_logprobs([delta.logprobs for delta in deltas])) == "The quick"
