@@ -106,6 +106,17 @@ def _workers(master: int) -> list[int]:
     return sorted(workers)
 
 
+async def _both_workers(master: int) -> list[int]:
+    """The two workers of `master` once both are up (one answering makes the gateway ready:
+    on a loaded box the other can still be starting)."""
+    async with asyncio.timeout(WAIT_S):
+        while True:
+            workers = _workers(master)
+            if len(workers) >= 2:
+                return workers
+            await asyncio.sleep(0.05)
+
+
 def _alive(pids: list[int]) -> list[int]:
     return [pid for pid in pids if Path(f"/proc/{pid}").exists()]
 
@@ -194,7 +205,7 @@ async def test_two_workers_drain_together_and_exit(tmp_path: Path) -> None:
             },
         )
         base = f"http://127.0.0.1:{port}"
-        workers = _workers(gateway.pid)
+        workers = await _both_workers(gateway.pid)
         assert len(workers) == 2, workers
         # Streams of ~10 s (200 tokens at 50 ms): they outlive the drain delay, not the grace.
         body = {"model": "sim", "prompt": "drain", "max_tokens": 200, "stream": True}
@@ -260,7 +271,7 @@ async def test_a_second_sigterm_reaches_the_workers(tmp_path: Path) -> None:
                 "GATEWAY_TOKENIZER_CACHE_DIR": str(tmp_path / "tokenizers"),
             },
         )
-        workers = _workers(gateway.pid)
+        workers = await _both_workers(gateway.pid)
         gateway.popen.send_signal(signal.SIGTERM)
         async with asyncio.timeout(WAIT_S):
             while True:
@@ -292,7 +303,7 @@ async def test_sighup_to_the_master_has_each_worker_reread_the_keys(tmp_path: Pa
                 "GATEWAY_TOKENIZER_CACHE_DIR": str(tmp_path / "tokenizers"),
             },
         )
-        workers = _workers(gateway.pid)
+        workers = await _both_workers(gateway.pid)
         assert len(workers) == 2, workers
         keys.write_text(
             f"[{key_set_entry(key_digest(old), 'acme')},{key_set_entry(key_digest(added), 'acme')}]"
