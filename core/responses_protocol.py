@@ -26,12 +26,16 @@ class TextFormat(RequestModel):
     def _schema_present(self) -> TextFormat:
         if self.type != "json_schema":
             return self
+        if self.name is None:  # required, as for chat's response_format.json_schema
+            raise InvalidRequest(
+                "Missing required parameter: text.format.name.", param="text.format.name"
+            )
         if self.schema_ is None:
             raise InvalidRequest(
                 "text.format.schema is required when its type is 'json_schema'.",
                 param="text.format.schema",
             )
-        check_response_schema(self.schema_, self.name or "response", "text.format.schema")
+        check_response_schema(self.schema_, self.name, "text.format.schema")
         return self
 
 

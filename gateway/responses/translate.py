@@ -229,7 +229,7 @@ def _response_format(request: ResponsesRequest) -> dict[str, Any] | None:
     text_format = request.text.format
     if text_format.type == "json_object":
         return {"type": "json_object"}
-    schema: dict[str, Any] = {"name": text_format.name or "response", "schema": text_format.schema_}
+    schema: dict[str, Any] = {"name": text_format.name, "schema": text_format.schema_}
     if text_format.strict is not None:
         schema["strict"] = text_format.strict
     if text_format.description is not None:

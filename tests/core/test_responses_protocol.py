@@ -53,3 +53,10 @@ def test_valid_schemas_pass() -> None:
     request = _parse(tools=[_tool("a", VALID)], text=text)
     assert request.tools is not None and request.tools[0]["parameters"] == VALID
     assert request.text is not None and request.text.format.schema_ == VALID
+
+
+def test_a_json_schema_format_needs_its_name() -> None:
+    """`text.format.name` is required, as OpenAI requires it: a 400 naming it, no made-up name."""
+    with pytest.raises(InvalidRequest) as caught:
+        _parse(text={"format": {"type": "json_schema", "schema": VALID}})
+    assert caught.value.param == "text.format.name"
