@@ -45,8 +45,8 @@ class WordEmbedder:
         pass
 
 
-def _layer(mode: str, bound: ErrorBound | None = None) -> CacheLayer:
-    semantic = SemanticCache(
+def _semantic(bound: ErrorBound | None = None) -> SemanticCache:
+    return SemanticCache(
         WordEmbedder(),
         InMemoryVectorIndex(dimensions=DIMENSIONS),
         threshold=0.5,
@@ -55,7 +55,10 @@ def _layer(mode: str, bound: ErrorBound | None = None) -> CacheLayer:
         ttl_s=60,
         error_bound=bound,
     )
-    return _layer_over(mode, semantic)
+
+
+def _layer(mode: str, bound: ErrorBound | None = None) -> CacheLayer:
+    return _layer_over(mode, _semantic(bound))
 
 
 def _layer_over(mode: str, semantic: SemanticCache) -> CacheLayer:
@@ -333,14 +336,7 @@ async def _lost_exact_entry(text: str) -> tuple[CacheLayer, MemoryExactStore]:
     entry (a Redis restarted empty, or an exact write that failed while the semantic one
     succeeded)."""
     store = MemoryExactStore(100)
-    semantic = SemanticCache(
-        WordEmbedder(),
-        InMemoryVectorIndex(dimensions=DIMENSIONS),
-        threshold=0.5,
-        breaker=None,
-        timeout_s=5,
-        ttl_s=60,
-    )
+    semantic = _semantic()
     await _store(_layer_with_store(store, semantic), text, "Use the link.")
     layer = _layer_with_store(store, semantic)
     plan = layer.plan(_body(text), {}, tenant_for({}))
