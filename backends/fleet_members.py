@@ -27,12 +27,14 @@ class Members:
         *,
         health_interval_s: float,
         health_timeout_s: float,
+        health_failures: int = 1,
         admission: AdmissionConfig | None = None,
         follow_prefixes: bool = False,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._health_interval_s = health_interval_s
         self._health_timeout_s = health_timeout_s
+        self._health_failures = health_failures
         self._admission = admission
         self._follow_prefixes = follow_prefixes
         self._clock = clock
@@ -143,7 +145,7 @@ class Members:
     async def probe(self, replica: Replica) -> None:
         """Ask the replica's backend for its health once, and record the answer."""
         health = await replica.backend.health(self._health_timeout_s)
-        replica.observe(health, self._clock())
+        replica.observe(health, self._clock(), self._health_failures)
 
     async def _poll(self, replica: Replica) -> None:
         while True:

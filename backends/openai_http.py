@@ -198,7 +198,7 @@ class OpenAIHTTPBackend:
                     self._probe_models = True
                 return await self._models_health(session)
         except TimeoutError:
-            return BackendHealth(False, f"health probe timed out after {timeout:g} s")
+            return BackendHealth(False, f"health probe timed out after {timeout:g} s", missed=True)
         except Exception as exc:  # a probe reports, it never raises
             return BackendHealth(False, f"health probe failed: {exc!r}")
 

@@ -67,6 +67,8 @@ class Replica:
     failures: int = 0
     ejections: int = 0
     ejected_until: float = -math.inf
+    # Health probes missed in a row (no answer within their deadline) while it is healthy.
+    missed_probes: int = 0
     # Until when it asked for no more work (refused one for lack of room): others go first.
     resting_until: float = -math.inf
     # The whole answers it holds and when it last answered anything (`backends.hang_watch`).
@@ -102,9 +104,26 @@ class Replica:
             return 1.0
         return min(1.0, max(0.0, (now - self.healthy_since) / slow_start_s))
 
-    def observe(self, health: BackendHealth, now: float | None = None) -> None:
+    def observe(
+        self, health: BackendHealth, now: float | None = None, failure_threshold: int = 1
+    ) -> None:
         """Apply a health probe (taken at `now`, monotonic); logs transitions. A replica that
-        turns healthy starts its slow start; one not serving (loading, draining) is out."""
+        turns healthy starts its slow start; one not serving (loading, draining) or not
+        reachable is out at once, one whose probes went unanswered after `failure_threshold`
+        misses in a row (a busy replica may miss one)."""
+        if health.missed and self.healthy:
+            self.missed_probes += 1
+            if self.missed_probes < failure_threshold:
+                log.info(
+                    "replica %s of %s missed health probe %d of %d: %s",
+                    self.url,
+                    self.model,
+                    self.missed_probes,
+                    failure_threshold,
+                    health.detail,
+                )
+                return
+        self.missed_probes = 0
         if health.healthy != self.healthy:
             # Turning healthy is routine (every start); only losing a replica is a warning.
             state, level = (

@@ -59,6 +59,7 @@ class BackendSettings:
     tokenizer_cache_dir: Path = Path.home() / ".cache" / "llm-gateway" / "tokenizers"
     health_interval_s: float = 2.0
     health_timeout_s: float = 1.0
+    health_failures: int = 3
     retry_attempts: int = 1
     slow_start_s: float = 30.0  # a replica that turns healthy ramps up over this (0: off)
     outliers: OutlierPolicy = field(default_factory=OutlierPolicy)
@@ -109,6 +110,9 @@ class BackendSettings:
             ),
             health_timeout_s=env_float(
                 env, "GATEWAY_HEALTH_TIMEOUT_S", defaults.health_timeout_s, low=0.01, high=MINUTE_S
+            ),
+            health_failures=env_int(
+                env, "GATEWAY_HEALTH_FAILURES", defaults.health_failures, low=1, high=100
             ),
             retry_attempts=env_int(
                 env, "GATEWAY_RETRY_ATTEMPTS", defaults.retry_attempts, low=0, high=5

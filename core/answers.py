@@ -118,4 +118,7 @@ class BackendHealth:
     waiting: int = 0
     kv_usage: float = 0.0
     capacity: int = 0  # requests the engine runs at once (vLLM max_num_seqs); 0 = unknown
+    # No answer within the probe's deadline: a busy replica may miss one, unlike one found
+    # down (refused, unreachable, not serving), so only several in a row eject it.
+    missed: bool = False
     extra: dict[str, Any] = field(default_factory=dict)

@@ -78,6 +78,7 @@ def create_app(
                 retry_attempts=effective.backends.retry_attempts,
                 health_interval_s=effective.backends.health_interval_s,
                 health_timeout_s=effective.backends.health_timeout_s,
+                health_failures=effective.backends.health_failures,
                 admission=AdmissionConfig.from_settings(effective.budgets),
                 slow_start_s=effective.backends.slow_start_s,
                 outliers=effective.backends.outliers,

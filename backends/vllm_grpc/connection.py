@@ -145,7 +145,8 @@ class VllmGrpcConnection:
                 await self._initialize(timeout=max(timeout, 10.0))
             loads = await self._stub().GetLoads(vllm_engine_pb2.GetLoadsRequest(), timeout=timeout)
         except grpc.aio.AioRpcError as exc:
-            return BackendHealth(False, f"{exc.code().name}: {exc.details()}")
+            missed = exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+            return BackendHealth(False, f"{exc.code().name}: {exc.details()}", missed=missed)
         except Exception as exc:
             return BackendHealth(False, f"{type(exc).__name__}: {exc}")
         return BackendHealth(

@@ -28,6 +28,11 @@ async def embed_requests(
             param="dimensions",
         )
     inputs = body.inputs
+    limit = facts.max_context_length
+    for position, item in enumerate(inputs):
+        if isinstance(item, str) and bundle.cannot_fit(item, limit + 1):
+            param = input_param(body, position)  # refused before any input is tokenized
+            raise InvalidRequest(f"{param} must have 1 to {limit} tokens.", param=param)
     texts = [item for item in inputs if isinstance(item, str)]
     if sum(map(len, texts)) > _LARGE_INPUT_CHARS:
         encoded = await asyncio.to_thread(bundle.encode_many, texts, True)

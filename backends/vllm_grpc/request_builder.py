@@ -46,14 +46,17 @@ def prepare(
     """Render, tokenize and validate; raises 400s that name the parameter."""
     body = request.body
     echo_text = ""
+    limit = facts.max_context_length
     if isinstance(body, ChatCompletionRequest):
         text = render_chat_request(bundle, body)
+        _refuse_too_long(bundle, text, limit, "messages")
         ids = bundle.encode(text, add_special_tokens=False)
         param = "messages"
     else:
         prompt = body.single_prompt
         if isinstance(prompt, str):
             text = prompt
+            _refuse_too_long(bundle, text, limit, "prompt")
             ids = bundle.encode(prompt, add_special_tokens=True)
         else:
             ids = prompt
@@ -64,7 +67,6 @@ def prepare(
         param = "prompt"
     if not ids:
         raise InvalidRequest("The prompt is empty after tokenization.", param=param)
-    limit = facts.max_context_length
     if len(ids) >= limit:
         raise ContextLengthExceeded(
             f"This model's maximum context length is {limit} tokens. However, your prompt "
@@ -96,6 +98,17 @@ def prepare(
     )
     tail = text[-_TAIL_CHARS:] if isinstance(body, ChatCompletionRequest) else ""
     return PreparedPrompt(message, ids, echo_text, tail)
+
+
+def _refuse_too_long(bundle: TokenizerBundle, text: str, limit: int, param: str) -> None:
+    """Refuse a text too long to fit the context whatever its tokens, before tokenizing it."""
+    fewest = bundle.cannot_fit(text, limit)
+    if fewest:
+        raise ContextLengthExceeded(
+            f"This model's maximum context length is {limit} tokens. However, your prompt "
+            f"has at least {fewest} tokens. Please reduce the length of the {param}.",
+            param=param,
+        )
 
 
 def _check_token_ids(ids: list[int], facts: ModelFacts) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import jinja2
 from tokenizers import Tokenizer
 
+from backends.vllm_grpc import prompt_bound
 from backends.vllm_grpc.chat_template import CompiledChatTemplate, compile_chat_template
 from core.errors import BackendError, InvalidRequest
 
@@ -42,6 +43,8 @@ class TokenizerBundle:
     added_tokens: Mapping[int, str]
     chat_templates: Mapping[str, CompiledChatTemplate]
     model_max_length: int | None
+    # The most characters one token covers (`prompt_bound`); None: no bound holds.
+    max_chars_per_token: int | None = None
 
     @property
     def bos_token(self) -> str | None:
@@ -65,6 +68,15 @@ class TokenizerBundle:
         [encoding] = self.tokenizer.encode_batch_fast([text], add_special_tokens=add_special_tokens)
         ids: list[int] = encoding.ids
         return ids
+
+    def cannot_fit(self, text: str, limit: int) -> int:
+        """The fewest tokens `text` can have when that is `limit` or more (it cannot fit a
+        context of `limit` tokens whatever its tokens are), else 0: told from its length
+        alone, without the tokenizing that costs memory in proportion to the text."""
+        per_token = self.max_chars_per_token
+        if per_token is None or len(text) < limit * per_token:
+            return 0
+        return -(-len(text) // per_token)
 
     def encode_many(self, texts: list[str], add_special_tokens: bool) -> list[list[int]]:
         """Token ids of each text, in one call (the tokenizer's threads share the work)."""
@@ -123,6 +135,7 @@ def load_tokenizer_bundle(directory: Path) -> TokenizerBundle:
         added_tokens={i: t.content for i, t in tokenizer.get_added_tokens_decoder().items()},
         chat_templates=_compile_templates(directory, config, special_tokens),
         model_max_length=max_length,
+        max_chars_per_token=prompt_bound.max_chars_per_token(tokenizer),
     )
 
 

@@ -91,3 +91,40 @@ async def test_a_retired_replica_leaves_at_once_and_closes_when_drained() -> Non
     assert members.replicas("m") == [] and members.retiring() == [replica]
     await asyncio.wait_for(drained, 10)
     assert members.retiring() == [] and not members.draining
+
+
+class _ScriptedHealth(FakeBackend):
+    """A backend whose health probes answer from a script, one answer each."""
+
+    def __init__(self, answers: list[BackendHealth]) -> None:
+        super().__init__(url="a")
+        self._answers = answers
+
+    async def health(self, timeout: float) -> BackendHealth:
+        return self._answers.pop(0)
+
+
+MISSED = BackendHealth(False, "DEADLINE_EXCEEDED: Deadline Exceeded", missed=True)
+
+
+async def test_missed_probes_eject_only_after_the_failure_threshold() -> None:
+    """A busy replica that misses a probe's deadline stays; only the threshold's worth of
+    misses in a row ejects it, and an answered probe between them starts the count again."""
+    serving = BackendHealth(True, "serving")
+    backend = _ScriptedHealth([MISSED, MISSED, serving, MISSED, MISSED, MISSED])
+    replica = Replica("m", backend, healthy=True)
+    members = Members([replica], health_interval_s=60, health_timeout_s=1, health_failures=3)
+    healthy = []
+    for _ in range(6):
+        await members.probe(replica)
+        healthy.append(replica.healthy)
+    assert healthy == [True, True, True, True, True, False]
+
+
+async def test_a_replica_found_down_is_ejected_at_once() -> None:
+    """A probe that gets an answer saying no (NOT_SERVING, refused) ejects at once."""
+    for down in (BackendHealth(False, "NOT_SERVING"), BackendHealth(False, "UNAVAILABLE")):
+        replica = Replica("m", _ScriptedHealth([down]), healthy=True)
+        members = Members([replica], health_interval_s=60, health_timeout_s=1, health_failures=3)
+        await members.probe(replica)
+        assert not replica.healthy

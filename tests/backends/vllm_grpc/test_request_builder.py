@@ -3,10 +3,12 @@ shape (`context_length_exceeded`, naming the parameter)."""
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import Any, cast
 
 import orjson
 import pytest
+from tokenizers import Tokenizer
 
 from backends.base import GenerationRequest
 from backends.vllm_grpc.request_builder import ModelFacts, prepare
@@ -72,3 +74,49 @@ def test_a_completion_without_max_tokens_gets_16(bundle: TokenizerBundle) -> Non
     chat = prepare(_chat("hi"), bundle, FACTS, "r1")
     room = FACTS.max_context_length - len(chat.prompt_ids)
     assert chat.message.sampling_params.max_tokens == room
+
+
+class _CountingTokenizer:
+    """Delegates to a tokenizer and counts the texts it was asked to encode."""
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        self._tokenizer = tokenizer
+        self.encoded = 0
+
+    def encode_batch_fast(self, texts: list[str], add_special_tokens: bool) -> Any:
+        self.encoded += len(texts)
+        return self._tokenizer.encode_batch_fast(texts, add_special_tokens=add_special_tokens)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tokenizer, name)
+
+
+def _counting(bundle: TokenizerBundle) -> tuple[TokenizerBundle, _CountingTokenizer]:
+    counting = _CountingTokenizer(bundle.tokenizer)
+    return dataclasses.replace(bundle, tokenizer=cast(Tokenizer, counting)), counting
+
+
+def test_a_prompt_too_long_for_any_tokens_is_refused_untokenized(bundle: TokenizerBundle) -> None:
+    """A text longer than the context at the tokenizer's most characters per token is
+    refused naming the same parameter, without tokenizing it (memory grows with the text)."""
+    counting_bundle, counting = _counting(bundle)
+    huge = "a" * 200_000
+    with pytest.raises(ContextLengthExceeded) as chat:
+        prepare(_chat(huge), counting_bundle, FACTS, "r1")
+    assert chat.value.param == "messages" and "64 tokens" in chat.value.message
+    with pytest.raises(ContextLengthExceeded) as completion:
+        prepare(_completion(prompt=huge), counting_bundle, FACTS, "r1")
+    assert completion.value.param == "prompt"
+    assert counting.encoded == 0
+
+
+def test_a_prompt_that_could_fit_is_still_tokenized(bundle: TokenizerBundle) -> None:
+    """A text short enough to fit at the most characters per token is tokenized and judged
+    by its real token count, as before."""
+    counting_bundle, counting = _counting(bundle)
+    per_token = bundle.max_chars_per_token
+    assert per_token is not None
+    prepare(_completion(prompt="a" * 10, max_tokens=1), counting_bundle, FACTS, "r1")
+    with pytest.raises(ContextLengthExceeded):
+        prepare(_completion(prompt="a b " * 200), counting_bundle, FACTS, "r1")
+    assert counting.encoded == 2
