@@ -27,6 +27,11 @@ from core.errors import BackendError
 from core.protocol import ChatCompletionRequest
 
 _LARGE_PROMPT_CHARS = 32_000  # render and tokenize prompts this large off the event loop
+_LARGE_PROMPTS_AT_ONCE = 2
+"""Large prompts a replica's client tokenizes at the same time: a 4 MiB prompt can take a few
+hundred MB while it is tokenized (its token ids and offsets), so a burst of them must not all
+be held at once (a 2 GiB pod would be killed). The others wait their turn, within their
+deadlines; prompts under `_LARGE_PROMPT_CHARS` never wait."""
 PrepareCall = tuple[GenerationRequest, PreparedPrompt]  # one prompt of a batch, ready to send
 
 
@@ -56,14 +61,16 @@ class VllmGrpcBackend(VllmGrpcConnection):
         self._embeds = EmbedCalls(url, self._stub)
         # A whole answer streamed on the wire, so that its tokens are seen (`complete`).
         self.reports_progress = watch_whole_answers
+        self._large_prompts = asyncio.Semaphore(_LARGE_PROMPTS_AT_ONCE)
 
     async def _prepare(self, request: GenerationRequest) -> PreparedPrompt:
         if isinstance(request.prepared, PreparedPrompt):
             return request.prepared
         bundle, facts, _ = self._ready()
-        if _prompt_chars(request) > _LARGE_PROMPT_CHARS:
+        if _prompt_chars(request) <= _LARGE_PROMPT_CHARS:
+            return prepare(request, bundle, facts, request.request_id)
+        async with self._large_prompts:
             return await asyncio.to_thread(prepare, request, bundle, facts, request.request_id)
-        return prepare(request, bundle, facts, request.request_id)
 
     async def prompt_ids(self, request: GenerationRequest) -> list[int]:
         """The prompt's token ids, for prefix-aware routing; the work is kept on the request

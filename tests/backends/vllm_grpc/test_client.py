@@ -3,6 +3,8 @@ deadlines, aborts, embeddings."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,6 +18,7 @@ from backends.fleet import Fleet
 from backends.replica import Replica
 from backends.vllm_grpc import embed_calls
 from backends.vllm_grpc.client import VllmGrpcBackend
+from backends.vllm_grpc.request_builder import prepare
 from backends.vllm_grpc.tokenizer_store import load_tokenizer_bundle
 from budgets.deadline import Deadline
 from budgets.request_budget import ClassBudgets, RequestBudget
@@ -375,3 +378,39 @@ async def test_a_stream_whose_first_message_is_a_complete_keeps_its_prompt_and_t
     assert (usage.prompt_tokens, told) == (whole.usage.prompt_tokens,) * 2
     assert usage.completion_tokens == whole.usage.completion_tokens
     assert [texts[0], texts[1]] == [c.text for c in whole.choices]
+
+
+async def test_large_prompts_are_tokenized_a_few_at_a_time(
+    backend: VllmGrpcBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A burst of near-limit prompts is tokenized at most two at a time (each can take
+    hundreds of MB while it is), the rest waiting their turn; small prompts never wait."""
+    release = threading.Event()
+    running, most = 0, 0
+    lock = threading.Lock()
+
+    def holding_prepare(*args: Any) -> Any:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        release.wait(timeout=60)
+        with lock:
+            running -= 1
+        return prepare(*args)
+
+    monkeypatch.setattr("backends.vllm_grpc.client.prepare", holding_prepare)
+    long_text = "word " * 8_000
+    messages = [{"role": "user", "content": long_text}]
+    large = [
+        asyncio.ensure_future(backend.prompt_ids(_request(f"large-{i}", messages=messages)))
+        for i in range(4)
+    ]
+    await wait_until(lambda: running == 2)
+    for _ in range(50):  # the others had every chance to start: they wait on the bound
+        await asyncio.sleep(0)
+    assert running == 2
+    release.set()
+    answers = await asyncio.gather(*large, return_exceptions=True)
+    assert all(isinstance(a, ContextLengthExceeded) for a in answers)  # tokenized, then too long
+    assert most == 2
