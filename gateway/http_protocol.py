@@ -43,6 +43,10 @@ _LINGER_S = 2.0
 MAX_HEADER_COUNT = 256  # Envoy allows 100 by default, Node 2000; 256 leaves proxies room
 HEAD_TIMEOUT_S = 5.0
 MAX_CONNECTIONS = 4096
+CONNECTION_ABORT_SCOPE_KEY = "gateway.abort_connection"
+"""A request's scope holds under this key a callable that closes its connection at once,
+dropping what is still buffered (a response that cannot be finished: the client stopped
+reading, so neither an error event nor a clean end can be written)."""
 EXIT_LOG_FLUSH_S = 5.0
 """The least time a SIGTERM leaves the queued log lines to reach stderr before the process
 dies of it (else the shutdown grace, `timeout_graceful_shutdown`, when longer)."""
@@ -184,6 +188,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         if hosts != 1 and (hosts > 1 or self.parser.get_http_version() != "1.0"):
             self._refusal = BAD_HOST
             raise _Refused
+        self.scope[CONNECTION_ABORT_SCOPE_KEY] = self.transport.abort  # type: ignore[literal-required]
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:

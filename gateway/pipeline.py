@@ -217,7 +217,14 @@ class Pipeline:
             self._limiter.settle(admission, used_tokens(record, admission))
 
         return StreamPump(
-            source, presentation.renderer(), response_headers, budget, record, tap, settle
+            source,
+            presentation.renderer(),
+            response_headers,
+            budget,
+            record,
+            tap,
+            settle,
+            self._settings.send_timeout_s,
         )
 
     async def embed(

@@ -14,6 +14,7 @@ from backends.settings import BackendSettings
 from budgets.settings import BudgetSettings
 from cache.settings import CacheSettings
 from core.env import (
+    HOUR_S,
     MINUTE_S,
     SettingsError,
     check_known_keys,
@@ -41,6 +42,7 @@ class Settings:
     header_timeout_s: float = 5.0  # to receive a whole request head (slow loris)
     max_connections: int = 4096  # open connections per worker
     max_messages: int = 2048  # messages (or Responses API items) in one request, as OpenAI
+    send_timeout_s: float = 60.0  # one write to a streaming client, as nginx's send_timeout
     system_fingerprint: str = "fp_llm_gateway"
     access: AccessSettings = field(default_factory=AccessSettings)
     backends: BackendSettings = field(default_factory=BackendSettings)
@@ -85,6 +87,9 @@ class Settings:
             ),
             max_messages=env_int(
                 env, "GATEWAY_MAX_MESSAGES", defaults.max_messages, low=1, high=100_000
+            ),
+            send_timeout_s=env_float(
+                env, "GATEWAY_SEND_TIMEOUT_S", defaults.send_timeout_s, low=0.1, high=HOUR_S
             ),
             system_fingerprint=env_str(
                 env, "GATEWAY_SYSTEM_FINGERPRINT", defaults.system_fingerprint

@@ -4,6 +4,11 @@ One pump owns the whole life of a stream: it reads the backend's chunks directly
 the stall and total budgets, notes usage and finish reasons on the request's record, feeds
 the write-back tap, renders SSE and writes to the ASGI `send`. What happens when the stream
 ends, fails, overruns or the client leaves is decided here, in one place.
+
+Every write is bounded too: a client that stops reading fills its connection's send buffer
+and the write waits for room. A write still waiting at the total deadline, or after the send
+timeout, is given up: the backend call is cancelled, the slot released, and the connection
+closed at once (an error event could not be written into the full buffer).
 """
 
 from __future__ import annotations
@@ -21,12 +26,16 @@ from core.answers import StreamChunk, Usage
 from core.errors import BackendError, DeadlineExceeded, GatewayError
 from gateway.client_watch import ClientWatch
 from gateway.drain import DRAIN, ShuttingDown
+from gateway.http_protocol import CONNECTION_ABORT_SCOPE_KEY
 from gateway.presentation import StreamRenderer
 from gateway.sse import SSE_HEADERS
-from gateway.stream_watchdog import TOTAL, StreamWatchdog
+from gateway.stream_watchdog import SEND, TOTAL, StreamWatchdog
 from obs.request_record import RequestRecord
 
 log = logging.getLogger("gateway.stream")
+
+SEND_TIMEOUT_S = 60.0  # as nginx's send_timeout
+CLIENT_CLOSED = "client_closed_request"
 
 
 class ChunkSource(Protocol):
@@ -70,6 +79,7 @@ class StreamPump(Response):
         record: RequestRecord,
         tap: Tap | None = None,
         on_end: Callable[[], None] | None = None,
+        send_timeout_s: float = SEND_TIMEOUT_S,
     ) -> None:
         self.status_code = 200
         self.background = None
@@ -81,6 +91,7 @@ class StreamPump(Response):
         self._tap = tap
         self._on_end = on_end  # settles the rate limits once the usage is known
         self._held = b""  # the last chunk's event, written together with the end
+        self._send_timeout_s = send_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         task = asyncio.current_task()
@@ -94,8 +105,11 @@ class StreamPump(Response):
         watch.start()
         await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
         budget = self._budget
-        watchdog = StreamWatchdog(task, budget.budgets.stall_s, budget.total.remaining())
+        watchdog = StreamWatchdog(
+            task, budget.budgets.stall_s, budget.total.remaining(), self._send_timeout_s
+        )
         ended = False
+        stuck = False  # a write was cut short: the client stopped reading
         error: GatewayError | None = None
         try:
             await self._pump(send, watchdog)
@@ -113,10 +127,14 @@ class StreamPump(Response):
             stage = watchdog.fired
             if stage is not None:
                 task.uncancel()
-                error = DeadlineExceeded(budget.total.stage if stage == TOTAL else stage)
-                self._source.failed(error)  # a stalled replica counts as failing
+                stuck = not watchdog.waiting
+                if stuck:
+                    self._stuck(stage)
+                else:
+                    error = DeadlineExceeded(budget.total.stage if stage == TOTAL else stage)
+                    self._source.failed(error)  # a stalled replica counts as failing
             elif watch.left():  # the client left: a normal end, which the access log says
-                self._record.note_failure("client_closed_request")
+                self._record.note_failure(CLIENT_CLOSED)
             elif DRAIN.draining:  # the shutdown grace ran out: end with an error event
                 task.uncancel()
                 error = ShuttingDown("The gateway shut down before the stream ended.")
@@ -136,17 +154,43 @@ class StreamPump(Response):
                 self._on_end()
         if ended and self._tap is not None:
             self._tap.finish()
-        if watch.gone:
+        if watch.gone or stuck:
+            if stuck:
+                _abort_connection(scope)
             return
         if error is None:
             tail = self._held + await self._renderer.close()
         else:
             self._note_error(error)
             tail = self._held + await self._renderer.fail(error)
-        await send({"type": "http.response.body", "body": tail, "more_body": False})
+        watchdog.last_write()
+        try:
+            await send({"type": "http.response.body", "body": tail, "more_body": False})
+        except asyncio.CancelledError:
+            if watchdog.fired is None:
+                raise
+            task.uncancel()
+            self._stuck(SEND)
+            _abort_connection(scope)
+        finally:
+            watchdog.stop()
+
+    def _stuck(self, stage: str) -> None:
+        """A write to the client was given up: past the total a budget overrun (the stream
+        ran past its total, as any other), else the client is taken for gone (it read
+        nothing for the send timeout: neither the gateway's failure nor the backend's)."""
+        log.info(
+            "stream %s: the client read nothing for %s; closing the connection",
+            self._record.request_id,
+            "the rest of the total budget" if stage == TOTAL else f"{self._send_timeout_s:g} s",
+        )
+        if stage == TOTAL:
+            self._note_error(DeadlineExceeded(self._budget.total.stage))
+        else:
+            self._record.note_failure(CLIENT_CLOSED)
 
     async def _pump(self, send: Send, watchdog: StreamWatchdog) -> None:
-        """Write each chunk as it arrives, waiting for the next under the watchdog."""
+        """Write each chunk as it arrives; the watchdog bounds each wait and each write."""
         chunks = self._source.chunks
         clock = asyncio.get_running_loop().time
         total_at = watchdog.total_at
@@ -156,14 +200,16 @@ class StreamPump(Response):
                 event = self._take(chunk)
                 if event:
                     await send({"type": "http.response.body", "body": event, "more_body": True})
-            now = watchdog.waiting_since = clock()
+            now = watchdog.since = clock()
             if now >= total_at:
                 raise DeadlineExceeded(self._budget.total.stage)
+            watchdog.waiting = True
             try:
                 chunk = await anext(chunks)
             except StopAsyncIteration:
                 return
-            watchdog.waiting_since = None
+            watchdog.since = clock()
+            watchdog.waiting = False
             if self._held:
                 held, self._held = self._held, b""
                 await send({"type": "http.response.body", "body": held, "more_body": True})
@@ -185,3 +231,11 @@ class StreamPump(Response):
     def _note_error(self, exc: GatewayError) -> None:
         overrun = exc.stage if isinstance(exc, DeadlineExceeded) else None
         self._record.note_failure(exc.code or exc.type, overrun=overrun)
+
+
+def _abort_connection(scope: Scope) -> None:
+    """Close the client's connection at once, dropping what is buffered; a server without
+    the hook closes it itself when the response ends unfinished."""
+    abort: Callable[[], None] | None = scope.get(CONNECTION_ABORT_SCOPE_KEY)
+    if abort is not None:
+        abort()

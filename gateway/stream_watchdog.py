@@ -1,58 +1,94 @@
-"""One timer per streamed response that ends it when the backend stalls or the total budget
-runs out, without a timer operation per chunk."""
+"""One timer per streamed response that ends it when the backend stalls, the client stops
+reading or the total budget runs out, without a timer operation per chunk."""
 
 from __future__ import annotations
 
 import asyncio
+import math
 
 from core.stages import StageName
 
 STALL = StageName.STALL
 TOTAL = StageName.TOTAL
+SEND = "send"  # a write to the client outlasted the send timeout (not a budget of the request)
 
 
 class StreamWatchdog:
-    """Watches the waits of one consumer task.
+    """Watches the waits and the writes of one consumer task.
 
-    The consumer notes when it starts waiting for the backend (`waiting_since`) and when it
-    stops (`None`). When the timer fires it checks that note: a wait that has lasted the
-    stall budget, or reached the total deadline, cancels the consumer and says which in
-    `fired`; otherwise the timer is set again for when the current wait would become a stall.
-    The consumer is never cancelled while it writes to the client (a slow reader is not a
-    stalled backend); it checks the total deadline itself when its next wait begins.
+    The consumer notes when each phase begins (`since`, loop time) and which it is
+    (`waiting`: for the backend's next chunk; otherwise writing to the client). When the
+    timer fires it checks that note: reaching the total deadline, a wait that has lasted the
+    stall budget, or a write that has lasted the send timeout (a client that stopped
+    reading: its send buffer is full) cancels the consumer and says which in `fired`;
+    otherwise the timer is set again for when the current phase, or one that begins at once,
+    would overrun. The consumer tells by `waiting` whether the cancellation cut a write short
+    (then no more can be written).
     """
 
-    __slots__ = ("_handle", "_loop", "_stall_s", "_task", "fired", "total_at", "waiting_since")
+    __slots__ = (
+        "_handle",
+        "_loop",
+        "_next_s",
+        "_send_s",
+        "_stall_s",
+        "_task",
+        "fired",
+        "since",
+        "total_at",
+        "waiting",
+    )
 
-    def __init__(self, task: asyncio.Task[object], stall_s: float, total_s: float) -> None:
+    def __init__(
+        self, task: asyncio.Task[object], stall_s: float, total_s: float, send_s: float
+    ) -> None:
         self._loop = loop = asyncio.get_running_loop()
         self._task = task
         self._stall_s = stall_s
-        self.total_at = loop.time() + total_s
-        self.waiting_since: float | None = None
+        self._send_s = send_s
+        self._next_s = min(stall_s, send_s)
+        now = loop.time()
+        self.total_at = now + total_s
+        self.since = now
+        self.waiting = False
         self.fired: str | None = None
-        self._handle = loop.call_at(min(loop.time() + stall_s, self.total_at), self._check)
+        self._handle: asyncio.TimerHandle | None = None
+        self._arm(now)
+
+    def _arm(self, now: float) -> None:
+        # When the current phase would overrun, or a phase of the other kind begun now.
+        limit = self._stall_s if self.waiting else self._send_s
+        due = min(self.since + limit, now + self._next_s, self.total_at)
+        self._handle = self._loop.call_at(max(due, now), self._check)
 
     def _check(self) -> None:
         now = self._loop.time()
-        since = self.waiting_since
-        if since is None:
-            due = now + self._stall_s
-        elif now >= self.total_at:
+        if now >= self.total_at:
             self._fire(TOTAL)
-            return
-        elif now - since >= self._stall_s:
+        elif self.waiting and now - self.since >= self._stall_s:
             self._fire(STALL)
-            return
+        elif not self.waiting and now - self.since >= self._send_s:
+            self._fire(SEND)
         else:
-            due = since + self._stall_s
-        if self.total_at > now:
-            due = min(due, self.total_at)
-        self._handle = self._loop.call_at(due, self._check)
+            self._arm(now)
 
     def _fire(self, stage: str) -> None:
+        self._handle = None
         self.fired = stage
         self._task.cancel()
 
+    def last_write(self) -> None:
+        """The consumer writes the stream's end (or its error event): from now only the send
+        timeout bounds it, the total being spent or nearly so."""
+        now = self._loop.time()
+        self.total_at = math.inf
+        self.waiting = False
+        self.since = now
+        self.fired = None
+        if self._handle is None:
+            self._arm(now)
+
     def stop(self) -> None:
-        self._handle.cancel()
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None

@@ -44,6 +44,7 @@ KNOWN: frozenset[str] = frozenset(
         "GATEWAY_HEADER_TIMEOUT_S",
         "GATEWAY_MAX_CONNECTIONS",
         "GATEWAY_MAX_MESSAGES",
+        "GATEWAY_SEND_TIMEOUT_S",
         "GATEWAY_GRPC_CHANNELS",
         "GATEWAY_HTTP_CONNECTIONS",
         "GATEWAY_TOOL_PARSERS",

@@ -17,6 +17,7 @@ from core.answers import ChoiceDelta, StreamChunk, Usage
 from core.errors import BackendError
 from gateway.client_watch import CLIENT_WATCH_SCOPE_KEY, ClientWatch
 from gateway.drain import DRAIN
+from gateway.http_protocol import CONNECTION_ABORT_SCOPE_KEY
 from gateway.render import DONE_EVENT, ChunkRenderer
 from gateway.stream_pump import StreamPump
 from obs.metrics import GatewayMetrics
@@ -101,17 +102,27 @@ class Tap:
 
 class Client:
     """The ASGI side: collects each `send`; `slow_s` delays every body write; `leave_after`
-    disconnects after that many body writes."""
+    disconnects after that many body writes; `stuck_at` makes that body write (counted from
+    1) and any after it wait for good, as into a full send buffer."""
 
-    def __init__(self, slow_s: float = 0.0, leave_after: int | None = None) -> None:
+    def __init__(
+        self, slow_s: float = 0.0, leave_after: int | None = None, stuck_at: int | None = None
+    ) -> None:
         self.sent: list[Message] = []
         self.slow_s = slow_s
         self.leave_after = leave_after
+        self.stuck_at = stuck_at
+        self.aborted = False
         self._left = asyncio.Event()
+
+    def abort(self) -> None:
+        self.aborted = True
 
     async def send(self, message: Message) -> None:
         self.sent.append(message)
         if message["type"] == "http.response.body":
+            if self.stuck_at is not None and len(self.bodies) >= self.stuck_at:
+                await asyncio.Event().wait()  # a client that stopped reading
             if self.slow_s:
                 await asyncio.sleep(self.slow_s)  # the behaviour under test: a slow reader
             if self.leave_after is not None and len(self.bodies) >= self.leave_after:
@@ -152,10 +163,14 @@ async def _run(
     record: RequestRecord,
     client: Client | None = None,
     tap: Tap | None = None,
+    send_timeout_s: float = 60.0,
 ) -> Client:
     client = client or Client()
-    pump = StreamPump(await source.start(), _renderer(), {}, budget, record, tap)
-    await pump({"type": "http"}, client.receive, client.send)
+    pump = StreamPump(
+        await source.start(), _renderer(), {}, budget, record, tap, send_timeout_s=send_timeout_s
+    )
+    scope = {"type": "http", CONNECTION_ABORT_SCOPE_KEY: client.abort}
+    await pump(scope, client.receive, client.send)
     return client
 
 
@@ -203,6 +218,38 @@ async def test_slow_reader_is_not_a_stall() -> None:
     source, record = Source(3), _record()
     client = await _run(source, _budget(30.0, 0.05), record, Client(slow_s=0.15))
     assert client.bodies[-1].endswith(DONE_EVENT) and record.overruns == []
+
+
+async def test_a_reader_that_stops_is_cut_off_at_the_total() -> None:
+    """A write still waiting at the total deadline is given up: the backend call is closed,
+    the connection aborted with nothing more written, and the overrun of the total noted;
+    the replica is not blamed."""
+    source, record, tap = Source(1_000_000), _record(), Tap()
+    client = await _run(source, _budget(0.3, 30.0), record, Client(stuck_at=3), tap)
+    assert source.closed and client.aborted and not tap.finished
+    assert len(client.bodies) == 3 and not client.bodies[-1].endswith(DONE_EVENT)
+    assert record.error == "deadline_exceeded" and record.overruns == ["total"]
+    assert source.failures == []
+
+
+async def test_a_reader_that_stops_is_cut_off_after_the_send_timeout() -> None:
+    """A write that waits past the send timeout, with the total far off, ends the stream as
+    a client that left: backend call closed, connection aborted, no budget overrun."""
+    source, record = Source(1_000_000), _record()
+    client = await _run(source, _budget(30.0, 30.0), record, Client(stuck_at=2), None, 0.2)
+    assert source.closed and client.aborted and len(client.bodies) == 2
+    assert record.error == "client_closed_request" and record.overruns == []
+    assert source.failures == []
+
+
+@pytest.mark.parametrize("count", [1, 3])
+async def test_the_last_write_is_bounded_by_the_send_timeout(count: int) -> None:
+    """A stream whose end cannot be written is given up after the send timeout."""
+    source, record = Source(count), _record()
+    client = await _run(source, _budget(30.0, 30.0), record, Client(stuck_at=count), None, 0.2)
+    assert source.closed and client.aborted
+    assert client.bodies[-1].endswith(DONE_EVENT)  # written, never taken by the client
+    assert record.error == "client_closed_request"
 
 
 async def test_failure_after_first_byte_is_an_error_event() -> None:
