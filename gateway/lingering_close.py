@@ -14,10 +14,10 @@ what the client still sends is read and dropped, until the first of:
 - `time_s` pass since the answer (the head timeout, `GATEWAY_HEADER_TIMEOUT_S`, 5 s;
   nginx's `lingering_time` is 30 s): no connection is held longer after its answer than a
   next request's head may take to arrive;
-- more than `max_bytes` have been dropped (the body limit, `GATEWAY_MAX_BODY_BYTES`): a body
-  up to twice the limit, sent whole before the client reads, still gets its 413, and an
-  endless one costs what one accepted body would (nginx bounds only the time: at loopback
-  speed 30 s are tens of GiB).
+- more than `max_bytes` have been dropped (twice the body limit, `GATEWAY_MAX_BODY_BYTES`):
+  a body up to twice the limit, sent whole before the client reads, still gets its 413, and
+  an endless one costs what two accepted bodies would (nginx bounds only the time: at
+  loopback speed 30 s are tens of GiB).
 
 The client has then either read its answer or will not; the connection is closed.
 """
@@ -31,7 +31,7 @@ from typing import Any
 
 LINGER_IDLE_S = 1.0
 LINGER_TIME_S = 5.0
-LINGER_MAX_BYTES = 4 * 1024 * 1024
+LINGER_MAX_BYTES = 8 * 1024 * 1024  # twice the default body limit
 
 
 @dataclass(frozen=True, slots=True)
