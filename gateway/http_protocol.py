@@ -18,6 +18,14 @@ head a byte at a time, stayed open for good (slow loris). Here a head must arriv
 connection: past it, a started head is answered 408 and a connection that sent nothing is
 closed. A connection beyond `EdgeConfig.max_connections` is answered 503 as soon as it is
 accepted, so the worker never runs out of descriptors and a refused client learns at once.
+
+An answer given before its request's body has all arrived (the app's 408, 413, 415, a 401
+before the body; the refusals above) says `Connection: close` and ends the connection with a
+bounded lingering close (`gateway/lingering_close.py`): uvicorn would keep such a connection
+open and read and drop the rest of the body for as long as the client sends it, with no timer
+running (a byte after the answer stops the keep-alive timeout). While a request's body is
+arriving, its cycle's `keep_alive` is off and its transport is an `EarlyAnswerTransport`;
+both are put back once the body is in, so an answer given after it is untouched.
 """
 
 from __future__ import annotations
@@ -36,10 +44,15 @@ from gateway.edge_refusals import (
     TOO_MANY_CONNECTIONS,
     Refusal,
 )
+from gateway.lingering_close import (
+    LINGER_MAX_BYTES,
+    EarlyAnswerTransport,
+    Linger,
+    LingerBounds,
+)
 from gateway.request_id import new_request_id
 from obs.logs import flush_logs_before_sigterm
 
-_LINGER_S = 2.0
 MAX_HEADER_COUNT = 256  # Envoy allows 100 by default, Node 2000; 256 leaves proxies room
 HEAD_TIMEOUT_S = 5.0
 MAX_CONNECTIONS = 4096
@@ -62,11 +75,13 @@ class EdgeConfig(Config):
         *,
         head_timeout_s: float = HEAD_TIMEOUT_S,
         max_connections: int = MAX_CONNECTIONS,
+        linger_max_bytes: int = LINGER_MAX_BYTES,
         **kwargs: Any,
     ) -> None:
         super().__init__(app, **kwargs)
         self.head_timeout_s = head_timeout_s
         self.max_connections = max_connections
+        self.linger_max_bytes = linger_max_bytes
 
     def configure_logging(self) -> None:
         """uvicorn's, then: a SIGTERM that ends the process first writes out the queued log
@@ -84,7 +99,8 @@ class _Refused(Exception):
 
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
     """`HttpToolsProtocol` that refuses request heads over a byte or header-count limit or
-    slower than the head timeout, and connections over the cap."""
+    slower than the head timeout, and connections over the cap, and that ends a connection
+    answered before its request's body was in with a lingering close."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -105,9 +121,15 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._head_since: float | None = None
         self._head_started = False
         self._head_timer: asyncio.TimerHandle | None = None
+        linger_bytes: int = getattr(config, "linger_max_bytes", LINGER_MAX_BYTES)
+        self._linger_bounds = LingerBounds(self._head_timeout_s, max_bytes=linger_bytes)
+        self._linger: Linger | None = None
+        self._early_transport: EarlyAnswerTransport | None = None
+        self._keep_alive = True  # the keep-alive of the request whose body is arriving
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self._early_transport = EarlyAnswerTransport(transport, self._linger_close)
         if len(self.connections) > self._max_connections:
             self.connections.discard(self)  # closing: it holds no place meanwhile
             self._refusal = TOO_MANY_CONNECTIONS
@@ -117,12 +139,15 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._head_timer = self.loop.call_later(self._head_timeout_s, self._check_head)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
+        self._stop_head_timer()
+        if self._linger is not None:
+            self._linger.cancel()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self._linger is not None:  # answered: what still comes is dropped, to a bound
+            self._linger.discard(len(data))
+            return
         if self._refusal is not None:
             return
         boundaries = self._boundaries
@@ -189,19 +214,39 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             self._refusal = BAD_HOST
             raise _Refused
         self.scope[CONNECTION_ABORT_SCOPE_KEY] = self.transport.abort  # type: ignore[literal-required]
+        previous = self.cycle
         super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not previous:  # (none is made for a WebSocket upgrade)
+            # Until the body is in, an answer says `Connection: close` and lingers.
+            self._keep_alive = cycle.keep_alive
+            cycle.keep_alive = False
+            cycle.transport = self._early_transport  # type: ignore[assignment]
+
+    def shutdown(self) -> None:
+        self._keep_alive = False  # a body still arriving keeps no connection either
+        super().shutdown()
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_started:  # in before any answer: as it was
+            cycle.keep_alive = self._keep_alive
+            cycle.transport = self.transport
         self._in_head = True
         self._head_bytes = 0
         self._boundaries += 1
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self._linger is not None:  # no keep-alive timer: the linger's bounds hold
+            self._unset_keepalive_if_required()
 
     def _check_head(self) -> None:
         """The connection's head timer: refuse a head awaited too long, else check again when
         it would be (or a timeout from now while no head is awaited)."""
         self._head_timer = None
-        if self.transport.is_closing() or self._refusal is not None:
+        if self.transport.is_closing() or self._refusal is not None or self._linger is not None:
             return
         now = self.loop.time()
         since = self._head_since
@@ -224,23 +269,31 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             self.transport.close()
 
     def _refuse(self) -> None:
-        """Answer the refusal, then close: our side at once, the connection after a linger
-        during which what the client still sends is read and dropped (closing with unread data
-        would reset the connection, and the client could lose the answer)."""
+        """Answer the refusal, then close with a lingering close."""
         refusal = self._refusal
         assert refusal is not None
         transport: asyncio.Transport = self.transport
         if transport.is_closing():
             return
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
         since = self._head_since
         elapsed = 0.0 if since is None else max(0.0, self.loop.time() - since)
         request_id = new_request_id()
         default_headers = self.server_state.default_headers
         transport.write(refusal.response(request_id, elapsed, default_headers))
-        if transport.can_write_eof():
-            transport.write_eof()
-        self.loop.call_later(_LINGER_S, transport.close)
+        self._linger_close()
         refusal.report(self.app_state, request_id, elapsed)
+
+    def _linger_close(self) -> None:
+        """End the connection, once its answer is written, with a lingering close: our side
+        at once, the connection once the client is silent, or sent too much, or too late."""
+        if self._linger is not None or self.transport.is_closing():
+            return
+        self._stop_head_timer()
+        self._unset_keepalive_if_required()
+        self.flow.resume_reading()  # reading must go on to drop what comes
+        self._linger = Linger(self.transport, self.loop, self._linger_bounds)
+
+    def _stop_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None

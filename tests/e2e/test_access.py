@@ -5,6 +5,7 @@ no key in the logs."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,30 @@ async def test_missing_key_is_401_before_the_body_is_read(guarded: Stack) -> Non
         body = await response.json()
     assert response.status == 401 and body["error"]["code"] == "invalid_api_key"
     assert response.headers["www-authenticate"].startswith("Bearer")
+
+
+async def test_a_401_before_the_body_ends_the_connection(guarded: Stack) -> None:
+    """A 401 answered with most of the body still to come says `Connection: close`, and
+    once the client has sent the rest and fallen silent the connection is ended."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", guarded.gateway_port)
+    try:
+        writer.write(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 300\r\n\r\n{"
+        )
+        async with asyncio.timeout(30):
+            head = (await reader.readuntil(b"\r\n\r\n")).lower()
+            assert head.startswith(b"http/1.1 401 ") and b"\r\nconnection: close\r\n" in head
+            writer.write(b" " * 299)
+            with contextlib.suppress(ConnectionError):  # a hang fails on the timeout
+                while await reader.read(65536):  # the end of the gateway's stream, then
+                    pass
+                while True:  # a byte sent is answered with a reset once it is closed
+                    writer.write(b" ")
+                    await writer.drain()
+                    await asyncio.sleep(0.5)  # the probe's pace, not a wait for anything
+    finally:
+        writer.close()
 
 
 @pytest.mark.parametrize(

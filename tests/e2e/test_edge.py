@@ -142,3 +142,92 @@ async def test_a_request_without_one_host_is_400(gateway: Gateway, host: bytes) 
     answer = await _until_closed(gateway.port, b"GET /v1/models HTTP/1.1\r\n" + host + b"\r\n")
     assert answer.startswith(b"HTTP/1.1 400 "), answer
     assert b'"code":"invalid_host_header"' in answer
+
+
+async def _answered_early(
+    port: int, head: bytes, first: bytes
+) -> tuple[bytes, asyncio.StreamReader, asyncio.StreamWriter]:
+    """Send `head` and the first part of its body; the whole answer (head and body), with
+    the connection still open for the test to go on."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(head + first)
+    async with asyncio.timeout(WAIT_S):
+        answer = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":")[1])
+            for line in answer.lower().split(b"\r\n")
+            if line.startswith(b"content-length:")
+        )
+        answer += await reader.readexactly(length)
+    return answer, reader, writer
+
+
+async def _ends(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+    """Whether the gateway ends the connection within WAIT_S: after the end of its stream
+    it is closed once a byte sent to it is answered with a reset (a write then fails)."""
+    try:
+        async with asyncio.timeout(WAIT_S):
+            while await reader.read(65536):
+                pass
+            while True:
+                writer.write(b" ")
+                await writer.drain()
+                await asyncio.sleep(0.5)  # the probe's pace, not a wait for anything
+    except TimeoutError:
+        return False
+    except ConnectionError:
+        return True
+
+
+def _chat_head(content_type: bytes, framing: bytes) -> bytes:
+    return b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: %s\r\n%s\r\n\r\n" % (
+        content_type,
+        framing,
+    )
+
+
+@pytest.mark.parametrize(
+    ("head", "status"),
+    [
+        (_chat_head(b"application/json", b"Content-Length: 300"), 408),
+        (_chat_head(b"application/json", b"Content-Length: 100000000"), 413),
+        (_chat_head(b"text/plain", b"Content-Length: 300"), 415),
+    ],
+)
+async def test_an_early_answer_ends_the_connection_once_the_body_stops(
+    gateway: Gateway, head: bytes, status: int
+) -> None:
+    """An answer given before the body was all read (the parse budget ran out, a body over
+    the limit, a wrong content type) says `Connection: close`; the client then finishes
+    its body and falls silent, and the connection is ended (it was held for good)."""
+    answer, reader, writer = await _answered_early(gateway.port, head, b'{"model": ')
+    try:
+        assert answer.startswith(b"HTTP/1.1 %d " % status), answer
+        assert b"\r\nconnection: close\r\n" in answer.lower()
+        writer.write(b"x" * 290)
+        assert await _ends(reader, writer)
+    finally:
+        writer.close()
+
+
+async def test_an_endless_body_after_a_413_is_cut(gateway: Gateway) -> None:
+    """A chunked body that never ends is refused 413 at the limit, and the connection is
+    ended after a bounded amount more, not read and dropped for as long as the client
+    sends."""
+    chunk = b"%x\r\n%s\r\n" % (65536, b"a" * 65536)
+    answer, _, writer = await _answered_early(
+        gateway.port, _chat_head(b"application/json", b"Transfer-Encoding: chunked"), chunk * 65
+    )
+    assert answer.startswith(b"HTTP/1.1 413 "), answer
+    sent = 0
+    try:
+        with contextlib.suppress(ConnectionError):
+            async with asyncio.timeout(WAIT_S):
+                while sent < 1 << 30:
+                    writer.write(chunk)
+                    await writer.drain()
+                    sent += len(chunk)
+    finally:
+        writer.close()
+    # Past the limit: the gateway's bound on what it drops, plus the sockets' buffers.
+    assert sent < 64 << 20, f"{sent >> 20} MiB sent after the 413 and the connection open"
