@@ -38,7 +38,7 @@ def overloaded(
         )
     slack = exc.slack_s
     if exc.reason == "predicted_outcome" and slack is not None and slack < 0.0:
-        return _too_short(who, what, target)
+        return _too_short(who, what, target, budget.client_set)
     if exc.reason == "predicted_outcome" and slack is not None:
         detail = (
             f"a predicted queue wait of {_ms(exc.predicted_wait_s)} exceeds the {_ms(slack)}"
@@ -54,7 +54,7 @@ def overloaded(
     return Overloaded(f"Overloaded: {detail} ({who}); retry later.", retry_after_s=retry)
 
 
-def _too_short(who: str, what: str, target: Target | None) -> DeadlineTooShort:
+def _too_short(who: str, what: str, target: Target | None, header_sent: bool) -> DeadlineTooShort:
     why = "is predicted to come after its deadline"
     if target is not None:
         why = (
@@ -66,10 +66,16 @@ def _too_short(who: str, what: str, target: Target | None) -> DeadlineTooShort:
             f"This request's {what} {why} ({who}), even with no queue; it needs a shorter"
             " prompt or a class with a longer first-token budget.",
         )
-    return DeadlineTooShort(
-        f"This request's {what} {why} ({who}), even with no queue; it needs a longer deadline"
-        f" ({TIMEOUT_HEADER} or its class budget) or fewer output tokens.",
-        param=TIMEOUT_HEADER,
+    if header_sent:  # the client's own deadline: the header names what to change
+        return DeadlineTooShort(
+            f"This request's {what} {why} ({who}), even with no queue; it needs a longer"
+            f" deadline ({TIMEOUT_HEADER}) or fewer output tokens.",
+            param=TIMEOUT_HEADER,
+        )
+    return DeadlineTooShort(  # the class's deadline, which the header can only shorten
+        f"This request's {what} {why} ({who}), even with no queue; it needs fewer output"
+        " tokens or a class with a longer total budget.",
+        param="max_tokens",
     )
 
 

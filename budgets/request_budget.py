@@ -29,6 +29,8 @@ class RequestBudget:
     total: Deadline
     first_token: Deadline
     timeline: Timeline
+    client_set: bool = False
+    """The client's timeout header set the total (it was tighter than the class's)."""
 
     @classmethod
     def start(
@@ -41,13 +43,14 @@ class RequestBudget:
     ) -> RequestBudget:
         """Deadlines counted from `started`; a client timeout may only tighten the total."""
         total_s = budgets.total_s
+        client_set = False
         if client_timeout_s is not None and client_timeout_s < total_s:
-            total_s = client_timeout_s
+            total_s, client_set = client_timeout_s, True
         total = Deadline(started + total_s, StageName.TOTAL, clock)
         first_token = total
         if budgets.ttft_s < total_s:
             first_token = Deadline(started + budgets.ttft_s, StageName.TTFT, clock)
-        return cls(priority, budgets, total, first_token, Timeline(clock, started))
+        return cls(priority, budgets, total, first_token, Timeline(clock, started), client_set)
 
     def before_first_token(self, cap_s: float, stage: str) -> Deadline:
         """A deadline for a stage that runs before the first token: `cap_s` from now at most."""

@@ -16,15 +16,17 @@ def _now() -> float:
     return 100.0  # a clock that stands still: these requests never run out of time
 
 
-BUDGET = RequestBudget.start("interactive", ClassBudgets(5.0, 2.0, 1.0, 1.0), _now, _now())
+CLASS = ClassBudgets(5.0, 2.0, 1.0, 1.0)
+BUDGET = RequestBudget.start("interactive", CLASS, _now, _now())
+HEADER_BUDGET = RequestBudget.start("interactive", CLASS, _now, _now(), client_timeout_s=4.0)
 
 
-def _outlook(stream: bool, seconds: float) -> Outlook:
+def _outlook(stream: bool, seconds: float, budget: RequestBudget = BUDGET) -> Outlook:
     """A request on a replica that takes `seconds` to anything."""
     estimate = ServiceEstimate(_now)
     estimate.observe(10, 1, seconds)
     demand = Demand(prompt_tokens=10, max_tokens=20, choices=1, stream=stream)
-    return Outlook(estimate, RecentQuantile(0.9), demand, BUDGET)
+    return Outlook(estimate, RecentQuantile(0.9), demand, budget)
 
 
 @pytest.mark.parametrize(
@@ -59,24 +61,32 @@ def test_each_reason_has_its_code_and_says_why(
 
 
 @pytest.mark.parametrize(
-    ("outlook", "param", "words"),
+    ("outlook", "budget", "param", "words"),
     [
         (
-            _outlook(False, 6.0),
+            _outlook(False, 6.0, HEADER_BUDGET),
+            HEADER_BUDGET,
             "X-Request-Timeout-Ms",
             "answer is predicted 6000 ms after it starts, later than the",
         ),
-        (_outlook(True, 3.0), None, "first token is predicted 3000 ms after it starts"),
+        (
+            _outlook(False, 6.0),
+            BUDGET,
+            "max_tokens",
+            "needs fewer output tokens or a class with a longer total budget",
+        ),
+        (_outlook(True, 3.0), BUDGET, None, "first token is predicted 3000 ms after it starts"),
     ],
 )
 def test_a_deadline_no_wait_can_meet_is_a_400_without_retry_after(
-    outlook: Outlook, param: str | None, words: str
+    outlook: Outlook, budget: RequestBudget, param: str | None, words: str
 ) -> None:
     """Even an idle replica would miss the deadline: a 400 `deadline_too_short` that the SDKs
-    do not retry, with no Retry-After, naming the header that sets the deadline (the
-    first-token budget is the class's, which the header cannot move)."""
+    do not retry, with no Retry-After, naming the header when the client's header set the
+    deadline, else the output cap (the class's budgets are the operator's; the first-token
+    budget is the class's, which the header cannot move)."""
     shed = Shed("predicted_outcome", "interactive", 0.8, 0.8, -1.0)
-    error = overloaded(shed, BUDGET, outlook)
+    error = overloaded(shed, budget, outlook)
     assert (error.status, error.code, error.param) == (400, "deadline_too_short", param)
     assert error.to_dict()["error"]["type"] == "invalid_request_error"
     assert words in error.message and error.headers() == {}

@@ -45,12 +45,13 @@ def test_client_timeout_tightens_the_total() -> None:
     budget = start(FakeClock(), client_timeout_s=4.0)
     assert (budget.total.at, budget.total.stage) == (104.0, "total")
     assert (budget.first_token.at, budget.first_token.stage) == (102.0, "ttft")
+    assert budget.client_set and not start(FakeClock()).client_set
 
 
 def test_client_timeout_never_loosens_the_total() -> None:
     """A client timeout above the class total is ignored."""
     budget = start(FakeClock(), client_timeout_s=60.0)
-    assert budget.total.at == 110.0
+    assert budget.total.at == 110.0 and not budget.client_set
     assert start(FakeClock(), client_timeout_s=10.0).total.at == 110.0
 
 
