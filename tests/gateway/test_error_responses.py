@@ -100,19 +100,8 @@ async def test_an_error_in_a_200_answer_is_logged_as_the_upstreams_own(
 
 async def test_a_cut_answer_is_logged_with_its_replica(caplog: pytest.LogCaptureFixture) -> None:
     """A whole answer cut before its end is logged naming the replica that cut it."""
-
-    async def cut(request: web.Request) -> web.StreamResponse:
-        await request.read()
-        response = web.StreamResponse(headers={"Content-Length": "300"})
-        response.content_type = "application/json"
-        await response.prepare(request)
-        await response.write(b'{"choices": [')
-        assert request.transport is not None
-        request.transport.close()
-        return response
-
     caplog.set_level(logging.WARNING)
-    async with gateway_over({"/v1/chat/completions": cut}) as (base_url, upstream_url):
+    async with gateway_over({"/v1/chat/completions": _cut_body}) as (base_url, upstream_url):
         client = openai.AsyncOpenAI(base_url=base_url, api_key="k", max_retries=0)
         with pytest.raises(openai.InternalServerError):
             await client.chat.completions.create(model="m", messages=HI)
