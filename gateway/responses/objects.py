@@ -8,6 +8,7 @@ from typing import Any
 
 from core.answers import Choice, Usage
 from core.responses_protocol import ResponsesRequest
+from gateway.responses.param_names import NO_ITEMS, ParamNames
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +19,7 @@ class ResponseShell:
     created_at: int
     request: ResponsesRequest
     model: str  # the version that answers (GATEWAY_MODEL_ROUTES), else the request's model
+    names: ParamNames = NO_ITEMS  # an error's chat parameter as the client named it
 
     def reasoning_id(self, ordinal: int = 0) -> str:
         return _item_id("rs_", self.id, ordinal)

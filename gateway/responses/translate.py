@@ -9,18 +9,16 @@ assistant message that follows it.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from core.errors import InvalidRequest, UnsupportedParameter
 from core.protocol import ChatCompletionRequest
 from core.request_parsing import validate_request
 from core.responses_protocol import ResponsesRequest
+from gateway.responses.param_names import ParamNames
 
 _ROLES = frozenset({"system", "developer", "user", "assistant"})
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "refusal"})
-_MESSAGE_PARAM = re.compile(r"messages\[(\d+)\](.*)")
-_OUTPUT_FIELDS = {".tool_call_id": ".call_id", ".content": ".output"}
 
 
 def input_items(request: ResponsesRequest) -> list[dict[str, Any]]:
@@ -32,8 +30,9 @@ def input_items(request: ResponsesRequest) -> list[dict[str, Any]]:
 
 def chat_request(
     request: ResponsesRequest, history: list[dict[str, Any]], items: list[dict[str, Any]]
-) -> ChatCompletionRequest:
-    """The chat completion that answers `request` after the stored `history` items."""
+) -> tuple[ChatCompletionRequest, ParamNames]:
+    """The chat completion that answers `request` after the stored `history` items, and how
+    its parameters are named in the Responses request (for the errors that name them)."""
     messages: list[dict[str, Any]] = []
     origins: list[tuple[str, str]] = []  # each message's item: where it is, its type
     if request.instructions:
@@ -69,43 +68,12 @@ def chat_request(
         body["response_format"] = response_format
     if not messages:
         raise InvalidRequest("The input holds no message to answer.", param="input")
+    names = ParamNames(tuple(origins))
     try:
-        return validate_request(body, ChatCompletionRequest)
+        return validate_request(body, ChatCompletionRequest), names
     except InvalidRequest as exc:
-        rename_param(exc, _item_param(exc.param, origins))
+        names.rename(exc)
         raise
-
-
-def rename_param(exc: InvalidRequest, param: str | None) -> None:
-    """Let an error about the chat request name the Responses field the client sent."""
-    if exc.param and param and param != exc.param:
-        exc.message = exc.message.replace(exc.param, param)
-    exc.param = param
-
-
-def responses_param(param: str | None) -> str | None:
-    """A chat request's parameter as the Responses request that became it names it."""
-    if param == "messages":
-        return "input"
-    if param in ("max_tokens", "max_completion_tokens"):
-        return "max_output_tokens"
-    if param is not None and param.startswith(("tools[", "tool_choice.")):
-        return param.replace(".function", "", 1)  # Responses' function tools are flat
-    return param
-
-
-def _item_param(param: str | None, origins: list[tuple[str, str]]) -> str | None:
-    """`messages[i].tool_call_id` as the item it came from: `input[j].call_id`."""
-    match = _MESSAGE_PARAM.fullmatch(param or "")
-    if match is None:
-        return responses_param(param)
-    where, kind = origins[int(match[1])]
-    rest = match[2]
-    if kind == "function_call_output":
-        rest = _OUTPUT_FIELDS.get(rest, rest)
-    elif kind in ("function_call", "instructions"):
-        rest = ""
-    return where + rest
 
 
 def _messages(

@@ -247,6 +247,14 @@ async def test_a_stream_that_fails_is_a_failed_response_kept(
             },
             "input[1].call_id",
         ),
+        (
+            {
+                "tools": [WEATHER],
+                "tool_choice": "required",
+                "text": {"format": {"type": "json_schema", "name": "o", "schema": {}}},
+            },
+            "text.format",
+        ),
     ],
 )
 async def test_what_the_gateway_cannot_do_is_a_400_naming_it(
@@ -260,7 +268,8 @@ async def test_what_the_gateway_cannot_do_is_a_400_naming_it(
         await client.responses.create(**request)
     error = _error(refused.value)
     assert error["param"] == param
-    assert "messages" not in error["message"] and "max_completion_tokens" not in error["message"]
+    for chat_field in ("messages", "max_completion_tokens", "response_format"):
+        assert chat_field not in error["message"]
 
 
 def _error(exc: openai.APIStatusError) -> dict[str, Any]:

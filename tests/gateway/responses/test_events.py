@@ -375,3 +375,14 @@ async def test_a_failure_carries_the_items_streamed_so_far(chunks: list[ChoiceDe
     assert output[-1]["status"] == "incomplete"
     ResponseFailedEvent.model_validate(parsed[-1], strict=True)
     assert keeper.kept == [parsed[-1]["response"]]
+
+
+async def test_a_failure_names_the_responses_field() -> None:
+    """A failure after the first byte that names a chat parameter names, in its error event,
+    the Responses field the client sent."""
+    events = ResponseEvents(SHELL)
+    raw = events.render(StreamChunk([ChoiceDelta(0, "partial")]))
+    raw += await events.fail(InvalidRequest("max_tokens is too large.", param="max_tokens"))
+    error = _events(raw)[-2]
+    assert error["param"] == "max_output_tokens"
+    assert error["message"] == "max_output_tokens is too large."

@@ -16,7 +16,7 @@ from gateway.responses.translate import chat_request, input_items
 def _messages(
     request: ResponsesRequest, history: list[dict[str, Any]] | None = None
 ) -> list[ChatMessage]:
-    return chat_request(request, history or [], input_items(request)).messages
+    return chat_request(request, history or [], input_items(request))[0].messages
 
 
 def test_a_string_input_with_instructions() -> None:
@@ -98,7 +98,7 @@ def test_tools_choice_format_and_limits() -> None:
             "stream": True,
         }
     )
-    body = chat_request(request, [], input_items(request))
+    body, _ = chat_request(request, [], input_items(request))
     assert body.tools == [
         {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
     ]
@@ -120,7 +120,7 @@ def test_effort_verbosity_and_hints_carry_over() -> None:
             "safety_identifier": "s",
         }
     )
-    body = chat_request(request, [], input_items(request))
+    body, _ = chat_request(request, [], input_items(request))
     assert (body.reasoning_effort, body.verbosity) == ("low", "high")
     assert (body.prompt_cache_key, body.safety_identifier) == ("p", "s")
     assert body.chat_template_kwargs is None
