@@ -112,6 +112,12 @@ class ResponseEvents:
         events: list[bytes] = []
         self._close_all(events)
         status, incomplete = status_of(self._finish)
+        if status == "completed" and not self._counts["message"] + self._counts["function_call"]:
+            # An answer with nothing said is an empty message, as the whole response shows.
+            self._open_text(
+                self._shell.message_item("", "in_progress", self._next("message")), events
+            )
+            self._close_text(events)
         response = self._shell.response(status, self._output, self._usage, incomplete=incomplete)
         response = await kept(response, self._keep)
         kind = "response.completed" if status == "completed" else "response.incomplete"

@@ -112,8 +112,10 @@ class ResponseShell:
         items: list[dict[str, Any]] = []
         if choice.reasoning:
             items.append(self.reasoning_item(choice.reasoning))
-        if choice.text or not choice.tool_calls:
-            cut = status_of(choice.finish_reason)[0] == "incomplete"
+        cut = status_of(choice.finish_reason)[0] == "incomplete"
+        if choice.text or not (choice.tool_calls or cut):
+            # Cut before any text, there is no message (as at OpenAI): an empty one would
+            # read as the answer.
             items.append(self.message_item(choice.text, "incomplete" if cut else "completed"))
         for i, call in enumerate(choice.tool_calls or ()):
             function = call.get("function") or {}

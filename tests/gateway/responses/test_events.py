@@ -386,3 +386,33 @@ async def test_a_failure_names_the_responses_field() -> None:
     error = _events(raw)[-2]
     assert error["param"] == "max_output_tokens"
     assert error["message"] == "max_output_tokens is too large."
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        [ChoiceDelta(0, finish_reason="length")],
+        [ChoiceDelta(0, reasoning="Hmm"), ChoiceDelta(0, finish_reason="length")],
+        [ChoiceDelta(0, finish_reason="stop")],
+        [ChoiceDelta(0, reasoning="Hmm"), ChoiceDelta(0, finish_reason="stop")],
+        [ChoiceDelta(0, "Hi"), ChoiceDelta(0, finish_reason="length")],
+    ],
+)
+async def test_streamed_and_whole_outputs_agree_when_nothing_is_said(
+    chunks: list[ChoiceDelta],
+) -> None:
+    """A response cut before any text holds no message (as OpenAI's: an empty one would
+    read as an answer), streamed or not; one that ends with nothing said holds an empty
+    message, streamed or not. The stored response is the streamed one."""
+    keeper = Keeper()
+    events = ResponseEvents(SHELL, keeper)
+    raw = b"".join(events.render(StreamChunk([delta])) for delta in chunks)
+    parsed = _events(raw + await events.close())
+    streamed = parsed[-1]["response"]["output"]
+    text = "".join(delta.text for delta in chunks)
+    reasoning = "".join(delta.reasoning for delta in chunks) or None
+    whole = SHELL.output(Choice(0, text, chunks[-1].finish_reason or "stop", reasoning=reasoning))
+    assert streamed == whole == _accumulated(parsed)
+    assert keeper.kept == [parsed[-1]["response"]]
+    cut = chunks[-1].finish_reason == "length"
+    assert any(item["type"] == "message" for item in whole) == (not cut or bool(text))
