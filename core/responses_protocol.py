@@ -3,6 +3,7 @@ what this gateway cannot do (hosted tools, background mode, images) is a 400 nam
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
@@ -11,6 +12,8 @@ from core.errors import InvalidRequest, UnsupportedParameter
 from core.json_schemas import check_function_parameters, check_response_schema
 from core.protocol import ReasoningEffort
 from core.request_model import RequestModel
+
+_FORMAT_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 
 class TextFormat(RequestModel):
@@ -29,6 +32,12 @@ class TextFormat(RequestModel):
         if self.name is None:  # required, as for chat's response_format.json_schema
             raise InvalidRequest(
                 "Missing required parameter: text.format.name.", param="text.format.name"
+            )
+        if not _FORMAT_NAME.fullmatch(self.name):
+            raise InvalidRequest(
+                f"Invalid 'text.format.name': {self.name!r} is not 1 to 64 letters, digits, "
+                "underscores or dashes (pattern '^[a-zA-Z0-9_-]{1,64}$').",
+                param="text.format.name",
             )
         if self.schema_ is None:
             raise InvalidRequest(

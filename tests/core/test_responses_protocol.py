@@ -60,3 +60,18 @@ def test_a_json_schema_format_needs_its_name() -> None:
     with pytest.raises(InvalidRequest) as caught:
         _parse(text={"format": {"type": "json_schema", "schema": VALID}})
     assert caught.value.param == "text.format.name"
+
+
+@pytest.mark.parametrize("name", ["a b!", "", "x" * 65, "naïve"])
+def test_a_format_name_is_openais_pattern(name: str) -> None:
+    """`text.format.name` matches ^[a-zA-Z0-9_-]{1,64}$, as at OpenAI: else a 400 naming it."""
+    with pytest.raises(InvalidRequest) as caught:
+        _parse(text={"format": {"type": "json_schema", "name": name, "schema": VALID}})
+    assert caught.value.param == "text.format.name"
+
+
+def test_a_format_name_of_64_allowed_characters_passes() -> None:
+    """Letters, digits, underscores and dashes, up to 64 of them."""
+    name = "A-z_9" + "x" * 59
+    request = _parse(text={"format": {"type": "json_schema", "name": name, "schema": VALID}})
+    assert request.text is not None and request.text.format.name == name

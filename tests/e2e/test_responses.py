@@ -135,6 +135,21 @@ async def test_a_function_call_and_its_output_close_the_loop(stack: Stack) -> No
     assert answered.output_text
 
 
+async def test_a_call_left_unanswered_is_refused(stack: Stack) -> None:
+    """Chaining on a response whose call the new input does not answer is OpenAI's 400
+    naming the input and the call; answering it afterwards still works."""
+    client = _client(stack)
+    called = await client.responses.create(model="sim", input="Weather in Oslo?", tools=[WEATHER])
+    call = next(item for item in called.output if item.type == "function_call")
+    with pytest.raises(openai.BadRequestError) as refused:
+        await client.responses.create(
+            model="sim", previous_response_id=called.id, input="Never mind.", tools=[WEATHER]
+        )
+    error = _error(refused.value)
+    assert error["param"] == "input"
+    assert error["message"] == f"No tool output found for function call {call.call_id}."
+
+
 async def test_a_streamed_function_call(stack: Stack) -> None:
     """A streamed call: its item is added, its arguments arrive as deltas and are done, and
     the final response carries the call whole."""
