@@ -28,7 +28,7 @@ from core.request_parsing import parse_request
 from core.responses_protocol import ResponsesRequest
 from gateway.model_access import as_asked
 from gateway.pipeline import Pipeline
-from gateway.responses.item_list import input_item_list
+from gateway.responses.item_list import input_item_list, with_ids
 from gateway.responses.objects import ResponseShell
 from gateway.responses.param_names import ParamNames
 from gateway.responses.presentation import ResponsesPresentation
@@ -70,7 +70,7 @@ class ResponsesService:
         chat, names = chat_request(request, history, items)
         try:
             return await self._serve(
-                request, chat, names, [*history, *items], (headers, budget, record, caller)
+                request, chat, names, (history, items), (headers, budget, record, caller)
             )
         except GatewayError as exc:  # it names the chat field; the client sent another
             names.rename(exc)
@@ -81,12 +81,13 @@ class ResponsesService:
         request: ResponsesRequest,
         chat: ChatCompletionRequest,
         names: ParamNames,
-        conversation: list[dict[str, Any]],
+        conversation: tuple[list[dict[str, Any]], list[dict[str, Any]]],
         context: tuple[dict[str, str], RequestBudget, RequestRecord, Caller],
     ) -> Response:
         """Serve the chat request `chat` as the Responses request `request`, whose
-        conversation so far (stored history, then this input) is `conversation`."""
+        conversation so far is `conversation`: the stored history, then this input."""
         headers, budget, record, caller = context
+        history, items = conversation
         body = self._pipeline.route(chat, caller)
         if request.store and not self._store.writable:
             # Answered all the same, but the response says it is not stored: an agent that
@@ -98,7 +99,9 @@ class ResponsesService:
         )
         keep = None
         if request.store:
-            keep = functools.partial(self._keep, caller.tenant, conversation)
+            # This input's items get their ids now, so every later response lists them alike.
+            kept_items = [*history, *with_ids(items, shell.id, len(history))]
+            keep = functools.partial(self._keep, caller.tenant, kept_items)
         chat_raw = orjson.dumps(body.model_dump(mode="json", exclude_unset=True, by_alias=True))
         with as_asked(request.model):
             return await self._pipeline.serve(

@@ -68,7 +68,8 @@ async def test_input_items_list_the_conversation_before_the_output(
     stack: Stack, model: str
 ) -> None:
     """`responses.input_items.list` reads a stored response's input: the conversation it
-    continued and its own input, newest first by default, each item with an id; the SDK's
+    continued and its own input, newest first by default, each item with an id that it keeps
+    in every response of the chain; the SDK's
     auto-pagination (`limit`, `after`) walks it oldest first with `order="asc"`."""
     client = _client(stack)
     first = await client.responses.create(model=model, input="Hello there", instructions="Hi.")
@@ -86,6 +87,7 @@ async def test_input_items_list_the_conversation_before_the_output(
     roles = [getattr(item, "role", None) for item in newest.data]
     assert roles == ["user", "assistant", "user"]
     assert newest.data[1].id == first.output[0].id
+    assert newest.data[2].id == listed.data[0].id  # an input item keeps its id down the chain
     walked = [
         item async for item in client.responses.input_items.list(second.id, order="asc", limit=1)
     ]
