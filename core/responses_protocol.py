@@ -53,6 +53,11 @@ class TextConfig(RequestModel):
     verbosity: Literal["low", "medium", "high"] | None = None
 
 
+class StreamOptions(RequestModel):
+    # Accepted and ignored: the gateway's stream events carry no `obfuscation` padding.
+    include_obfuscation: bool | None = None
+
+
 class ReasoningConfig(RequestModel):
     effort: ReasoningEffort | None = None
     summary: Literal["auto", "concise", "detailed"] | None = None
@@ -66,6 +71,7 @@ class ResponsesRequest(RequestModel):
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
+    max_tool_calls: int | None = Field(default=None, ge=1, le=2**31 - 1)
     max_output_tokens: int | None = Field(default=None, ge=1, le=2**31 - 1)
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     top_p: float | None = Field(default=None, gt=0.0, le=1.0)
@@ -74,6 +80,7 @@ class ResponsesRequest(RequestModel):
     store: bool = True
     previous_response_id: str | None = None
     stream: bool = False
+    stream_options: StreamOptions | None = None
     background: bool = False
     include: list[str] | None = None
     metadata: dict[str, str] | None = None
@@ -91,6 +98,8 @@ class ResponsesRequest(RequestModel):
                 "background, streamed or not.",
                 param="background",
             )
+        if self.stream_options is not None and not self.stream:
+            raise InvalidRequest("stream_options requires stream=true.", param="stream_options")
         if self.truncation == "auto":
             raise UnsupportedParameter(
                 "truncation 'auto' is not supported; the gateway never drops input silently.",

@@ -162,6 +162,9 @@ class ResponseEvents:
             index = self._counts["function_call"] + len(self._calls) if fresh else self._last_call
         assert index is not None
         open_call = self._calls.get(index)
+        if open_call is None and self._capped():
+            self._last_call = index  # its fragments without an index are dropped with it
+            return
         if open_call is None:
             self._close_text(events)
             open_call = self._calls[index] = _OpenCall(call.get("id"), function.get("name", ""))
@@ -172,6 +175,12 @@ class ResponseEvents:
             open_call.fragments.append(arguments)
             if self._live is not None and self._live[0] == index:
                 self._arguments_delta(self._live[1], arguments, events)
+
+    def _capped(self) -> bool:
+        """Whether the response holds `max_tool_calls` calls already: a later one is dropped."""
+        cap = self._shell.request.max_tool_calls
+        live = 1 if self._live is not None else 0
+        return cap is not None and self._counts["function_call"] - live + len(self._calls) >= cap
 
     def _start_call(self, index: int, open_call: _OpenCall, events: list[bytes]) -> None:
         """Add a call's item, and stream the fragments it holds; it is the live call."""

@@ -53,6 +53,7 @@ class ResponseShell:
             "incomplete_details": {"reason": incomplete} if incomplete else None,
             "instructions": request.instructions,
             "max_output_tokens": request.max_output_tokens,
+            "max_tool_calls": request.max_tool_calls,
             "metadata": request.metadata or {},
             "model": self.model,
             "output": output,
@@ -117,7 +118,7 @@ class ResponseShell:
             # Cut before any text, there is no message (as at OpenAI): an empty one would
             # read as the answer.
             items.append(self.message_item(choice.text, "incomplete" if cut else "completed"))
-        for i, call in enumerate(choice.tool_calls or ()):
+        for i, call in enumerate((choice.tool_calls or [])[: self.request.max_tool_calls]):
             function = call.get("function") or {}
             items.append(
                 self.call_item(

@@ -75,3 +75,22 @@ def test_a_format_name_of_64_allowed_characters_passes() -> None:
     name = "A-z_9" + "x" * 59
     request = _parse(text={"format": {"type": "json_schema", "name": name, "schema": VALID}})
     assert request.text is not None and request.text.format.name == name
+
+
+def test_stream_options_are_accepted_with_a_stream() -> None:
+    """`stream_options.include_obfuscation` is accepted with `stream: true` (the events
+    carry no obfuscation field either way), a 400 naming it without a stream."""
+    request = _parse(stream=True, stream_options={"include_obfuscation": False})
+    assert request.stream_options is not None
+    for fields in ({"stream_options": {}}, {"stream": True, "stream_options": {"x": 1}}):
+        with pytest.raises(InvalidRequest) as caught:
+            _parse(**fields)
+        assert (caught.value.param or "").startswith("stream_options")
+
+
+@pytest.mark.parametrize("value", [0, -1, "2"])
+def test_max_tool_calls_is_a_positive_integer(value: Any) -> None:
+    """max_tool_calls below 1 or not an integer is a 400 naming it."""
+    with pytest.raises(InvalidRequest) as caught:
+        _parse(max_tool_calls=value)
+    assert caught.value.param == "max_tool_calls"

@@ -416,3 +416,30 @@ async def test_streamed_and_whole_outputs_agree_when_nothing_is_said(
     assert keeper.kept == [parsed[-1]["response"]]
     cut = chunks[-1].finish_reason == "length"
     assert any(item["type"] == "message" for item in whole) == (not cut or bool(text))
+
+
+@pytest.mark.parametrize("whole_calls", [True, False])
+async def test_max_tool_calls_caps_the_calls_a_response_holds(whole_calls: bool) -> None:
+    """With max_tool_calls 2 a response holds the first two calls, streamed (whole calls
+    from the gateway's parsers, or a pass-through backend's fragments) or not; the response
+    echoes the cap."""
+    request = ResponsesRequest(model="m", input="hi", max_tool_calls=2)
+    shell = ResponseShell("resp_cap", 1700000000, request, "m")
+    calls = [_call(i, "f", f'{{"n":{i}}}') for i in range(3)]
+    events = ResponseEvents(shell)
+    if whole_calls:
+        raw = events.render(StreamChunk([ChoiceDelta(0, tool_calls=calls)]))
+    else:
+        raw = b""
+        for call in calls:
+            head = {**call, "function": {"name": "f", "arguments": ""}}
+            tail = {"function": {"arguments": call["function"]["arguments"]}}
+            raw += events.render(StreamChunk([ChoiceDelta(0, tool_calls=[head])]))
+            raw += events.render(StreamChunk([ChoiceDelta(0, tool_calls=[tail])]))
+    raw += events.render(StreamChunk([ChoiceDelta(0, finish_reason="tool_calls")], Usage(1, 1)))
+    parsed = _events(raw + await events.close())
+    streamed = parsed[-1]["response"]["output"]
+    assert streamed == _accumulated(parsed)
+    assert streamed == shell.output(Choice(0, "", "tool_calls", None, calls))
+    assert [item["arguments"] for item in streamed] == ['{"n":0}', '{"n":1}']
+    assert parsed[-1]["response"]["max_tool_calls"] == 2
