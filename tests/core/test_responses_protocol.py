@@ -82,7 +82,11 @@ def test_stream_options_are_accepted_with_a_stream() -> None:
     carry no obfuscation field either way), a 400 naming it without a stream."""
     request = _parse(stream=True, stream_options={"include_obfuscation": False})
     assert request.stream_options is not None
-    for fields in ({"stream_options": {}}, {"stream": True, "stream_options": {"x": 1}}):
+    refused: list[dict[str, Any]] = [
+        {"stream_options": {}},
+        {"stream": True, "stream_options": {"x": 1}},
+    ]
+    for fields in refused:
         with pytest.raises(InvalidRequest) as caught:
             _parse(**fields)
         assert (caught.value.param or "").startswith("stream_options")
