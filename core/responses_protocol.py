@@ -3,6 +3,7 @@ what this gateway cannot do (hosted tools, background mode, images) is a 400 nam
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
@@ -11,6 +12,8 @@ from core.errors import InvalidRequest, UnsupportedParameter
 from core.json_schemas import check_function_parameters, check_response_schema
 from core.protocol import ReasoningEffort
 from core.request_model import RequestModel
+
+_FORMAT_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 
 class TextFormat(RequestModel):
@@ -30,6 +33,12 @@ class TextFormat(RequestModel):
             raise InvalidRequest(
                 "Missing required parameter: text.format.name.", param="text.format.name"
             )
+        if not _FORMAT_NAME.fullmatch(self.name):
+            raise InvalidRequest(
+                f"Invalid 'text.format.name': {self.name!r} is not 1 to 64 letters, digits, "
+                "underscores or dashes (pattern '^[a-zA-Z0-9_-]{1,64}$').",
+                param="text.format.name",
+            )
         if self.schema_ is None:
             raise InvalidRequest(
                 "text.format.schema is required when its type is 'json_schema'.",
@@ -42,6 +51,11 @@ class TextFormat(RequestModel):
 class TextConfig(RequestModel):
     format: TextFormat = TextFormat()
     verbosity: Literal["low", "medium", "high"] | None = None
+
+
+class StreamOptions(RequestModel):
+    # Accepted and ignored: the gateway's stream events carry no `obfuscation` padding.
+    include_obfuscation: bool | None = None
 
 
 class ReasoningConfig(RequestModel):
@@ -57,6 +71,7 @@ class ResponsesRequest(RequestModel):
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
+    max_tool_calls: int | None = Field(default=None, ge=1, le=2**31 - 1)
     max_output_tokens: int | None = Field(default=None, ge=1, le=2**31 - 1)
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     top_p: float | None = Field(default=None, gt=0.0, le=1.0)
@@ -65,6 +80,7 @@ class ResponsesRequest(RequestModel):
     store: bool = True
     previous_response_id: str | None = None
     stream: bool = False
+    stream_options: StreamOptions | None = None
     background: bool = False
     include: list[str] | None = None
     metadata: dict[str, str] | None = None
@@ -82,6 +98,8 @@ class ResponsesRequest(RequestModel):
                 "background, streamed or not.",
                 param="background",
             )
+        if self.stream_options is not None and not self.stream:
+            raise InvalidRequest("stream_options requires stream=true.", param="stream_options")
         if self.truncation == "auto":
             raise UnsupportedParameter(
                 "truncation 'auto' is not supported; the gateway never drops input silently.",

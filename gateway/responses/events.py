@@ -112,6 +112,12 @@ class ResponseEvents:
         events: list[bytes] = []
         self._close_all(events)
         status, incomplete = status_of(self._finish)
+        if status == "completed" and not self._counts["message"] + self._counts["function_call"]:
+            # An answer with nothing said is an empty message, as the whole response shows.
+            self._open_text(
+                self._shell.message_item("", "in_progress", self._next("message")), events
+            )
+            self._close_text(events)
         response = self._shell.response(status, self._output, self._usage, incomplete=incomplete)
         response = await kept(response, self._keep)
         kind = "response.completed" if status == "completed" else "response.incomplete"
@@ -123,6 +129,7 @@ class ResponseEvents:
         is one of the SDK's enum and whose output is every item streamed so far (`_so_far`);
         the failed response is kept too, as OpenAI keeps it: its id was announced
         (`response.created`), so a GET must find it (its `store` says whether one will)."""
+        self._shell.names.rename(error)
         message = error.public_message
         detail = {"code": response_error_code(error), "message": message}
         failed = self._shell.response("failed", self._so_far(), self._usage, error=detail)
@@ -155,6 +162,9 @@ class ResponseEvents:
             index = self._counts["function_call"] + len(self._calls) if fresh else self._last_call
         assert index is not None
         open_call = self._calls.get(index)
+        if open_call is None and self._capped():
+            self._last_call = index  # its fragments without an index are dropped with it
+            return
         if open_call is None:
             self._close_text(events)
             open_call = self._calls[index] = _OpenCall(call.get("id"), function.get("name", ""))
@@ -165,6 +175,12 @@ class ResponseEvents:
             open_call.fragments.append(arguments)
             if self._live is not None and self._live[0] == index:
                 self._arguments_delta(self._live[1], arguments, events)
+
+    def _capped(self) -> bool:
+        """Whether the response holds `max_tool_calls` calls already: a later one is dropped."""
+        cap = self._shell.request.max_tool_calls
+        live = 1 if self._live is not None else 0
+        return cap is not None and self._counts["function_call"] - live + len(self._calls) >= cap
 
     def _start_call(self, index: int, open_call: _OpenCall, events: list[bytes]) -> None:
         """Add a call's item, and stream the fragments it holds; it is the live call."""

@@ -3,9 +3,10 @@
 The input is everything the response answered: the conversation it continued (by
 `previous_response_id`) and its own input items, in the order they were sent, as the store
 keeps them before the response's output. Each item is shown as the SDK types it (a message's
-text as parts, a status, an id): the id the client gave the item, else one derived from the
-response's id and the item's position, so the same item has the same id on every call and an
-`after` cursor finds it again.
+text as parts, a status, an id): the id the client gave the item, else the one the response
+that took it as input gave it when it was stored (derived from that response's id and the
+item's position), so the same item has the same id on every call, in every response of the
+chain, and an `after` cursor finds it again.
 """
 
 from __future__ import annotations
@@ -61,12 +62,35 @@ def input_item_list(
     }
 
 
+def with_ids(items: list[dict[str, Any]], response_id: str, start: int) -> list[dict[str, Any]]:
+    """A response's own input items (at `start` in its conversation) as it stores them: each
+    with an id, the client's or one of this response's, which the item keeps in every
+    response that continues the conversation (as OpenAI's items keep theirs)."""
+    return [
+        item if _given_id(item) else {**item, "id": _derived_id(item, response_id, start + i)}
+        for i, item in enumerate(items)
+    ]
+
+
 def input_items_of(stored: dict[str, Any], response_id: str) -> list[dict[str, Any]]:
-    """Every input item of a stored response, oldest first, as listed."""
+    """Every input item of a stored response, oldest first, as listed (an item stored
+    without an id, by an older gateway, gets one derived from this response)."""
     items: list[dict[str, Any]] = stored["items"]
     inputs = items[: len(items) - len(stored["response"]["output"])]
-    base = response_id.removeprefix("resp_")
-    return [_listed(item, f"{base}_in{position}") for position, item in enumerate(inputs)]
+    return [
+        _listed(item, _given_id(item) or _derived_id(item, response_id, position))
+        for position, item in enumerate(inputs)
+    ]
+
+
+def _given_id(item: dict[str, Any]) -> str | None:
+    given = item.get("id")
+    return given if isinstance(given, str) and given else None
+
+
+def _derived_id(item: dict[str, Any], response_id: str, position: int) -> str:
+    prefix = _ID_PREFIXES.get(item.get("type", "message"), "")
+    return f"{prefix}{response_id.removeprefix('resp_')}_in{position}"
 
 
 def _limit(raw: str | None) -> int:
@@ -79,11 +103,9 @@ def _limit(raw: str | None) -> int:
     return int(raw)
 
 
-def _listed(item: dict[str, Any], suffix: str) -> dict[str, Any]:
+def _listed(item: dict[str, Any], item_id: str) -> dict[str, Any]:
     """An item as the SDK types it (the store keeps it as the client sent it)."""
     kind = item.get("type", "message")
-    given = item.get("id")
-    item_id = given if isinstance(given, str) and given else _ID_PREFIXES.get(kind, "") + suffix
     status = item.get("status") or "completed"
     if kind == "message":
         role = item.get("role")

@@ -8,6 +8,7 @@ from typing import Any
 
 from core.answers import Choice, Usage
 from core.responses_protocol import ResponsesRequest
+from gateway.responses.param_names import NO_ITEMS, ParamNames
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +19,7 @@ class ResponseShell:
     created_at: int
     request: ResponsesRequest
     model: str  # the version that answers (GATEWAY_MODEL_ROUTES), else the request's model
+    names: ParamNames = NO_ITEMS  # an error's chat parameter as the client named it
 
     def reasoning_id(self, ordinal: int = 0) -> str:
         return _item_id("rs_", self.id, ordinal)
@@ -51,6 +53,7 @@ class ResponseShell:
             "incomplete_details": {"reason": incomplete} if incomplete else None,
             "instructions": request.instructions,
             "max_output_tokens": request.max_output_tokens,
+            "max_tool_calls": request.max_tool_calls,
             "metadata": request.metadata or {},
             "model": self.model,
             "output": output,
@@ -110,10 +113,12 @@ class ResponseShell:
         items: list[dict[str, Any]] = []
         if choice.reasoning:
             items.append(self.reasoning_item(choice.reasoning))
-        if choice.text or not choice.tool_calls:
-            cut = status_of(choice.finish_reason)[0] == "incomplete"
+        cut = status_of(choice.finish_reason)[0] == "incomplete"
+        if choice.text or not (choice.tool_calls or cut):
+            # Cut before any text, there is no message (as at OpenAI): an empty one would
+            # read as the answer.
             items.append(self.message_item(choice.text, "incomplete" if cut else "completed"))
-        for i, call in enumerate(choice.tool_calls or ()):
+        for i, call in enumerate((choice.tool_calls or [])[: self.request.max_tool_calls]):
             function = call.get("function") or {}
             items.append(
                 self.call_item(

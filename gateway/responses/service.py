@@ -22,21 +22,18 @@ from starlette.responses import Response
 from access.caller import Caller
 from budgets.request_budget import RequestBudget
 from cache.response_store import ResponseStore
-from core.errors import GatewayError, InvalidRequest, ResponseNotFound
+from core.errors import GatewayError, ResponseNotFound
+from core.protocol import ChatCompletionRequest
 from core.request_parsing import parse_request
 from core.responses_protocol import ResponsesRequest
 from gateway.model_access import as_asked
 from gateway.pipeline import Pipeline
-from gateway.responses.item_list import input_item_list
+from gateway.responses.item_list import input_item_list, with_ids
 from gateway.responses.objects import ResponseShell
+from gateway.responses.param_names import ParamNames
 from gateway.responses.presentation import ResponsesPresentation
 from gateway.responses.stored import decode, encode
-from gateway.responses.translate import (
-    chat_request,
-    input_items,
-    rename_param,
-    responses_param,
-)
+from gateway.responses.translate import chat_request, input_items
 from obs.request_record import RequestRecord
 
 log = logging.getLogger("gateway.responses")
@@ -70,32 +67,53 @@ class ResponsesService:
             history = stored["items"]
         items = input_items(request)
         self._pipeline.check_message_count(len(history) + len(items), "input")
-        body = self._pipeline.route(chat_request(request, history, items), caller)
+        chat, names = chat_request(request, history, items)
+        try:
+            return await self._serve(
+                request, chat, names, (history, items), (headers, budget, record, caller)
+            )
+        except GatewayError as exc:  # it names the chat field; the client sent another
+            names.rename(exc)
+            raise
+
+    async def _serve(
+        self,
+        request: ResponsesRequest,
+        chat: ChatCompletionRequest,
+        names: ParamNames,
+        conversation: tuple[list[dict[str, Any]], list[dict[str, Any]]],
+        context: tuple[dict[str, str], RequestBudget, RequestRecord, Caller],
+    ) -> Response:
+        """Serve the chat request `chat` as the Responses request `request`, whose
+        conversation so far is `conversation`: the stored history, then this input."""
+        headers, budget, record, caller = context
+        history, items = conversation
+        body = self._pipeline.route(chat, caller)
         if request.store and not self._store.writable:
             # Answered all the same, but the response says it is not stored: an agent that
             # chains from its id would otherwise meet a 404 for an id it was given.
             log.warning("response %s will not be stored: the store is down", record.request_id)
             request = request.model_copy(update={"store": False})
-        shell = ResponseShell("resp_" + record.request_id, int(time.time()), request, body.model)
+        shell = ResponseShell(
+            "resp_" + record.request_id, int(time.time()), request, body.model, names
+        )
         keep = None
         if request.store:
-            keep = functools.partial(self._keep, caller.tenant, [*history, *items])
+            # This input's items get their ids now, so every later response lists them alike.
+            kept_items = [*history, *with_ids(items, shell.id, len(history))]
+            keep = functools.partial(self._keep, caller.tenant, kept_items)
         chat_raw = orjson.dumps(body.model_dump(mode="json", exclude_unset=True, by_alias=True))
-        try:
-            with as_asked(request.model):
-                return await self._pipeline.serve(
-                    "chat",
-                    body,
-                    chat_raw,
-                    headers,
-                    budget,
-                    record,
-                    caller,
-                    ResponsesPresentation(shell, keep),
-                )
-        except InvalidRequest as exc:  # it names the chat field; the client sent another
-            rename_param(exc, responses_param(exc.param))
-            raise
+        with as_asked(request.model):
+            return await self._pipeline.serve(
+                "chat",
+                body,
+                chat_raw,
+                headers,
+                budget,
+                record,
+                caller,
+                ResponsesPresentation(shell, keep),
+            )
 
     async def retrieve(self, tenant: str, response_id: str) -> Response:
         stored = await self._load(tenant, response_id)

@@ -9,18 +9,20 @@ assistant message that follows it.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from core.errors import InvalidRequest, UnsupportedParameter
 from core.protocol import ChatCompletionRequest
 from core.request_parsing import validate_request
 from core.responses_protocol import ResponsesRequest
+from gateway.responses.param_names import ParamNames
 
 _ROLES = frozenset({"system", "developer", "user", "assistant"})
-_TEXT_PARTS = frozenset({"input_text", "output_text", "text", "refusal"})
-_MESSAGE_PARAM = re.compile(r"messages\[(\d+)\](.*)")
-_OUTPUT_FIELDS = {".tool_call_id": ".call_id", ".content": ".output"}
+# The text parts each kind of content takes (as OpenAI's: what the model said is output,
+# anything else input), and what OpenAI's refusal of another lists.
+_INPUT_PARTS = (frozenset({"input_text"}), "'input_text', 'input_image', and 'input_file'")
+_OUTPUT_PARTS = (frozenset({"output_text", "refusal"}), "'output_text' and 'refusal'")
+_MEDIA_PARTS = frozenset({"input_image", "input_file", "input_audio"})
 
 
 def input_items(request: ResponsesRequest) -> list[dict[str, Any]]:
@@ -32,8 +34,9 @@ def input_items(request: ResponsesRequest) -> list[dict[str, Any]]:
 
 def chat_request(
     request: ResponsesRequest, history: list[dict[str, Any]], items: list[dict[str, Any]]
-) -> ChatCompletionRequest:
-    """The chat completion that answers `request` after the stored `history` items."""
+) -> tuple[ChatCompletionRequest, ParamNames]:
+    """The chat completion that answers `request` after the stored `history` items, and how
+    its parameters are named in the Responses request (for the errors that name them)."""
     messages: list[dict[str, Any]] = []
     origins: list[tuple[str, str]] = []  # each message's item: where it is, its type
     if request.instructions:
@@ -69,43 +72,16 @@ def chat_request(
         body["response_format"] = response_format
     if not messages:
         raise InvalidRequest("The input holds no message to answer.", param="input")
+    names = ParamNames(tuple(origins))
     try:
-        return validate_request(body, ChatCompletionRequest)
+        chat = validate_request(body, ChatCompletionRequest)
     except InvalidRequest as exc:
-        rename_param(exc, _item_param(exc.param, origins))
+        names.rename(exc)
         raise
-
-
-def rename_param(exc: InvalidRequest, param: str | None) -> None:
-    """Let an error about the chat request name the Responses field the client sent."""
-    if exc.param and param and param != exc.param:
-        exc.message = exc.message.replace(exc.param, param)
-    exc.param = param
-
-
-def responses_param(param: str | None) -> str | None:
-    """A chat request's parameter as the Responses request that became it names it."""
-    if param == "messages":
-        return "input"
-    if param in ("max_tokens", "max_completion_tokens"):
-        return "max_output_tokens"
-    if param is not None and param.startswith(("tools[", "tool_choice.")):
-        return param.replace(".function", "", 1)  # Responses' function tools are flat
-    return param
-
-
-def _item_param(param: str | None, origins: list[tuple[str, str]]) -> str | None:
-    """`messages[i].tool_call_id` as the item it came from: `input[j].call_id`."""
-    match = _MESSAGE_PARAM.fullmatch(param or "")
-    if match is None:
-        return responses_param(param)
-    where, kind = origins[int(match[1])]
-    rest = match[2]
-    if kind == "function_call_output":
-        rest = _OUTPUT_FIELDS.get(rest, rest)
-    elif kind in ("function_call", "instructions"):
-        rest = ""
-    return where + rest
+    unanswered = _unanswered_call([*history, *items])
+    if unanswered is not None:  # OpenAI's words; a model would answer in its place
+        raise InvalidRequest(f"No tool output found for function call {unanswered}.", param="input")
+    return chat, names
 
 
 def _messages(
@@ -123,7 +99,11 @@ def _messages(
             role = item.get("role")
             if role not in _ROLES:
                 raise InvalidRequest(f"Unknown message role {role!r}.", param=f"{where}.role")
-            message: dict[str, Any] = {"role": role, "content": _text(item.get("content"), where)}
+            parts = _OUTPUT_PARTS if role == "assistant" else _INPUT_PARTS
+            message: dict[str, Any] = {
+                "role": role,
+                "content": _text(item.get("content"), where, parts),
+            }
             if role == "assistant" and reasoning is not None:
                 message["reasoning_content"], reasoning = reasoning, None
             messages.append(message)
@@ -153,7 +133,7 @@ def _messages(
                 {
                     "role": "tool",
                     "tool_call_id": _string(item, "call_id", where),
-                    "content": _text(item.get("output"), where, field="output"),
+                    "content": _text(item.get("output"), where, _INPUT_PARTS, "output"),
                 }
             )
             origins.append((where, kind))
@@ -166,8 +146,24 @@ def _messages(
     return messages
 
 
-def _text(content: Any, where: str, field: str = "content") -> str:
-    """Text content: a string, or text parts joined (images and files are refused)."""
+def _unanswered_call(items: list[dict[str, Any]]) -> str | None:
+    """The call_id of the first call that no output after it answers. A call a failure cut
+    short (`incomplete`) was never made: it needs none."""
+    waiting: dict[Any, None] = {}
+    for item in items:
+        kind = item.get("type", "message")
+        if kind == "function_call" and item.get("status") != "incomplete":
+            waiting[item.get("call_id")] = None
+        elif kind == "function_call_output":
+            waiting.pop(item.get("call_id"), None)
+    return next((str(call_id) for call_id in waiting), None)
+
+
+def _text(
+    content: Any, where: str, parts: tuple[frozenset[str], str], field: str = "content"
+) -> str:
+    """Text content: a string, or text parts of the kinds `parts` allows, joined (images and
+    files are refused)."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
@@ -177,10 +173,16 @@ def _text(content: Any, where: str, field: str = "content") -> str:
     texts = []
     for j, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else None
-        if kind not in _TEXT_PARTS:
+        allowed, listed = parts
+        if kind in _MEDIA_PARTS and parts is _INPUT_PARTS:
             raise UnsupportedParameter(
                 f"Content parts of type {kind!r} are not supported; only text is.",
                 param=f"{where}.{field}[{j}]",
+            )
+        if kind not in allowed:
+            raise InvalidRequest(
+                f"Invalid value: {kind!r}. Supported values are: {listed}.",
+                param=f"{where}.{field}[{j}].type",
             )
         text = part.get("text", part.get("refusal"))
         if not isinstance(text, str):

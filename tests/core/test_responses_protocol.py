@@ -60,3 +60,41 @@ def test_a_json_schema_format_needs_its_name() -> None:
     with pytest.raises(InvalidRequest) as caught:
         _parse(text={"format": {"type": "json_schema", "schema": VALID}})
     assert caught.value.param == "text.format.name"
+
+
+@pytest.mark.parametrize("name", ["a b!", "", "x" * 65, "naïve"])
+def test_a_format_name_is_openais_pattern(name: str) -> None:
+    """`text.format.name` matches ^[a-zA-Z0-9_-]{1,64}$, as at OpenAI: else a 400 naming it."""
+    with pytest.raises(InvalidRequest) as caught:
+        _parse(text={"format": {"type": "json_schema", "name": name, "schema": VALID}})
+    assert caught.value.param == "text.format.name"
+
+
+def test_a_format_name_of_64_allowed_characters_passes() -> None:
+    """Letters, digits, underscores and dashes, up to 64 of them."""
+    name = "A-z_9" + "x" * 59
+    request = _parse(text={"format": {"type": "json_schema", "name": name, "schema": VALID}})
+    assert request.text is not None and request.text.format.name == name
+
+
+def test_stream_options_are_accepted_with_a_stream() -> None:
+    """`stream_options.include_obfuscation` is accepted with `stream: true` (the events
+    carry no obfuscation field either way), a 400 naming it without a stream."""
+    request = _parse(stream=True, stream_options={"include_obfuscation": False})
+    assert request.stream_options is not None
+    refused: list[dict[str, Any]] = [
+        {"stream_options": {}},
+        {"stream": True, "stream_options": {"x": 1}},
+    ]
+    for fields in refused:
+        with pytest.raises(InvalidRequest) as caught:
+            _parse(**fields)
+        assert (caught.value.param or "").startswith("stream_options")
+
+
+@pytest.mark.parametrize("value", [0, -1, "2"])
+def test_max_tool_calls_is_a_positive_integer(value: Any) -> None:
+    """max_tool_calls below 1 or not an integer is a 400 naming it."""
+    with pytest.raises(InvalidRequest) as caught:
+        _parse(max_tool_calls=value)
+    assert caught.value.param == "max_tool_calls"

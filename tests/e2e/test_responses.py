@@ -68,7 +68,8 @@ async def test_input_items_list_the_conversation_before_the_output(
     stack: Stack, model: str
 ) -> None:
     """`responses.input_items.list` reads a stored response's input: the conversation it
-    continued and its own input, newest first by default, each item with an id; the SDK's
+    continued and its own input, newest first by default, each item with an id that it keeps
+    in every response of the chain; the SDK's
     auto-pagination (`limit`, `after`) walks it oldest first with `order="asc"`."""
     client = _client(stack)
     first = await client.responses.create(model=model, input="Hello there", instructions="Hi.")
@@ -86,6 +87,7 @@ async def test_input_items_list_the_conversation_before_the_output(
     roles = [getattr(item, "role", None) for item in newest.data]
     assert roles == ["user", "assistant", "user"]
     assert newest.data[1].id == first.output[0].id
+    assert newest.data[2].id == listed.data[0].id  # an input item keeps its id down the chain
     walked = [
         item async for item in client.responses.input_items.list(second.id, order="asc", limit=1)
     ]
@@ -133,6 +135,21 @@ async def test_a_function_call_and_its_output_close_the_loop(stack: Stack) -> No
     )
     assert [item.type for item in answered.output] == ["message"]
     assert answered.output_text
+
+
+async def test_a_call_left_unanswered_is_refused(stack: Stack) -> None:
+    """Chaining on a response whose call the new input does not answer is OpenAI's 400
+    naming the input and the call; answering it afterwards still works."""
+    client = _client(stack)
+    called = await client.responses.create(model="sim", input="Weather in Oslo?", tools=[WEATHER])
+    call = next(item for item in called.output if item.type == "function_call")
+    with pytest.raises(openai.BadRequestError) as refused:
+        await client.responses.create(
+            model="sim", previous_response_id=called.id, input="Never mind.", tools=[WEATHER]
+        )
+    error = _error(refused.value)
+    assert error["param"] == "input"
+    assert error["message"] == f"No tool output found for function call {call.call_id}."
 
 
 async def test_a_streamed_function_call(stack: Stack) -> None:
@@ -247,6 +264,14 @@ async def test_a_stream_that_fails_is_a_failed_response_kept(
             },
             "input[1].call_id",
         ),
+        (
+            {
+                "tools": [WEATHER],
+                "tool_choice": "required",
+                "text": {"format": {"type": "json_schema", "name": "o", "schema": {}}},
+            },
+            "text.format",
+        ),
     ],
 )
 async def test_what_the_gateway_cannot_do_is_a_400_naming_it(
@@ -260,7 +285,8 @@ async def test_what_the_gateway_cannot_do_is_a_400_naming_it(
         await client.responses.create(**request)
     error = _error(refused.value)
     assert error["param"] == param
-    assert "messages" not in error["message"] and "max_completion_tokens" not in error["message"]
+    for chat_field in ("messages", "max_completion_tokens", "response_format"):
+        assert chat_field not in error["message"]
 
 
 def _error(exc: openai.APIStatusError) -> dict[str, Any]:

@@ -375,3 +375,71 @@ async def test_a_failure_carries_the_items_streamed_so_far(chunks: list[ChoiceDe
     assert output[-1]["status"] == "incomplete"
     ResponseFailedEvent.model_validate(parsed[-1], strict=True)
     assert keeper.kept == [parsed[-1]["response"]]
+
+
+async def test_a_failure_names_the_responses_field() -> None:
+    """A failure after the first byte that names a chat parameter names, in its error event,
+    the Responses field the client sent."""
+    events = ResponseEvents(SHELL)
+    raw = events.render(StreamChunk([ChoiceDelta(0, "partial")]))
+    raw += await events.fail(InvalidRequest("max_tokens is too large.", param="max_tokens"))
+    error = _events(raw)[-2]
+    assert error["param"] == "max_output_tokens"
+    assert error["message"] == "max_output_tokens is too large."
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        [ChoiceDelta(0, finish_reason="length")],
+        [ChoiceDelta(0, reasoning="Hmm"), ChoiceDelta(0, finish_reason="length")],
+        [ChoiceDelta(0, finish_reason="stop")],
+        [ChoiceDelta(0, reasoning="Hmm"), ChoiceDelta(0, finish_reason="stop")],
+        [ChoiceDelta(0, "Hi"), ChoiceDelta(0, finish_reason="length")],
+    ],
+)
+async def test_streamed_and_whole_outputs_agree_when_nothing_is_said(
+    chunks: list[ChoiceDelta],
+) -> None:
+    """A response cut before any text holds no message (as OpenAI's: an empty one would
+    read as an answer), streamed or not; one that ends with nothing said holds an empty
+    message, streamed or not. The stored response is the streamed one."""
+    keeper = Keeper()
+    events = ResponseEvents(SHELL, keeper)
+    raw = b"".join(events.render(StreamChunk([delta])) for delta in chunks)
+    parsed = _events(raw + await events.close())
+    streamed = parsed[-1]["response"]["output"]
+    text = "".join(delta.text for delta in chunks)
+    reasoning = "".join(delta.reasoning for delta in chunks) or None
+    whole = SHELL.output(Choice(0, text, chunks[-1].finish_reason or "stop", reasoning=reasoning))
+    assert streamed == whole == _accumulated(parsed)
+    assert keeper.kept == [parsed[-1]["response"]]
+    cut = chunks[-1].finish_reason == "length"
+    assert any(item["type"] == "message" for item in whole) == (not cut or bool(text))
+
+
+@pytest.mark.parametrize("whole_calls", [True, False])
+async def test_max_tool_calls_caps_the_calls_a_response_holds(whole_calls: bool) -> None:
+    """With max_tool_calls 2 a response holds the first two calls, streamed (whole calls
+    from the gateway's parsers, or a pass-through backend's fragments) or not; the response
+    echoes the cap."""
+    request = ResponsesRequest(model="m", input="hi", max_tool_calls=2)
+    shell = ResponseShell("resp_cap", 1700000000, request, "m")
+    calls = [_call(i, "f", f'{{"n":{i}}}') for i in range(3)]
+    events = ResponseEvents(shell)
+    if whole_calls:
+        raw = events.render(StreamChunk([ChoiceDelta(0, tool_calls=calls)]))
+    else:
+        raw = b""
+        for call in calls:
+            head = {**call, "function": {"name": "f", "arguments": ""}}
+            tail = {"function": {"arguments": call["function"]["arguments"]}}
+            raw += events.render(StreamChunk([ChoiceDelta(0, tool_calls=[head])]))
+            raw += events.render(StreamChunk([ChoiceDelta(0, tool_calls=[tail])]))
+    raw += events.render(StreamChunk([ChoiceDelta(0, finish_reason="tool_calls")], Usage(1, 1)))
+    parsed = _events(raw + await events.close())
+    streamed = parsed[-1]["response"]["output"]
+    assert streamed == _accumulated(parsed)
+    assert streamed == shell.output(Choice(0, "", "tool_calls", None, calls))
+    assert [item["arguments"] for item in streamed] == ['{"n":0}', '{"n":1}']
+    assert parsed[-1]["response"]["max_tool_calls"] == 2

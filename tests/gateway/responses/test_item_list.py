@@ -10,7 +10,7 @@ import pytest
 from openai.types.responses import ResponseItemList
 
 from core.errors import InvalidRequest
-from gateway.responses.item_list import input_item_list
+from gateway.responses.item_list import input_item_list, input_items_of, with_ids
 
 RESPONSE_ID = "resp_abc"
 STORED: dict[str, Any] = {
@@ -103,3 +103,22 @@ def test_bad_query_values_are_400s_naming_them(query: dict[str, str], param: str
     with pytest.raises(InvalidRequest) as refused:
         input_item_list(STORED, RESPONSE_ID, query)
     assert refused.value.param == param
+
+
+def test_input_items_keep_their_ids_down_a_chain() -> None:
+    """An input item stored with the id its response gave it (or the client's) is listed
+    under that id by every later response of the chain, not one derived from the later one."""
+    first = with_ids(
+        [
+            {"role": "user", "content": "Hi"},
+            {"role": "user", "content": "Again", "id": "msg_mine"},
+        ],
+        "resp_one",
+        0,
+    )
+    assert [item["id"] for item in first] == ["msg_one_in0", "msg_mine"]
+    answer = {"type": "message", "id": "msg_one", "role": "assistant", "content": []}
+    later = with_ids([{"role": "user", "content": "More"}], "resp_two", 3)
+    stored = {"response": {"id": "resp_two", "output": []}, "items": [*first, answer, *later]}
+    listed = [item["id"] for item in input_items_of(stored, "resp_two")]
+    assert listed == ["msg_one_in0", "msg_mine", "msg_one", "msg_two_in3"]

@@ -16,7 +16,7 @@ from gateway.responses.translate import chat_request, input_items
 def _messages(
     request: ResponsesRequest, history: list[dict[str, Any]] | None = None
 ) -> list[ChatMessage]:
-    return chat_request(request, history or [], input_items(request)).messages
+    return chat_request(request, history or [], input_items(request))[0].messages
 
 
 def test_a_string_input_with_instructions() -> None:
@@ -98,7 +98,7 @@ def test_tools_choice_format_and_limits() -> None:
             "stream": True,
         }
     )
-    body = chat_request(request, [], input_items(request))
+    body, _ = chat_request(request, [], input_items(request))
     assert body.tools == [
         {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
     ]
@@ -120,7 +120,7 @@ def test_effort_verbosity_and_hints_carry_over() -> None:
             "safety_identifier": "s",
         }
     )
-    body = chat_request(request, [], input_items(request))
+    body, _ = chat_request(request, [], input_items(request))
     assert (body.reasoning_effort, body.verbosity) == ("low", "high")
     assert (body.prompt_cache_key, body.safety_identifier) == ("p", "s")
     assert body.chat_template_kwargs is None
@@ -143,12 +143,29 @@ def test_effort_verbosity_and_hints_carry_over() -> None:
             "input[0].arguments",
         ),
         ({"type": "item_reference", "id": "x"}, "input[0].type"),
+        (
+            {"role": "user", "content": [{"type": "output_text", "text": "x"}]},
+            "input[0].content[0].type",
+        ),
+        (
+            {"role": "developer", "content": [{"type": "refusal", "refusal": "x"}]},
+            "input[0].content[0].type",
+        ),
+        (
+            {"role": "assistant", "content": [{"type": "input_text", "text": "x"}]},
+            "input[0].content[0].type",
+        ),
+        (
+            {"role": "assistant", "content": [{"type": "input_image", "image_url": "x"}]},
+            "input[0].content[0].type",
+        ),
         ({"type": "message", "role": "robot", "content": "x"}, "input[0].role"),
     ],
 )
 def test_bad_items_are_400s_naming_them(item: dict[str, Any], param: str) -> None:
-    """Images, missing ids, arguments that are not a string, unknown item types and roles are
-    refused."""
+    """Images, missing ids, arguments that are not a string, unknown item types and roles, and
+    parts of the other side's kind (a user's output_text, an assistant's input_text: as
+    OpenAI's, an invalid value) are refused."""
     with pytest.raises(InvalidRequest) as refused:
         _messages(ResponsesRequest(model="m", input=[item]))
     assert refused.value.param == param
@@ -201,3 +218,55 @@ def test_a_call_with_broken_arguments_can_be_answered() -> None:
     messages = _messages(ResponsesRequest(model="m", input=items))
     assert [m.role for m in messages] == ["user", "assistant", "tool"]
     assert (messages[1].tool_calls or [])[0]["function"]["arguments"] == "{not json"
+
+
+def test_a_call_output_takes_input_parts() -> None:
+    """A function_call_output's parts are input parts: output_text is an invalid value."""
+    items: list[dict[str, Any]] = [
+        {"role": "user", "content": "Weather?"},
+        {"type": "function_call", "call_id": "c1", "name": "w", "arguments": "{}"},
+        {
+            "type": "function_call_output",
+            "call_id": "c1",
+            "output": [{"type": "output_text", "text": "sun"}],
+        },
+    ]
+    with pytest.raises(InvalidRequest) as refused:
+        _messages(ResponsesRequest(model="m", input=items))
+    assert refused.value.param == "input[2].output[0].type"
+    assert refused.value.message.startswith("Invalid value: 'output_text'.")
+
+
+@pytest.mark.parametrize("where", ["history", "input"])
+def test_a_call_left_unanswered_is_a_400(where: str) -> None:
+    """Every call made must be answered by an output after it, in the stored conversation
+    or this input: else OpenAI's 400 naming the input and the call."""
+    call = {"type": "function_call", "call_id": "call_1", "name": "w", "arguments": "{}"}
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Weather?"}]
+    items: list[dict[str, Any]] = [{"role": "user", "content": "Never mind."}]
+    (history if where == "history" else items).insert(1 if where == "history" else 0, call)
+    request = ResponsesRequest(model="m", input=items)
+    with pytest.raises(InvalidRequest) as refused:
+        chat_request(request, history, input_items(request))
+    assert refused.value.param == "input"
+    assert refused.value.message == "No tool output found for function call call_1."
+
+
+def test_answered_and_cut_calls_need_no_output_now() -> None:
+    """A call answered earlier in the chain needs nothing more; a call a failure cut short
+    (`incomplete`) was never made."""
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "Weather?"},
+        {"type": "function_call", "call_id": "c1", "name": "w", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "sun"},
+        {
+            "type": "function_call",
+            "call_id": "c2",
+            "name": "w",
+            "arguments": "{",
+            "status": "incomplete",
+        },
+    ]
+    request = ResponsesRequest(model="m", input="And tomorrow?")
+    chat, _ = chat_request(request, history, input_items(request))
+    assert chat.messages[-1].content == "And tomorrow?"
