@@ -92,13 +92,11 @@ class CacheLayer:
             tenant=tenant,
             model_revision=settings.model_revisions.get(body.model, ""),
             prompt_version=headers.get("x-prompt-version", settings.prompt_version),
-            normalize_whitespace=settings.normalize_whitespace,
         )
-        form = canonical(body, context.normalize_whitespace)
+        form = canonical(body)
         semantic = None
         if self._semantic is not None:
-            normalized = form if context.normalize_whitespace else None
-            semantic = semantic_query(body, context, normalized)
+            semantic = semantic_query(body, context, form)
         if semantic is not None and len(semantic.text) > MAX_SEMANTIC_CHARS:
             semantic = None
         return CachePlan(
