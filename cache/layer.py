@@ -150,17 +150,19 @@ class CacheLayer:
 
     def wants_semantic(self, plan: CachePlan, exact: Lookup) -> bool:
         """Whether a semantic lookup is worth starting after `exact` (inline in `on` mode, off
-        the request path in `shadow` mode).
+        the request path in `shadow` mode): only after a miss.
 
-        After an exact-cache failure it is not: the semantic index lives in the same Redis,
-        and an embedding costs far more than the lookup that just failed, so under overload
-        falling through would make things worse.
+        Not after an exact-cache failure, nor after the exact stage was skipped (its recent
+        p95 did not fit the time left: the store is slow, or the request has next to no time):
+        the semantic index lives in the same Redis (or, without one, in process, where only a
+        spent budget skips a lookup), and an embedding costs far more than the lookup that
+        failed or did not fit, so falling through would make things worse.
         """
         return (
             self._semantic is not None
             and plan.semantic is not None
             and plan.read
-            and exact.result in ("miss", "skipped")
+            and exact.result == "miss"
         )
 
     @property
