@@ -3,6 +3,9 @@ with an optional in-process near cache in front of a shared store."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 from cache.entry import CachedAnswer
 from cache.memory_store import MemoryExactStore
 from cache.types import ExactStore
@@ -14,7 +17,8 @@ class ExactCache:
 
     Entries never change (the key is the whole request), so a near copy cannot go stale: it
     only saves the round trip for hot entries. It holds only what the store confirmed (a read
-    hit or a successful write), so a dead store adds nothing to it.
+    hit or a successful write), so a dead store adds nothing to it, and never outlives the
+    entry it copies. `clock` is the wall clock entries' `created_at` is on.
     """
 
     def __init__(
@@ -25,6 +29,7 @@ class ExactCache:
         ttl_s: int,
         near: MemoryExactStore | None = None,
         near_ttl_s: int = 30,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._store = store
         self._breaker = breaker
@@ -32,6 +37,7 @@ class ExactCache:
         self._ttl_s = ttl_s
         self._near = near
         self._near_ttl_s = min(near_ttl_s, ttl_s)
+        self._clock = clock
 
     @property
     def breaker(self) -> CircuitBreaker | None:
@@ -62,9 +68,14 @@ class ExactCache:
             )
         if raw is None:
             return None
-        if self._near is not None:
-            await self._near.set(tenant, key, raw, self._near_ttl_s)
-        return CachedAnswer.from_bytes(raw)
+        answer = CachedAnswer.from_bytes(raw)
+        if answer is not None and self._near is not None:
+            # What is left of the entry's life (another gateway may have written it long
+            # ago), in whole seconds, rounded down.
+            left_s = int(self._ttl_s - (self._clock() - answer.created_at))
+            if left_s > 0:
+                await self._near.set(tenant, key, raw, min(self._near_ttl_s, left_s))
+        return answer
 
     async def put(self, tenant: str, key: str, answer: CachedAnswer, age_s: int = 0) -> None:
         """Store `answer` for the cache's TTL less `age_s` (an answer written back that old

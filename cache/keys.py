@@ -44,9 +44,15 @@ EXCLUDED_FIELDS = {
 
 _LINE_BREAK = re.compile(r"\r\n?")
 _WORDS = re.compile(r"\S+")
-KEY_SCHEMA = 2
+KEY_SCHEMA = 3
 """Part of every digest. 1 collapsed whitespace inside message text, which let "def f():\n
-    return" share an entry with "def f(): return"; a new schema keeps such entries unreachable."""
+    return" share an entry with "def f(): return"; 2 trimmed message text and unified its line
+    breaks, which let "P" and "P\n\n" (another prompt to the model: a template renders the
+    newlines as tokens, an HTTP upstream reads them) share one entry. A new schema keeps such
+    entries unreachable."""
+SCOPE_SCHEMA = 2
+"""Part of every semantic scope's digest: KEY_SCHEMA until 3, which changed exact keys only
+(a scope's messages are still normalized), so entries stored before it stay reachable."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,12 +62,12 @@ class KeyContext:
     tenant: str
     model_revision: str = ""
     prompt_version: str = ""
-    normalize_whitespace: bool = True
 
 
 def _text(value: str, normalize: bool) -> str:
-    """Message text as keyed: trimmed, with one kind of line break. Whitespace inside is kept:
-    indentation and spacing change what code, tables and verse mean."""
+    """Message text as compared by meaning (`normalize`): trimmed, with one kind of line break,
+    whitespace inside kept (indentation and spacing change what code, tables and verse mean).
+    The exact key takes it verbatim: every character of it is what the model reads."""
     return _LINE_BREAK.sub("\n", value).strip() if normalize else value
 
 
@@ -114,13 +120,14 @@ def _sampling(body: ChatCompletionRequest | CompletionRequest) -> dict[str, Any]
     }
 
 
-def canonical_chat(body: ChatCompletionRequest, normalize: bool) -> dict[str, Any]:
+def canonical_chat(body: ChatCompletionRequest) -> dict[str, Any]:
+    """The chat request as keyed; message text verbatim (see `KEY_SCHEMA`)."""
     response_format = body.response_format
     tools = body.tools or []
     return {
         "endpoint": "chat",
         **_sampling(body),
-        "messages": [_message(m, normalize) for m in body.messages],
+        "messages": [_message(m, normalize=False) for m in body.messages],
         "logprobs": body.logprobs,
         "top_logprobs": (body.top_logprobs or 0) if body.logprobs else 0,
         "response_format": (
@@ -161,9 +168,9 @@ def canonical_completion(body: CompletionRequest) -> dict[str, Any]:
     }
 
 
-def canonical(body: ChatCompletionRequest | CompletionRequest, normalize: bool) -> dict[str, Any]:
+def canonical(body: ChatCompletionRequest | CompletionRequest) -> dict[str, Any]:
     if isinstance(body, ChatCompletionRequest):
-        return canonical_chat(body, normalize)
+        return canonical_chat(body)
     return canonical_completion(body)
 
 
@@ -181,10 +188,10 @@ def exact_key(
     """The exact-cache key: every keyed field plus model revision and prompt version.
 
     The tenant is not hashed in: it is the key's namespace. Pass `form` when the canonical
-    form was already built with `context.normalize_whitespace`.
+    form was already built.
     """
     if form is None:
-        form = canonical(body, context.normalize_whitespace)
+        form = canonical(body)
     return _digest([KEY_SCHEMA, form, context.model_revision, context.prompt_version])
 
 
@@ -201,29 +208,34 @@ def semantic_query(
     context: KeyContext,
     form: dict[str, Any] | None = None,
 ) -> SemanticQuery | None:
-    """Split a request for the semantic cache; None when it has no single last user text.
+    """Split a request for the semantic cache; None when it has no single last user text, or
+    when its answer reflects its own wording, which a merely similar request's answer does
+    not: a completion's `echo` (the prompt, and its logprobs, open the answer) and a chat's
+    `continue_final_message` (the answer goes on from the last message's last character).
 
-    Meaning is always compared on whitespace-normalized text; `form` is reused only when it
-    was built that way. It is not modified.
+    Meaning is compared on whitespace-normalized text, and the rest of the request scopes it
+    with its message text normalized alike. `form`, the request's canonical form if already
+    built, is not modified.
     """
-    if isinstance(body, ChatCompletionRequest) and body.tools:
-        return None  # calls are answered from the exact cache only
-    form = dict(form) if form is not None else canonical(body, normalize=True)
     if isinstance(body, ChatCompletionRequest):
-        last = form["messages"][-1]
-        if last["role"] != "user" or not isinstance(last["content"], str) or last["name"]:
+        if body.tools or body.continue_final_message:
+            return None  # calls are answered from the exact cache only
+        last = body.messages[-1]
+        if last.role != "user" or not isinstance(last.content, str) or last.name:
             return None
-        text = last["content"]
-        form["messages"] = form["messages"][:-1]
+        text = _text(last.content, normalize=True)
+        form = dict(form) if form is not None else canonical(body)
+        form["messages"] = [_message(m, normalize=True) for m in body.messages[:-1]]
     else:
-        if not isinstance(form["prompt"], str):
+        if body.echo or not isinstance(body.prompt, str):
             return None
-        text = form["prompt"]
+        text = body.prompt
+        form = dict(form) if form is not None else canonical(body)
         form["prompt"] = None
     if not text:
         return None
     return SemanticQuery(
-        text, _digest([KEY_SCHEMA, form, context.model_revision, context.prompt_version])
+        text, _digest([SCOPE_SCHEMA, form, context.model_revision, context.prompt_version])
     )
 
 

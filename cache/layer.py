@@ -92,13 +92,11 @@ class CacheLayer:
             tenant=tenant,
             model_revision=settings.model_revisions.get(body.model, ""),
             prompt_version=headers.get("x-prompt-version", settings.prompt_version),
-            normalize_whitespace=settings.normalize_whitespace,
         )
-        form = canonical(body, context.normalize_whitespace)
+        form = canonical(body)
         semantic = None
         if self._semantic is not None:
-            normalized = form if context.normalize_whitespace else None
-            semantic = semantic_query(body, context, normalized)
+            semantic = semantic_query(body, context, form)
         if semantic is not None and len(semantic.text) > MAX_SEMANTIC_CHARS:
             semantic = None
         return CachePlan(
@@ -152,17 +150,19 @@ class CacheLayer:
 
     def wants_semantic(self, plan: CachePlan, exact: Lookup) -> bool:
         """Whether a semantic lookup is worth starting after `exact` (inline in `on` mode, off
-        the request path in `shadow` mode).
+        the request path in `shadow` mode): only after a miss.
 
-        After an exact-cache failure it is not: the semantic index lives in the same Redis,
-        and an embedding costs far more than the lookup that just failed, so under overload
-        falling through would make things worse.
+        Not after an exact-cache failure, nor after the exact stage was skipped (its recent
+        p95 did not fit the time left: the store is slow, or the request has next to no time):
+        the semantic index lives in the same Redis (or, without one, in process, where only a
+        spent budget skips a lookup), and an embedding costs far more than the lookup that
+        failed or did not fit, so falling through would make things worse.
         """
         return (
             self._semantic is not None
             and plan.semantic is not None
             and plan.read
-            and exact.result in ("miss", "skipped")
+            and exact.result == "miss"
         )
 
     @property

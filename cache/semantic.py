@@ -145,7 +145,10 @@ class SemanticCache:
             answer = CachedAnswer.from_bytes(hit.payload)
             if answer is None:
                 continue
-            if max_age is not None and answer.age(now) > max_age:
+            # An index may keep an entry a moment past its TTL (Redis expires lazily, a
+            # write lands after the answer was made): the entry's own age decides.
+            too_old = max_age is not None and answer.age(now) > max_age
+            if too_old or now - answer.created_at >= self._ttl_s:
                 self.stats.rejected["age"] += 1
                 continue
             score = match_score(hit.similarity, verdict.clause_similarity)

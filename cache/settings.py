@@ -46,7 +46,6 @@ class CacheSettings:
     near_entries: int = 1024
     near_ttl_s: int = 30
     require_reproducible: bool = True
-    normalize_whitespace: bool = True
     prompt_version: str = ""
     model_revisions: Mapping[str, str] = field(default_factory=dict)
     redis_timeout_s: float = 0.05
@@ -101,9 +100,6 @@ class CacheSettings:
             near_ttl_s=env_int(env, "GATEWAY_CACHE_NEAR_TTL_S", d.near_ttl_s, low=1, high=DAY_S),
             require_reproducible=env_bool(
                 env, "GATEWAY_CACHE_REQUIRE_REPRODUCIBLE", d.require_reproducible
-            ),
-            normalize_whitespace=env_bool(
-                env, "GATEWAY_CACHE_NORMALIZE_WHITESPACE", d.normalize_whitespace
             ),
             prompt_version=env.get("GATEWAY_PROMPT_VERSION", d.prompt_version),
             model_revisions=env_map(env, "GATEWAY_MODEL_REVISIONS"),

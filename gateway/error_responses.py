@@ -36,6 +36,8 @@ def error_response(exc: GatewayError, request: Request | None = None) -> Respons
         _note_error(record, exc.status, exc)
         if record.request_id:
             headers["x-request-id"] = record.request_id
+        if record.cache is not None:  # failed after the cache stage: say what it did
+            headers["x-cache"] = record.cache
         headers["server-timing"] = server_timing(record, time.monotonic())
     return Response(
         exc.to_json(), status_code=exc.status, media_type="application/json", headers=headers

@@ -52,14 +52,27 @@ def test_key_order_is_irrelevant(order: list[str]) -> None:
     )
 
 
-@given(st.text(alphabet=" \t\n\r", min_size=0, max_size=4))
-def test_message_text_is_trimmed(outer: str) -> None:
-    """Whitespace around message text does not change the key, nor do Windows line breaks."""
-    messy = _chat(messages=[{"role": "user", "content": f"{outer}hello there{outer}"}])
-    assert exact_key(messy, CTX) == exact_key(_chat(), CTX)
-    crlf = _chat(messages=[{"role": "user", "content": "one\r\ntwo\rthree"}])
-    lf = _chat(messages=[{"role": "user", "content": "one\ntwo\nthree"}])
-    assert exact_key(crlf, CTX) == exact_key(lf, CTX)
+@given(st.text(alphabet=" \t\n\r", min_size=1, max_size=4))
+def test_message_text_is_keyed_verbatim(outer: str) -> None:
+    """Whitespace around message text and its kind of line break are model input (a template
+    renders them as tokens, an HTTP upstream reads them): each is another key, in every role."""
+    plain = exact_key(_chat(), CTX)
+    for text in (f"{outer}hello there", f"hello there{outer}"):
+        assert exact_key(_chat(messages=[{"role": "user", "content": text}]), CTX) != plain
+    crlf = _chat(messages=[{"role": "user", "content": "one\r\ntwo"}])
+    lf = _chat(messages=[{"role": "user", "content": "one\ntwo"}])
+    assert exact_key(crlf, CTX) != exact_key(lf, CTX)
+
+
+def test_an_assistant_prefix_is_keyed_verbatim() -> None:
+    """A continued assistant message goes on from its last character: "Sure, " and "Sure,"
+    are continued differently, so they are different entries."""
+
+    def prefix(text: str) -> ChatCompletionRequest:
+        messages = [{"role": "user", "content": "Say hi"}, {"role": "assistant", "content": text}]
+        return _chat(messages=messages, continue_final_message=True, add_generation_prompt=False)
+
+    assert exact_key(prefix("Sure, "), CTX) != exact_key(prefix("Sure,"), CTX)
 
 
 @given(st.sampled_from(["  ", "\t", "\n", "\n    ", " \n"]))
@@ -90,13 +103,6 @@ def test_a_batch_is_keyed_by_all_its_prompts() -> None:
 
     assert len({key(["a", "b"]), key(["b", "a"]), key("a"), key(["a", "c"])}) == 4
     assert key(["a"]) == key("a") and key([[1, 2]]) == key([1, 2])
-
-
-def test_whitespace_normalization_can_be_turned_off() -> None:
-    """With normalization off, whitespace is significant."""
-    raw = KeyContext(tenant="t", normalize_whitespace=False)
-    messy = _chat(messages=[{"role": "user", "content": "hello there "}])
-    assert exact_key(messy, raw) != exact_key(_chat(), raw)
 
 
 def test_explicit_defaults_equal_omitted() -> None:
@@ -187,10 +193,32 @@ def test_requests_with_tools_have_no_semantic_query() -> None:
     assert semantic_query(_chat(), CTX) is not None
 
 
+def test_semantic_query_compares_normalized_text() -> None:
+    """The semantic cache compares meaning: the last user text is trimmed with one kind of
+    line break, and the messages that scope it are normalized alike."""
+
+    def query(system: str, user: str) -> Any:
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        return semantic_query(_chat(messages=messages), CTX)
+
+    assert query("S", "How do I reset it?") == query(" S\r\n", "  How do I reset it?\n\n")
+
+
+def test_echo_and_continued_messages_have_no_semantic_query() -> None:
+    """An answer that repeats or continues the request's own wording (a completion's echo, a
+    continued final message) never comes from a merely similar request."""
+    prompt = {"model": "m", "prompt": "How do I enable 2FA?", "logprobs": 1}
+    echo = parse_request(orjson.dumps({**prompt, "echo": True}), CompletionRequest)
+    assert semantic_query(echo, CTX) is None
+    assert semantic_query(parse_request(orjson.dumps(prompt), CompletionRequest), CTX) is not None
+    continued = _chat(continue_final_message=True, add_generation_prompt=False)
+    assert semantic_query(continued, CTX) is None
+
+
 def test_shared_canonical_form_gives_same_results_and_is_not_modified() -> None:
     """Keys built from one precomputed canonical form equal those built from the body."""
-    body = _chat(messages=[{"role": "system", "content": "S"}, {"role": "user", "content": "q"}])
-    form = canonical(body, normalize=True)
+    body = _chat(messages=[{"role": "system", "content": "S "}, {"role": "user", "content": "q"}])
+    form = canonical(body)
     snapshot = orjson.dumps(form)
     assert exact_key(body, CTX, form) == exact_key(body, CTX)
     assert semantic_query(body, CTX, form) == semantic_query(body, CTX)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -173,8 +175,8 @@ async def test_unfinished_answers_are_not_written() -> None:
 class CountingStore(MemoryExactStore):
     """A memory store that counts reads, standing in for a shared store."""
 
-    def __init__(self) -> None:
-        super().__init__(100)
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(100, clock)
         self.reads = 0
 
     async def get(self, namespace: str, key: str) -> bytes | None:
@@ -191,6 +193,49 @@ async def test_near_cache_serves_hot_entries_without_the_store() -> None:
     assert await exact.get("t", "k") == answer
     assert await exact.get("t", "k") == answer
     assert store.reads == 0
+
+
+class Clocks:
+    """A wall clock (entry ages) and a monotonic one (in-process expiry), moved together."""
+
+    def __init__(self) -> None:
+        self.wall = 1_000.0
+        self.mono = 50.0
+
+    def advance(self, seconds: float) -> None:
+        self.wall += seconds
+        self.mono += seconds
+
+
+async def test_a_near_copy_expires_with_the_entry_it_copies() -> None:
+    """A copy made of an entry another gateway wrote 5 s into its 6 s TTL lives 1 s, not the
+    near cache's 30: it is never served after the entry's TTL."""
+    clocks = Clocks()
+    store = CountingStore(clock=lambda: clocks.mono)
+    near = MemoryExactStore(10, clock=lambda: clocks.mono)
+    exact = ExactCache(
+        store, None, timeout_s=1, ttl_s=6, near=near, near_ttl_s=30, clock=lambda: clocks.wall
+    )
+    await store.set("t", "k", CachedAnswer(ANSWER, created_at=clocks.wall).to_bytes(), 6)
+    clocks.advance(5)
+    assert await exact.get("t", "k") is not None
+    assert await exact.near("t", "k") is not None
+    clocks.advance(1.5)
+    assert await exact.near("t", "k") is None
+    assert await exact.get("t", "k") is None
+
+
+async def test_no_near_copy_of_an_entry_at_the_end_of_its_life() -> None:
+    """An entry read in the last second of its TTL (or past it, on a skewed clock) is served
+    but not copied."""
+    clocks = Clocks()
+    store = CountingStore(clock=lambda: clocks.mono)
+    near = MemoryExactStore(10, clock=lambda: clocks.mono)
+    exact = ExactCache(store, None, timeout_s=1, ttl_s=6, near=near, clock=lambda: clocks.wall)
+    created = clocks.wall - 5.5
+    await store.set("t", "k", CachedAnswer(ANSWER, created_at=created).to_bytes(), 6)
+    assert await exact.get("t", "k") is not None
+    assert await exact.near("t", "k") is None
 
 
 class TtlStore(MemoryExactStore):

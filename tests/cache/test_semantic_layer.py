@@ -11,8 +11,10 @@ from typing import Any
 import numpy as np
 import orjson
 
+from cache.entry import CachedAnswer
 from cache.error_bound import ErrorBound
 from cache.exact import ExactCache
+from cache.keys import KeyContext, SemanticQuery, semantic_query
 from cache.layer import CacheLayer
 from cache.memory_store import MemoryExactStore
 from cache.semantic import SemanticCache
@@ -117,6 +119,23 @@ async def test_shadow_mode_measures_but_never_serves() -> None:
     stats = layer.semantic.stats if layer.semantic is not None else None
     assert stats is not None
     assert (stats.shadow_would_hit, stats.shadow_agreed, stats.shadow_disagreed) == (1, 1, 0)
+
+
+async def test_a_semantic_entry_past_its_ttl_is_not_served() -> None:
+    """An entry the index still holds past its TTL (lazy expiry) is refused by its own age."""
+    semantic = _semantic()
+    query = _semantic_query("how reset my password")
+    answer = CachedAnswer(_answer("Use the link."), created_at=1_000.0)
+    vector = await semantic.embed(query.text)
+    await semantic.add(query, vector, "t", answer)
+    assert await semantic.lookup(query, vector, "t", None, now=1_059.0) is not None
+    assert await semantic.lookup(query, vector, "t", None, now=1_060.0) is None
+
+
+def _semantic_query(text: str) -> SemanticQuery:
+    query = semantic_query(_body(text), KeyContext("t"))
+    assert query is not None
+    return query
 
 
 class FailingStore:

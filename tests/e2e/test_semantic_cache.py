@@ -73,6 +73,29 @@ async def test_scope_and_tenant_are_hard_filters(gateway_url: str) -> None:
     assert await _ask(gateway_url, "Where can I download my invoices?", token="other") == "miss"
 
 
+async def _complete(url: str, prompt: str) -> tuple[str, str]:
+    """A completion with `echo`: its X-Cache and text."""
+    payload = {"model": "sim", "prompt": prompt, "seed": 1, "max_tokens": 6, "echo": True}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{url}/completions", json=payload) as response,
+    ):
+        assert response.status == 200
+        answer = await response.json()
+        return response.headers["x-cache"], answer["choices"][0]["text"]
+
+
+async def test_an_echoed_prompt_is_never_another_callers(gateway_url: str) -> None:
+    """A paraphrase asked with `echo` gets its own prompt back, never the stored one."""
+    stored = "How do I enable two-factor authentication?"
+    for _ in range(200):  # until its write-back landed
+        if (await _complete(gateway_url, stored))[0] == "hit-exact":
+            break
+    paraphrase = "How can I turn on two-factor authentication?"
+    cache, text = await _complete(gateway_url, paraphrase)
+    assert cache == "miss" and text.startswith(paraphrase)
+
+
 async def _lookups(url: str) -> dict[tuple[str, str], float]:
     """gateway_cache_lookups_total by (kind, result)."""
     async with (

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -15,8 +16,10 @@ from cache.entry import CachedAnswer
 from cache.exact import ExactCache
 from cache.layer import CacheLayer
 from cache.memory_store import MemoryExactStore
+from cache.semantic import SemanticCache
 from cache.settings import CacheSettings
 from cache.types import CacheUnavailable
+from cache.vector_index_memory import InMemoryVectorIndex
 from cache.writeback import WriteBackQueue
 from core.answers import Choice, Completion, Usage
 from core.breaker import CircuitBreaker
@@ -25,6 +28,7 @@ from core.request_parsing import parse_request
 from gateway.cache_stages import CacheStages
 from obs.request_record import RequestRecord
 from tests.cache.lookups import tenant_for
+from tests.cache.test_semantic_layer import DIMENSIONS, WordEmbedder
 
 ANSWER = Completion([Choice(0, "cached", "stop")], Usage(3, 1))
 
@@ -58,14 +62,17 @@ def _record() -> RequestRecord:
     return RequestRecord("POST", "/v1/chat/completions", time.monotonic(), 0)
 
 
-def _stages(store: SlowStore) -> tuple[CacheStages, CacheLayer]:
+def _stages(
+    store: SlowStore, semantic: SemanticCache | None = None
+) -> tuple[CacheStages, CacheLayer]:
     exact = ExactCache(
         store,
         CircuitBreaker(failure_threshold=100, unavailable=CacheUnavailable),
         timeout_s=5.0,
         ttl_s=60,
     )
-    layer = CacheLayer(CacheSettings(), exact, None, WriteBackQueue(maxsize=10))
+    settings = replace(CacheSettings(), semantic="off" if semantic is None else "on")
+    layer = CacheLayer(settings, exact, semantic, WriteBackQueue(maxsize=10))
     # A clock that never moves: no probe ever re-runs a skipped stage during the test.
     return CacheStages(layer, BudgetSettings(exact_cache_s=0.05), lambda: 0.0), layer
 
@@ -99,6 +106,24 @@ async def test_overrun_is_error_then_the_stage_is_skipped() -> None:
     skipped = await stages.run(layer.plan(_body("c"), {}, tenant_for({})), _budget(), third)
     assert skipped.status == "skipped" and third.cache == "skipped" and third.overruns == []
     assert third.cache_lookups == [("exact", "skipped")] and store.reads == 2
+
+
+async def test_a_skipped_exact_stage_skips_the_semantic_one() -> None:
+    """The exact stage skipped (its store too slow, or no time left) skips the semantic one
+    too: its index is in the same store, and an embedding costs more than the skipped read."""
+    store = SlowStore()
+    store.delay_s = 0.5
+    semantic = SemanticCache(
+        WordEmbedder(), InMemoryVectorIndex(dimensions=DIMENSIONS), threshold=0.5, breaker=None,
+        timeout_s=5, ttl_s=60,
+    )  # fmt: skip
+    stages, layer = _stages(store, semantic)
+    for text in ("a", "b"):  # an overrun, then the probe: the stage's p95 no longer fits
+        await stages.run(layer.plan(_body(text), {}, tenant_for({})), _budget(), _record())
+    record = _record()
+    outcome = await stages.run(layer.plan(_body("c"), {}, tenant_for({})), _budget(), record)
+    assert outcome.status == "skipped" and record.cache_lookups == [("exact", "skipped")]
+    assert semantic.stats.lookups == 0
 
 
 async def test_bypass_runs_no_stage() -> None:
