@@ -23,6 +23,7 @@ from redis.exceptions import RedisClusterException
 
 from access.gcra import Decision, Limit, state_after
 from core.breaker import CircuitBreaker
+from core.loop_timeout import loop_timeout
 from core.redis_client import RedisClient
 
 T = TypeVar("T")
@@ -123,7 +124,9 @@ class SharedLimiter:
         for limit, cost in zip(limits, costs, strict=True):
             args += [f"{limit.interval_s * 1000:.6f}", f"{limit.period_s * 1000:.3f}", cost]
         reply = await self._breaker.call(
-            lambda: _reachable(self._admit(keys=keys, args=args)), self._timeout_s
+            lambda: _reachable(self._admit(keys=keys, args=args)),
+            self._timeout_s,
+            timer=loop_timeout,
         )
         limited, retry_ms, used = int(reply[0]), float(reply[1]), reply[2:]
         states = tuple(
@@ -151,7 +154,7 @@ class SharedLimiter:
                 *(_reachable(self._refund(keys=k, args=a)) for k, a in groups.values())
             )
 
-        await self._breaker.call(send, self._timeout_s)
+        await self._breaker.call(send, self._timeout_s, timer=loop_timeout)
 
     async def aclose(self) -> None:
         await self._client.aclose()
