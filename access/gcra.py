@@ -114,30 +114,45 @@ def state_after(limit: Limit, used_s: float) -> LimitState:
 
 
 class LocalLimiter:
-    """GCRA in this process: the fallback when the shared store is unreachable."""
+    """GCRA in this process: the fallback when the shared store is unreachable.
 
-    def __init__(self, clock: Callable[[], float]) -> None:
+    `unseen_used` is how much of a period a limit this process knows nothing of starts spent
+    (0: a full bucket); `observe` tells it what the shared store last said of a limit."""
+
+    def __init__(self, clock: Callable[[], float], unseen_used: float = 0.0) -> None:
         self._clock = clock
+        self._unseen_used = unseen_used
         self._tats: dict[str, float] = {}
+
+    def _tat(self, limit: Limit, now: float) -> float:
+        return self._tats.get(limit.key, now + self._unseen_used * limit.period_s)
 
     def admit(self, limits: Sequence[Limit], costs: Sequence[int]) -> Decision:
         now = self._clock()
-        keys = [limit.key for limit in limits]
-        tats = [self._tats.get(key, now) for key in keys]
+        tats = [self._tat(limit, now) for limit in limits]
         decision, stored = decide(limits, costs, tats, now)
         if decision.allowed:
-            self._tats.update(zip(keys, stored, strict=True))
+            self._tats.update(zip((limit.key for limit in limits), stored, strict=True))
         return decision
 
     def peek(self, limits: Sequence[Limit]) -> Decision:
         """Every limit as it stands, charging nothing."""
         now = self._clock()
-        tats = [self._tats.get(limit.key, now) for limit in limits]
+        tats = [self._tat(limit, now) for limit in limits]
         return decide(limits, [0] * len(limits), tats, now)[0]
+
+    def observe(self, key: str, used_s: float, keep_more: bool = False) -> None:
+        """The shared store says the limit `key` is `used_s` of its period spent: a share of a
+        limit is spent as large a part of its period, so it holds its share of what is left.
+        `keep_more` keeps this process's own state where it is more spent (charges the store
+        has not been told of yet)."""
+        tat = self._clock() + used_s
+        if keep_more:
+            tat = max(tat, self._tats.get(key, tat))
+        self._tats[key] = tat
 
     def refund(self, limit: Limit, units: int) -> None:
         key = limit.key
         now = self._clock()
-        self._tats[key] = refund(limit, self._tats.get(key, now), units, now)
-        if self._tats[key] <= now:
-            del self._tats[key]  # fully rested: forget it, so idle callers cost no memory
+        # A rested limit is kept (at now), not forgotten: forgotten, it would be unseen again.
+        self._tats[key] = refund(limit, self._tat(limit, now), units, now)
