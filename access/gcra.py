@@ -37,6 +37,7 @@ class Limit:
     amount: int
     period_s: float
     owner: str = ""
+    whole: int = 0  # for a replica's share: the key's configured amount (0: this is it)
 
     @property
     def interval_s(self) -> float:
@@ -47,10 +48,15 @@ class Limit:
         """Where its state lives: one TAT per owner and limit."""
         return f"{self.owner}:{self.name}"
 
+    @property
+    def configured(self) -> int:
+        """The amount the key set gives (a share's whole limit): what clients are told."""
+        return self.whole or self.amount
+
     def shared_by(self, replicas: int) -> Limit:
         """This replica's share when it cannot coordinate with the others."""
         amount = max(1, self.amount // replicas)
-        return Limit(self.name, self.unit, amount, self.period_s, self.owner)
+        return Limit(self.name, self.unit, amount, self.period_s, self.owner, self.configured)
 
 
 # NamedTuples, not frozen dataclasses: several are made per request on the hot path, and a

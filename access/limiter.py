@@ -286,7 +286,7 @@ class RateLimiter:
         state, requested = decision.states[position], costs[position]
         message = (
             f"Rate limit reached for {limit.name.replace('_', ' ')} for {_whose(caller, limit)}: "
-            f"limit {limit.amount}, remaining "
+            f"limit {limit.configured}, remaining "
             f"{state.remaining}, requested {requested}. Please try again in "
             f"{duration(decision.retry_after_s)}."
         )

@@ -393,3 +393,18 @@ async def test_the_headers_of_a_request_never_admitted_charge_nothing(
         assert await limiter.headers(Caller("anon")) == {}
     finally:
         await limiter.aclose()
+
+
+async def test_deciding_on_a_share_tells_the_client_the_keys_limit() -> None:
+    """Deciding alone on half of 10 a minute: the headers and the 429's message state the key's
+    limit, 10, and what is left of this process's share (documented), not a limit of 5."""
+    limiter, caller = RateLimiter(None, replicas=2), _caller(requests_per_minute=10)
+    admission = await limiter.admit(caller, lambda: 1)
+    assert admission.headers()["x-ratelimit-limit-requests"] == "10"
+    assert admission.headers()["x-ratelimit-remaining-requests"] == "4"
+    for _ in range(4):
+        await limiter.admit(caller, lambda: 1)
+    with pytest.raises(RateLimited, match="limit 10, remaining 0") as raised:
+        await limiter.admit(caller, lambda: 1)
+    assert raised.value.headers()["x-ratelimit-limit-requests"] == "10"
+    assert (await limiter.headers(caller))["x-ratelimit-limit-requests"] == "10"
