@@ -77,6 +77,7 @@ class Decision(NamedTuple):
     states: tuple[LimitState, ...]
     retry_after_s: float = 0.0
     limited_by: Limit | None = None
+    at: float = 0.0  # the shared store's clock when it decided (orders its answers)
 
 
 SLACK_S = 1e-6
@@ -129,6 +130,7 @@ class LocalLimiter:
         self._clock = clock
         self._unseen_used = unseen_used
         self._tats: dict[str, float] = {}
+        self._seen_at: dict[str, float] = {}  # the shared store's clock at the last observed
 
     def _tat(self, limit: Limit, now: float) -> float:
         return self._tats.get(limit.key, now + self._unseen_used * limit.period_s)
@@ -147,11 +149,16 @@ class LocalLimiter:
         tats = [self._tat(limit, now) for limit in limits]
         return decide(limits, [0] * len(limits), tats, now)[0]
 
-    def observe(self, key: str, used_s: float, keep_more: bool = False) -> None:
-        """The shared store says the limit `key` is `used_s` of its period spent: a share of a
-        limit is spent as large a part of its period, so it holds its share of what is left.
-        `keep_more` keeps this process's own state where it is more spent (charges the store
-        has not been told of yet)."""
+    def observe(self, key: str, used_s: float, at: float, keep_more: bool = False) -> None:
+        """The shared store says the limit `key` is `used_s` of its period spent, as of `at` on
+        its own clock (concurrent calls' answers are read in any order: an older state read
+        after a newer one is ignored): a share
+        of a limit is spent as large a part of its period, so it holds its share of what is
+        left. `keep_more` keeps this process's own state where it is more spent (charges the
+        store has not been told of yet)."""
+        if at < self._seen_at.get(key, at):
+            return
+        self._seen_at[key] = at
         tat = self._clock() + used_s
         if keep_more:
             tat = max(tat, self._tats.get(key, tat))

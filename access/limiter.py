@@ -229,7 +229,8 @@ class RateLimiter:
                 owed = self._owed
                 for state in decision.states:
                     key = state.limit.key
-                    self._local.observe(key, state.reset_s, bool(owed) and state.limit in owed)
+                    more = bool(owed) and state.limit in owed
+                    self._local.observe(key, state.reset_s, decision.at, more)
                 return decision, True
         decision = self._local.admit(_shares(limits, self._replicas), costs)
         if decision.allowed and self._shared is not None:

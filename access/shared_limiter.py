@@ -43,7 +43,7 @@ for i = 1, #KEYS do
   local over = candidates[i] - now - period
   if over > retry and over > 0.001 then retry, limited = over, i end  -- 1 us of rounding slack
 end
-local out = {limited, tostring(retry)}
+local out = {limited, tostring(retry), tostring(now)}
 for i = 1, #KEYS do
   local tat = tats[i]
   if limited == 0 then
@@ -128,14 +128,15 @@ class SharedLimiter:
             self._timeout_s,
             timer=loop_timeout,
         )
-        limited, retry_ms, used = int(reply[0]), float(reply[1]), reply[2:]
+        limited, retry_ms, at_ms, used = int(reply[0]), float(reply[1]), float(reply[2]), reply[3:]
         states = tuple(
             state_after(limit, float(used_ms) / 1000)
             for limit, used_ms in zip(limits, used, strict=True)
         )
+        at = at_ms / 1000
         if limited == 0:
-            return Decision(True, states)
-        return Decision(False, states, retry_ms / 1000, limits[limited - 1])
+            return Decision(True, states, at=at)
+        return Decision(False, states, retry_ms / 1000, limits[limited - 1], at)
 
     async def refund(self, refunds: Sequence[tuple[Limit, int]]) -> None:
         """Give back (or, negative, charge) units on many callers' limits: in one call on a

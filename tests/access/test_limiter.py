@@ -408,3 +408,24 @@ async def test_deciding_on_a_share_tells_the_client_the_keys_limit() -> None:
         await limiter.admit(caller, lambda: 1)
     assert raised.value.headers()["x-ratelimit-limit-requests"] == "10"
     assert (await limiter.headers(caller))["x-ratelimit-limit-requests"] == "10"
+
+
+async def test_a_burst_s_answers_read_out_of_order_leave_redis_s_last_state(
+    redis_url: str,
+) -> None:
+    """Two replicas spend a key's 10 in a concurrent burst (answers read in any order), then
+    Redis goes away: each starts alone from the state Redis decided last, nothing left, not
+    from an early answer read late."""
+    shared = [_Switchable(redis_url) for _ in range(2)]
+    limiters, caller = [RateLimiter(s, replicas=2) for s in shared], _caller(requests_per_minute=10)
+    try:
+        outcomes = await asyncio.gather(
+            *(limiters[i % 2].admit(caller, lambda: 1) for i in range(30)), return_exceptions=True
+        )
+        assert sum(not isinstance(o, BaseException) for o in outcomes) == 10
+        for one in shared:
+            one.down = True
+        assert [await _admitted(limiter, caller, 5) for limiter in limiters] == [0, 0]
+    finally:
+        for limiter in limiters:
+            await limiter.aclose()
