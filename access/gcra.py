@@ -37,6 +37,7 @@ class Limit:
     amount: int
     period_s: float
     owner: str = ""
+    whole: int = 0  # for a replica's share: the key's configured amount (0: this is it)
 
     @property
     def interval_s(self) -> float:
@@ -47,10 +48,15 @@ class Limit:
         """Where its state lives: one TAT per owner and limit."""
         return f"{self.owner}:{self.name}"
 
+    @property
+    def configured(self) -> int:
+        """The amount the key set gives (a share's whole limit): what clients are told."""
+        return self.whole or self.amount
+
     def shared_by(self, replicas: int) -> Limit:
         """This replica's share when it cannot coordinate with the others."""
         amount = max(1, self.amount // replicas)
-        return Limit(self.name, self.unit, amount, self.period_s, self.owner)
+        return Limit(self.name, self.unit, amount, self.period_s, self.owner, self.configured)
 
 
 # NamedTuples, not frozen dataclasses: several are made per request on the hot path, and a
@@ -71,6 +77,7 @@ class Decision(NamedTuple):
     states: tuple[LimitState, ...]
     retry_after_s: float = 0.0
     limited_by: Limit | None = None
+    at: float = 0.0  # the shared store's clock when it decided (orders its answers)
 
 
 SLACK_S = 1e-6
@@ -114,30 +121,51 @@ def state_after(limit: Limit, used_s: float) -> LimitState:
 
 
 class LocalLimiter:
-    """GCRA in this process: the fallback when the shared store is unreachable."""
+    """GCRA in this process: the fallback when the shared store is unreachable.
 
-    def __init__(self, clock: Callable[[], float]) -> None:
+    `unseen_used` is how much of a period a limit this process knows nothing of starts spent
+    (0: a full bucket); `observe` tells it what the shared store last said of a limit."""
+
+    def __init__(self, clock: Callable[[], float], unseen_used: float = 0.0) -> None:
         self._clock = clock
+        self._unseen_used = unseen_used
         self._tats: dict[str, float] = {}
+        self._seen_at: dict[str, float] = {}  # the shared store's clock at the last observed
+
+    def _tat(self, limit: Limit, now: float) -> float:
+        return self._tats.get(limit.key, now + self._unseen_used * limit.period_s)
 
     def admit(self, limits: Sequence[Limit], costs: Sequence[int]) -> Decision:
         now = self._clock()
-        keys = [limit.key for limit in limits]
-        tats = [self._tats.get(key, now) for key in keys]
+        tats = [self._tat(limit, now) for limit in limits]
         decision, stored = decide(limits, costs, tats, now)
         if decision.allowed:
-            self._tats.update(zip(keys, stored, strict=True))
+            self._tats.update(zip((limit.key for limit in limits), stored, strict=True))
         return decision
 
     def peek(self, limits: Sequence[Limit]) -> Decision:
         """Every limit as it stands, charging nothing."""
         now = self._clock()
-        tats = [self._tats.get(limit.key, now) for limit in limits]
+        tats = [self._tat(limit, now) for limit in limits]
         return decide(limits, [0] * len(limits), tats, now)[0]
+
+    def observe(self, key: str, used_s: float, at: float, keep_more: bool = False) -> None:
+        """The shared store says the limit `key` is `used_s` of its period spent, as of `at` on
+        its own clock (concurrent calls' answers are read in any order: an older state read
+        after a newer one is ignored): a share
+        of a limit is spent as large a part of its period, so it holds its share of what is
+        left. `keep_more` keeps this process's own state where it is more spent (charges the
+        store has not been told of yet)."""
+        if at < self._seen_at.get(key, at):
+            return
+        self._seen_at[key] = at
+        tat = self._clock() + used_s
+        if keep_more:
+            tat = max(tat, self._tats.get(key, tat))
+        self._tats[key] = tat
 
     def refund(self, limit: Limit, units: int) -> None:
         key = limit.key
         now = self._clock()
-        self._tats[key] = refund(limit, self._tats.get(key, now), units, now)
-        if self._tats[key] <= now:
-            del self._tats[key]  # fully rested: forget it, so idle callers cost no memory
+        # A rested limit is kept (at now), not forgotten: forgotten, it would be unseen again.
+        self._tats[key] = refund(limit, self._tat(limit, now), units, now)

@@ -147,6 +147,11 @@ def _parse_entry(entry: Any, where: str) -> tuple[str, Caller]:
         not isinstance(models, list) or not all(isinstance(m, str) and m for m in models)
     ):
         raise KeySetError(f"{where}: models must be a list of model names")
+    if models == []:
+        raise KeySetError(
+            f"{where} (key {digest.lower()[:12]}): models is empty, which would let the key use "
+            "no model; leave it out for every model"
+        )
     limits = _limit_values(entry, _LIMITS, where)
     digest = digest.lower()
     caller = Caller(

@@ -13,7 +13,8 @@ _HEADED = {"requests_per_minute": "requests", "tokens_per_minute": "tokens"}
 
 
 def limit_headers(decision: Decision) -> dict[str, str]:
-    """Per unit, the per-minute limit with the least left (the key's or its tenant's)."""
+    """Per unit, the per-minute limit with the least left (the key's or its tenant's): its
+    configured amount, and what is left of it, or, deciding alone, of this process's share."""
     binding: dict[str, LimitState] = {}
     for state in decision.states:
         unit = _HEADED.get(state.limit.name)
@@ -21,7 +22,7 @@ def limit_headers(decision: Decision) -> dict[str, str]:
             binding[unit] = state
     headers: dict[str, str] = {}
     for unit, state in binding.items():
-        headers[f"x-ratelimit-limit-{unit}"] = str(state.limit.amount)
+        headers[f"x-ratelimit-limit-{unit}"] = str(state.limit.configured)
         headers[f"x-ratelimit-remaining-{unit}"] = str(state.remaining)
         headers[f"x-ratelimit-reset-{unit}"] = duration(state.reset_s)
     if not decision.allowed:

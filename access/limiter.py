@@ -5,8 +5,16 @@ generate), and the reservation is settled with the real usage when the answer en
 stop gives tokens back, and a long answer cannot take more than it reserved before it is
 charged. Decisions go to Redis (one atomic script); when Redis is unreachable, each replica
 decides alone on its share of every limit, after one bounded timeout and without ever
-turning a limit into an error. What an answer admitted alone uses beyond its reservation is
-charged to Redis too, since the next request may be decided there.
+turning a limit into an error.
+
+Deciding alone starts from what Redis last said of each limit (this process's share of what
+was left then), and a limit Redis never reported to this process from half its share (it may
+have been spent through other processes): never from a fresh bucket. What a replica admits
+alone is owed to Redis and charged there (less what has rested since) once Redis answers
+again, settled with the answers' real usage like any reservation, since the next request may
+be decided there. A script that timed out may have run in Redis all the same: the request it
+carried is decided and charged locally, and owed, erring against the key (charged twice at
+worst), never past its limit.
 """
 
 from __future__ import annotations
@@ -15,8 +23,9 @@ import asyncio
 import contextlib
 import functools
 import logging
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -31,6 +40,7 @@ log = logging.getLogger("gateway.limits")
 
 MINUTE_S, DAY_S = 60.0, 86_400.0
 REFUND_INTERVAL_S = 0.05
+UNSEEN_USED = 0.5  # how spent a limit Redis never reported to this process starts locally
 
 
 class Reservation(NamedTuple):
@@ -103,8 +113,11 @@ class RateLimiter:
     ) -> None:
         self._shared = shared
         self._replicas = replicas
-        self._local = LocalLimiter(clock)
+        self._clock = clock
+        self._local = LocalLimiter(clock, UNSEEN_USED if shared is not None else 0.0)
         self._refunds: dict[Limit, int] = {}
+        self._owed: dict[Limit, float] = {}  # whole limit -> TAT of what was admitted alone
+        self._paying: asyncio.Task[None] | None = None
         self._flusher: asyncio.Task[None] | None = None
         self.local_decisions = 0  # taken by this replica alone while Redis was unreachable
         self._deciding_locally = False
@@ -158,18 +171,24 @@ class RateLimiter:
         unused = admission.reserved_tokens - used_tokens
         if not admission.limited or unused == 0 or not admission.token_limits:
             return
+        to_redis = admission.token_limits
         if not admission.shared:
             for limit in _shares(admission.token_limits, self._replicas):
                 self._local.refund(limit, unused)
-            if unused > 0 or self._shared is None:
+            if self._shared is None:
                 return
-            # Redis was not told of the reservation, but the next request may be decided
-            # there again: what the answer used beyond it must reach Redis too, or it is lost.
+            # Still owed to Redis: what it is owed is the real usage, not the reservation.
+            # Already paid (Redis answered again before this answer ended), or never owed: the
+            # rest is settled in Redis like any reservation, excess included (the next request
+            # may be decided there).
+            owed = tuple(limit for limit in to_redis if limit in self._owed)
+            self._owe(owed, [-unused] * len(owed))
+            to_redis = tuple(limit for limit in to_redis if limit not in owed)
         # Refunds to Redis are gathered and sent together every REFUND_INTERVAL_S, so a
         # request costs one Redis round trip (its admission), not two.
-        for limit in admission.token_limits:
+        for limit in to_redis:
             self._refunds[limit] = self._refunds.get(limit, 0) + unused
-        if self._flusher is None or self._flusher.done():
+        if to_redis and (self._flusher is None or self._flusher.done()):
             self._flusher = asyncio.get_running_loop().create_task(self._flush_refunds())
 
     async def flush(self) -> None:
@@ -195,6 +214,8 @@ class RateLimiter:
     async def _decide(self, limits: tuple[Limit, ...], costs: list[int]) -> tuple[Decision, bool]:
         if self._shared is not None:
             try:
+                if self._owed or self._paying is not None:
+                    await self._pay_owed()
                 decision = await self._shared.admit(limits, costs)
             except DependencyUnavailable as exc:
                 self.local_decisions += 1
@@ -205,8 +226,58 @@ class RateLimiter:
                 if self._deciding_locally:
                     self._deciding_locally = False
                     log.info("rate limits shared through Redis again")
+                owed = self._owed
+                for state in decision.states:
+                    key = state.limit.key
+                    more = bool(owed) and state.limit in owed
+                    self._local.observe(key, state.reset_s, decision.at, more)
                 return decision, True
-        return self._local.admit(_shares(limits, self._replicas), costs), False
+        decision = self._local.admit(_shares(limits, self._replicas), costs)
+        if decision.allowed and self._shared is not None:
+            self._owe(limits, costs)
+        return decision, False
+
+    def _owe(self, limits: Sequence[Limit], costs: Sequence[int]) -> None:
+        """Charges Redis has not seen, kept as a TAT per whole limit so what rests meanwhile
+        is not charged when they are paid."""
+        now = self._clock()
+        for limit, cost in zip(limits, costs, strict=True):
+            tat = max(self._owed.get(limit, now), now) + cost * limit.interval_s
+            if tat > now:
+                self._owed[limit] = tat
+            else:
+                self._owed.pop(limit, None)
+
+    async def _pay_owed(self) -> None:
+        """Charge Redis what was admitted alone and has not rested yet, before the first
+        decision taken there again; concurrent requests wait for the one payment. Raises
+        `DependencyUnavailable` when Redis is still gone (the debt is kept, and charged twice
+        at worst if the call timed out after all)."""
+        if self._paying is None:
+            self._paying = asyncio.get_running_loop().create_task(self._send_owed())
+        paying = self._paying
+        try:
+            await asyncio.shield(paying)
+        finally:
+            if self._paying is paying and paying.done():
+                self._paying = None
+
+    async def _send_owed(self) -> None:
+        assert self._shared is not None
+        now, owed, self._owed = self._clock(), self._owed, {}
+        charges = [
+            (limit, math.ceil((tat - now) / limit.interval_s - 1e-9)) for limit, tat in owed.items()
+        ]
+        charges = [(limit, units) for limit, units in charges if units > 0]
+        if not charges:
+            return
+        try:
+            await self._shared.refund([(limit, -units) for limit, units in charges])
+        except DependencyUnavailable:
+            for limit, units in charges:
+                self._owe((limit,), (units,))
+            raise
+        log.info("charged Redis for %d limits' requests admitted alone", len(charges))
 
     def _refusal(self, caller: Caller, decision: Decision, costs: list[int]) -> RateLimited:
         limit = decision.limited_by
@@ -216,7 +287,7 @@ class RateLimiter:
         state, requested = decision.states[position], costs[position]
         message = (
             f"Rate limit reached for {limit.name.replace('_', ' ')} for {_whose(caller, limit)}: "
-            f"limit {limit.amount}, remaining "
+            f"limit {limit.configured}, remaining "
             f"{state.remaining}, requested {requested}. Please try again in "
             f"{duration(decision.retry_after_s)}."
         )

@@ -23,6 +23,7 @@ from redis.exceptions import RedisClusterException
 
 from access.gcra import Decision, Limit, state_after
 from core.breaker import CircuitBreaker
+from core.loop_timeout import loop_timeout
 from core.redis_client import RedisClient
 
 T = TypeVar("T")
@@ -42,7 +43,7 @@ for i = 1, #KEYS do
   local over = candidates[i] - now - period
   if over > retry and over > 0.001 then retry, limited = over, i end  -- 1 us of rounding slack
 end
-local out = {limited, tostring(retry)}
+local out = {limited, tostring(retry), tostring(now)}
 for i = 1, #KEYS do
   local tat = tats[i]
   if limited == 0 then
@@ -123,16 +124,19 @@ class SharedLimiter:
         for limit, cost in zip(limits, costs, strict=True):
             args += [f"{limit.interval_s * 1000:.6f}", f"{limit.period_s * 1000:.3f}", cost]
         reply = await self._breaker.call(
-            lambda: _reachable(self._admit(keys=keys, args=args)), self._timeout_s
+            lambda: _reachable(self._admit(keys=keys, args=args)),
+            self._timeout_s,
+            timer=loop_timeout,
         )
-        limited, retry_ms, used = int(reply[0]), float(reply[1]), reply[2:]
+        limited, retry_ms, at_ms, used = int(reply[0]), float(reply[1]), float(reply[2]), reply[3:]
         states = tuple(
             state_after(limit, float(used_ms) / 1000)
             for limit, used_ms in zip(limits, used, strict=True)
         )
+        at = at_ms / 1000
         if limited == 0:
-            return Decision(True, states)
-        return Decision(False, states, retry_ms / 1000, limits[limited - 1])
+            return Decision(True, states, at=at)
+        return Decision(False, states, retry_ms / 1000, limits[limited - 1], at)
 
     async def refund(self, refunds: Sequence[tuple[Limit, int]]) -> None:
         """Give back (or, negative, charge) units on many callers' limits: in one call on a
@@ -151,7 +155,7 @@ class SharedLimiter:
                 *(_reachable(self._refund(keys=k, args=a)) for k, a in groups.values())
             )
 
-        await self._breaker.call(send, self._timeout_s)
+        await self._breaker.call(send, self._timeout_s, timer=loop_timeout)
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -8,6 +8,7 @@ import enum
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import TypeVar
 
 log = logging.getLogger("gateway.breaker")
@@ -25,6 +26,7 @@ class BreakerState(enum.Enum):
 
 
 StateListener = Callable[[BreakerState, BreakerState], None]
+Timer = Callable[[float], AbstractAsyncContextManager[object]]
 
 
 def default_failure_types() -> tuple[type[BaseException], ...]:
@@ -102,6 +104,7 @@ class CircuitBreaker:
         operation: Callable[[], Awaitable[T]],
         timeout: float,
         dependency_timeout: float | None = None,
+        timer: Timer = asyncio.timeout,
     ) -> T:
         """`operation()` bounded by `timeout` seconds; dependency failures become the breaker's
         `DependencyUnavailable` class, and so does an open circuit, without calling at all.
@@ -110,10 +113,11 @@ class CircuitBreaker:
         shorter than it is the caller's own budget, and running out of that is not the
         dependency's failure (on a loaded machine it would open the circuit for everyone).
         Other exceptions (bugs, cancellation) pass through unchanged and count for nothing.
+        `timer` bounds the call (`core.loop_timeout.loop_timeout` to forgive the loop's lag).
         """
         probe = self._admit(timeout)
         try:
-            async with asyncio.timeout(timeout):
+            async with timer(timeout):
                 result = await operation()
         except self._failure_types as exc:
             if isinstance(exc, TimeoutError) and timeout < (dependency_timeout or timeout):

@@ -36,6 +36,18 @@ def routed(body: Body, caller: Caller, fleet: Fleet) -> Body:
     return cast(Body, body.model_copy(update={"model": version}))  # mypy: Self of a union
 
 
+def visible_models(caller: Caller, fleet: Fleet) -> list[str]:
+    """The models `GET /v1/models` shows this caller: the public names it may use (never the
+    versions behind them, so clients do not pin themselves to a canary), and the versions its
+    key names itself (a key limited to a version may list and retrieve what it may call)."""
+    public = fleet.public_models
+    visible = [name for name in public if caller.may_use(name)]
+    if caller.models is not None:
+        shown = set(public)
+        visible += [m for m in fleet.models if m in caller.models and m not in shown]
+    return visible
+
+
 def with_model(raw: bytes, model: str) -> bytes:
     """The client's JSON body naming `model`: what a pass-through backend is sent once a
     route chose the version (it forwards the body as it is when it names the model it serves)."""

@@ -25,6 +25,7 @@ from core.errors import (
 )
 from gateway.client_watch import ClientWatch
 from gateway.drain import DRAIN, ShuttingDown
+from gateway.model_access import visible_models
 from gateway.observing import RECORD_SCOPE_KEY
 from gateway.openapi import openapi_json
 from gateway.pipeline import Pipeline
@@ -181,10 +182,10 @@ _MODELS_CREATED = int(time.time())
 
 def _visible_models(request: Request) -> list[str]:
     """The models this caller may use (a key limited to some never learns of the others):
-    public names, not the versions behind them (`Fleet.public_models`)."""
+    `model_access.visible_models`."""
     caller = _caller(request, relevant_headers(request.scope["headers"]), _record(request))
     fleet: Fleet = request.state.fleet
-    return [name for name in fleet.public_models if caller.may_use(name)]
+    return visible_models(caller, fleet)
 
 
 def _model_object(name: str) -> dict[str, str | int]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 
 from access.caller import Caller, KeyLimits
@@ -35,3 +37,24 @@ async def test_each_worker_decides_alone_on_its_part_of_the_replica_share() -> N
 async def test_one_worker_keeps_the_replica_share() -> None:
     """One worker per replica: the replica's whole share (half of 12 with 2 replicas)."""
     assert await _admitted(workers=1, replicas=2, attempts=10) == 6
+
+
+async def test_a_burst_that_stalls_the_loop_is_still_decided_in_redis(redis_url: str) -> None:
+    """A burst keeps this process's loop busy for three timeouts while Redis answers at once
+    (every reply waits, on new connections too): Redis still decides each request, so a key
+    that spent 4 of 10 gets exactly 6 more, not a fresh local bucket on top."""
+    limiter = build_rate_limiter(AccessSettings(redis_url=redis_url, limit_timeout_s=0.2))
+    caller = Caller("acme", key_id=uuid.uuid4().hex[:12], limits=KeyLimits(requests_per_minute=10))
+    try:
+        for _ in range(4):
+            await limiter.admit(caller, lambda: 1)
+        burst = asyncio.gather(
+            *(limiter.admit(caller, lambda: 1) for _ in range(30)), return_exceptions=True
+        )
+        asyncio.get_running_loop().call_soon(time.sleep, 0.6)  # every request's first step ran
+        outcomes = await burst
+    finally:
+        await limiter.aclose()
+    assert sum(not isinstance(o, BaseException) for o in outcomes) == 6
+    assert sum(isinstance(o, RateLimited) for o in outcomes) == 24
+    assert limiter.local_decisions == 0

@@ -131,3 +131,14 @@ def test_a_rested_caller_gets_its_whole_burst_at_any_clock_value(now: float, amo
     decision, stored = decide([day], [amount], [now], now)
     assert decision.allowed
     assert not decide([day], [1], stored, now)[0].allowed
+
+
+def test_an_answer_to_an_older_call_read_late_does_not_rewind_what_redis_said() -> None:
+    """Concurrent calls' answers are read in any order: the state Redis decided last (50 s of
+    the minute spent: 1 of 10 left) stands against an older one read after it."""
+    local = LocalLimiter(lambda: 100.0)
+    limit = Limit("requests_per_minute", "requests", 10, 60.0, "key:k")
+    local.observe(limit.key, 50.0, at=5000.5)
+    local.observe(limit.key, 10.0, at=5000.0)
+    assert local.peek([limit]).states[0].remaining == 1
+    assert local.peek([limit.shared_by(2)]).states[0].remaining == 0  # half of 1 left

@@ -52,6 +52,7 @@ def test_minimal_entry_allows_every_model_without_limits() -> None:
         ({"sha256": DIGEST, "tenant": "bad tenant"}, "tenant"),
         ({"sha256": DIGEST, "tenant": "t", "priority": "urgent"}, "priority"),
         ({"sha256": DIGEST, "tenant": "t", "models": "llama"}, "models"),
+        ({"sha256": DIGEST, "tenant": "t", "models": []}, f"key {DIGEST[:12]}.*models is empty"),
         ({"sha256": DIGEST, "tenant": "t", "tokens_per_minute": 0}, "tokens_per_minute"),
         ({"sha256": DIGEST, "tenant": "t", "max_tokens": True}, "max_tokens"),
         ({"sha256": DIGEST, "tenant": "t", "rpm": 5}, "unknown fields: rpm"),

@@ -182,7 +182,9 @@ async def test_shared_and_local_agree_on_a_burst(shared: RateLimiter) -> None:
 
 
 async def test_unreachable_redis_falls_back_to_a_local_share() -> None:
-    """Redis gone: decisions are taken locally on this replica's share, never as errors."""
+    """Redis gone from the start: decisions are taken locally, never as errors, on this
+    replica's share of a key Redis never reported, started half spent (it may have been spent
+    through other processes): 2 of the 5 of half of 10."""
     dead = _shared(f"redis://127.0.0.1:{free_port()}/0", timeout_s=0.05)
     limiter = RateLimiter(dead, replicas=2)
     caller = _caller(requests_per_minute=10)
@@ -197,7 +199,7 @@ async def test_unreachable_redis_falls_back_to_a_local_share() -> None:
                 pass
     finally:
         await limiter.aclose()
-    assert admitted == 5 and limiter.local_decisions == 8  # half of 10 on each of 2 replicas
+    assert admitted == 2 and limiter.local_decisions == 8
 
 
 class _ScriptTimesOut(SharedLimiter):
@@ -227,6 +229,95 @@ async def test_the_excess_of_a_local_decision_is_charged_in_redis(redis_url: str
         with pytest.raises(TokensRateLimited) as raised:
             await limiter.admit(caller, lambda: 10)
         assert int(raised.value.headers()["retry-after"]) > 60
+    finally:
+        await limiter.aclose()
+
+
+class _Switchable(SharedLimiter):
+    """Redis that can be made unreachable (every call fails fast, as with its circuit open)
+    and brought back, its state intact."""
+
+    def __init__(self, url: str) -> None:
+        breaker = CircuitBreaker(failure_threshold=1000, cooldown_s=30.0, name="redis-limits")
+        super().__init__(redis_client(url, 0.5), breaker, 0.5)
+        self.down = False
+
+    async def admit(self, limits: Sequence[Limit], costs: Sequence[int]) -> Decision:
+        if self.down:
+            raise DependencyUnavailable("redis-limits: circuit open")
+        return await super().admit(limits, costs)
+
+    async def refund(self, refunds: Sequence[tuple[Limit, int]]) -> None:
+        if self.down:
+            raise DependencyUnavailable("redis-limits: circuit open")
+        await super().refund(refunds)
+
+
+async def _admitted(limiter: RateLimiter, caller: Caller, attempts: int, tokens: int = 1) -> int:
+    admitted = 0
+    for _ in range(attempts):
+        try:
+            await limiter.admit(caller, lambda: tokens)
+            admitted += 1
+        except RateLimited:
+            pass
+    return admitted
+
+
+@pytest.mark.parametrize(("replicas", "alone"), [(1, 4), (2, 2)])
+async def test_deciding_alone_starts_from_what_redis_last_said(
+    redis_url: str, replicas: int, alone: int
+) -> None:
+    """A key spent 6 of its 10 through Redis, then Redis goes away: this replica decides alone
+    on its share of the 4 left (4 alone, 2 of 2 replicas), not on a fresh bucket."""
+    shared = _Switchable(redis_url)
+    limiter, caller = RateLimiter(shared, replicas=replicas), _caller(requests_per_minute=10)
+    try:
+        assert await _admitted(limiter, caller, 6) == 6
+        shared.down = True
+        assert await _admitted(limiter, caller, 10) == alone
+    finally:
+        await limiter.aclose()
+    assert limiter.local_decisions == 10
+
+
+async def test_what_was_admitted_alone_is_charged_in_redis_when_it_answers_again(
+    redis_url: str,
+) -> None:
+    """3 of 10 through Redis, 7 alone while it is gone: when it is back, the 7 are charged there
+    before its next decision, so that one is a 429, for this replica and for another one."""
+    shared = _Switchable(redis_url)
+    limiter, caller = RateLimiter(shared), _caller(requests_per_minute=10)
+    other = RateLimiter(_shared(redis_url))
+    try:
+        assert await _admitted(limiter, caller, 3) == 3
+        shared.down = True
+        assert await _admitted(limiter, caller, 10) == 7
+        shared.down = False
+        with pytest.raises(RateLimited):
+            await limiter.admit(caller, lambda: 1)
+        with pytest.raises(RateLimited):
+            await other.admit(caller, lambda: 1)
+    finally:
+        await limiter.aclose()
+        await other.aclose()
+
+
+async def test_what_redis_is_owed_is_the_answers_real_usage(redis_url: str) -> None:
+    """An answer admitted alone reserved 500 tokens and used 100: Redis is charged 100, not
+    the reservation, so 700 more fit in the 1000 a minute (100 + 100 + 700) and 200 do not."""
+    shared = _Switchable(redis_url)
+    limiter, caller = RateLimiter(shared), _caller(tokens_per_minute=1000)
+    try:
+        limiter.settle(await limiter.admit(caller, lambda: 100), 100)
+        shared.down = True
+        alone = await limiter.admit(caller, lambda: 500)
+        assert not alone.shared
+        limiter.settle(alone, 100)
+        shared.down = False
+        assert (await limiter.admit(caller, lambda: 700)).shared
+        with pytest.raises(TokensRateLimited):
+            await limiter.admit(caller, lambda: 200)
     finally:
         await limiter.aclose()
 
@@ -302,3 +393,39 @@ async def test_the_headers_of_a_request_never_admitted_charge_nothing(
         assert await limiter.headers(Caller("anon")) == {}
     finally:
         await limiter.aclose()
+
+
+async def test_deciding_on_a_share_tells_the_client_the_keys_limit() -> None:
+    """Deciding alone on half of 10 a minute: the headers and the 429's message state the key's
+    limit, 10, and what is left of this process's share (documented), not a limit of 5."""
+    limiter, caller = RateLimiter(None, replicas=2), _caller(requests_per_minute=10)
+    admission = await limiter.admit(caller, lambda: 1)
+    assert admission.headers()["x-ratelimit-limit-requests"] == "10"
+    assert admission.headers()["x-ratelimit-remaining-requests"] == "4"
+    for _ in range(4):
+        await limiter.admit(caller, lambda: 1)
+    with pytest.raises(RateLimited, match="limit 10, remaining 0") as raised:
+        await limiter.admit(caller, lambda: 1)
+    assert raised.value.headers()["x-ratelimit-limit-requests"] == "10"
+    assert (await limiter.headers(caller))["x-ratelimit-limit-requests"] == "10"
+
+
+async def test_a_burst_s_answers_read_out_of_order_leave_redis_s_last_state(
+    redis_url: str,
+) -> None:
+    """Two replicas spend a key's 10 in a concurrent burst (answers read in any order), then
+    Redis goes away: each starts alone from the state Redis decided last, nothing left, not
+    from an early answer read late."""
+    shared = [_Switchable(redis_url) for _ in range(2)]
+    limiters, caller = [RateLimiter(s, replicas=2) for s in shared], _caller(requests_per_minute=10)
+    try:
+        outcomes = await asyncio.gather(
+            *(limiters[i % 2].admit(caller, lambda: 1) for i in range(30)), return_exceptions=True
+        )
+        assert sum(not isinstance(o, BaseException) for o in outcomes) == 10
+        for one in shared:
+            one.down = True
+        assert [await _admitted(limiter, caller, 5) for limiter in limiters] == [0, 0]
+    finally:
+        for limiter in limiters:
+            await limiter.aclose()

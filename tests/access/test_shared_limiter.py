@@ -116,10 +116,11 @@ async def test_an_excess_is_charged_after_redis_has_forgotten_the_reservation(
 
 
 async def test_an_unreachable_cluster_is_decided_locally() -> None:
-    """No cluster node answers: the replica decides alone on its share, never an error."""
+    """No cluster node answers: the replica decides alone, never an error, on its share of a
+    limit the cluster never reported, started half spent (2 of the tenant's 4)."""
     limiter = _limiter(f"redis+cluster://127.0.0.1:{free_port()}", timeout_s=0.2)
     try:
-        caller = _caller("acme", requests_per_minute=2)
+        caller = _caller("acme", requests_per_minute=4)
         admissions = [await limiter.admit(caller, lambda: 1) for _ in range(2)]
         assert not any(admission.shared for admission in admissions)
         with pytest.raises(RateLimited):

@@ -34,8 +34,8 @@ def _env(keys: Path, redis_url: str) -> dict[str, str]:
         "GATEWAY_API_KEYS_FILE": str(keys),
         "GATEWAY_REDIS_URL": redis_url,
         "GATEWAY_LIMIT_REPLICAS": "2",
-        # Generous: on a loaded 2-core box the script can take over 100 ms, and a replica that
-        # decides alone states its half limit. A killed Redis refuses at once, whatever this is.
+        # Generous: on a loaded 2-core box the script can take over 100 ms (Redis itself slow,
+        # not the gateway's loop). A killed Redis refuses at once, whatever this is.
         "GATEWAY_LIMIT_TIMEOUT_MS": "2000",
     }
 
@@ -66,7 +66,7 @@ async def test_two_replicas_share_one_limit_then_survive_redis_dying(
     tmp_path: Path, redis_server: RedisProcess
 ) -> None:
     """Two gateways admit one key's requests-per-minute between them, not twice; once Redis is
-    killed each admits its own share (half) and nothing fails."""
+    killed each decides alone on its share of what was left (here nothing) and nothing fails."""
     keys = tmp_path / "keys.json"
     keys.write_text(f"[{key_set_entry(key_digest(LIMITED), 'acme', requests_per_minute=RPM)}]")
     with ProcessGroup(tmp_path / "logs") as group:
@@ -84,6 +84,8 @@ async def test_two_replicas_share_one_limit_then_survive_redis_dying(
         redis_server.kill()
         alone = [await _ask(url) for url in urls for _ in range(RPM)]
     assert RPM <= _admitted(shared, RPM) <= RPM + refilled
-    # Each replica now decides alone on its share (RPM / 2), its local bucket rested.
+    # Each replica now decides alone on its share (half) of what Redis last said was left:
+    # nothing, the key having spent its limit, so only what rested since passes (not a fresh
+    # bucket each), and every answer still states the key's limit, not the half.
     refilled_alone = int((time.monotonic() - started) / (60 / (RPM // 2)))
-    assert 2 * (RPM // 2) <= _admitted(alone, RPM // 2) <= 2 * (RPM // 2 + refilled_alone)
+    assert _admitted(alone, RPM) <= 2 * refilled_alone
