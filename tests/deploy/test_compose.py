@@ -42,8 +42,15 @@ def test_services_and_profiles() -> None:
     assert vllm["profiles"] == ["gpu"]
     (device,) = vllm["deploy"]["resources"]["reservations"]["devices"]
     assert device["driver"] == "nvidia" and "gpu" in device["capabilities"]
-    assert vllm["command"][:2] == ["vllm", "serve"] and "--grpc" in vllm["command"]
-    assert "--port=50051" in vllm["command"]
+    assert "--grpc" in vllm["command"] and "--port=50051" in vllm["command"]
+
+
+def test_vllm_runs_vllm_serve_once() -> None:
+    """`command:` replaces only the image's CMD: the entrypoint is set, and the command does not
+    repeat it (vLLM's image starts with `vllm serve`, which would run `vllm serve vllm serve`)."""
+    vllm = _compose()["services"]["vllm"]
+    assert vllm["entrypoint"] == ["vllm", "serve"]
+    assert not vllm["command"][0].startswith("-") and vllm["command"][0] != "vllm"
 
 
 def test_images_are_pinned() -> None:
