@@ -7,6 +7,7 @@ import contextlib
 import difflib
 import logging
 import os
+import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp
+from uvicorn.config import STARTUP_FAILURE
 
 from access.factory import build_rate_limiter
 from access.registry import KeyRegistry
@@ -145,13 +147,18 @@ def create_app(
 
 
 def create_app_from_env() -> ASGIApp:
-    """Factory for `uvicorn --factory`: settings come from the environment."""
-    return create_app(
-        Settings.from_env(),
-        tracing=Tracing.from_env(os.environ),
-        drain=DrainSettings.from_env(os.environ),
-        standin_env=os.environ,
-    )
+    """Factory for `uvicorn --factory`: settings come from the environment. `gateway serve`
+    validated the same variables before starting this worker; one still invalid here (a file
+    changed in between, or a worker started by other means) exits as a failed startup, which
+    stops the supervisor instead of a traceback and a worker restarted forever."""
+    try:
+        settings = Settings.from_env()
+        tracing = Tracing.from_env(os.environ)
+        drain = DrainSettings.from_env(os.environ)
+    except SettingsError as exc:
+        log.critical("invalid configuration: %s", exc)
+        sys.exit(STARTUP_FAILURE)
+    return create_app(settings, tracing=tracing, drain=drain, standin_env=os.environ)
 
 
 def _say_who_may_call(settings: Settings) -> None:
