@@ -31,7 +31,7 @@ from cache.response_store import ResponseStore
 from core.env import SettingsError
 from core.errors import GatewayError
 from gateway.answer_stamp import AnswerStamp
-from gateway.drain import DrainSettings, intercept_sigterm
+from gateway.drain import WRITEBACK_DRAIN_S, DrainSettings, intercept_sigterm
 from gateway.error_responses import gateway_error, http_error, unexpected_error
 from gateway.hot_routes import HotRoutes
 from gateway.metrics_sampler import sample_forever
@@ -49,7 +49,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("gateway")
 
-_WRITEBACK_DRAIN_S = 5.0
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
@@ -105,10 +104,10 @@ def create_app(
                 await discovery.start()
                 stack.push_async_callback(discovery.aclose)
             cache = await build_cache_layer(effective.cache)
-            stack.push_async_callback(cache.aclose, _WRITEBACK_DRAIN_S)
+            stack.push_async_callback(cache.aclose, WRITEBACK_DRAIN_S)
             pipeline = Pipeline(effective, fleet, cache, tracer, limiter)
             responses = ResponsesService(pipeline, ResponseStore.from_settings(effective.cache))
-            stack.push_async_callback(responses.aclose, _WRITEBACK_DRAIN_S)
+            stack.push_async_callback(responses.aclose, WRITEBACK_DRAIN_S)
             stack.push_async_callback(asyncio.to_thread, tracer.shutdown)
             metrics = GatewayMetrics(models=[*fleet.models, *fleet.routes.routes])
             threshold = effective.cache.semantic_threshold if cache.semantic else None

@@ -13,7 +13,7 @@ import queue
 import threading
 from collections.abc import Mapping
 
-from obs.logs import REQUEST_MESSAGE
+from obs.logs import CLOSE_TIMEOUT_S, REQUEST_MESSAGE
 
 
 class AccessLog:
@@ -42,7 +42,7 @@ class AccessLog:
         thread = self._thread
         if thread is not None:
             self._queue.put(None)
-            thread.join(timeout=5.0)
+            thread.join(timeout=CLOSE_TIMEOUT_S)
             self._thread = None
 
     def _start(self) -> None:
