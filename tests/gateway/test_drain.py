@@ -17,7 +17,6 @@ from gateway.drain import (
     CLOSE_BOUND_S,
     CLOSE_STAGES_S,
     DRAIN,
-    LOG_CLOSE_S,
     STRAGGLER_MARGIN_S,
     WRITEBACK_DRAIN_S,
     DrainSettings,
@@ -26,6 +25,7 @@ from gateway.drain import (
     stop_bound_s,
 )
 from gateway.settings import Settings
+from obs.logs import CLOSE_TIMEOUT_S as LOG_CLOSE_S
 from tests.support.asgi_server import serving
 from tests.support.fake_backend import FakeBackend
 
