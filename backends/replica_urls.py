@@ -55,7 +55,10 @@ def parse_replica_url(url: str, model: str) -> ReplicaSpec:
     base = scheme.removesuffix(DNS_SUFFIX)
     if not sep or base not in _SCHEMES or not rest:
         raise SettingsError(f"{where} must be {_FORMS}")
-    parts = urlsplit(shown)
+    try:
+        parts = urlsplit(shown)
+    except ValueError as exc:  # an unclosed "[" of an IPv6 address
+        raise SettingsError(f"{where} is not a valid URL ({exc})") from None
     try:
         port = parts.port
     except ValueError:

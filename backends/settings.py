@@ -78,6 +78,18 @@ class BackendSettings:
         names = [EMBEDDED_MODEL] if self.embedded else [spec.name for spec in self.models]
         return [*names, *self.routes.routes]
 
+    @property
+    def fetches_tokenizers(self) -> bool:
+        """A model's tokenizer comes from its gRPC replicas (`GetTokenizer`, the embedded
+        stand-in's too) into `tokenizer_cache_dir`, rather than from GATEWAY_TOKENIZER_DIRS."""
+        if self.embedded:
+            return EMBEDDED_MODEL not in self.tokenizer_dirs
+        return any(
+            spec.name not in self.tokenizer_dirs
+            and any(replica.scheme.startswith("grpc") for replica in spec.replicas)
+            for spec in self.models
+        )
+
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> BackendSettings:
         defaults = cls()

@@ -28,7 +28,8 @@ from cache.types import CacheUnavailable, EncoderSample, Vector
 log = logging.getLogger(__name__)
 
 DEFAULT_THREADS = 1
-_JOIN_TIMEOUT_S = 10.0
+JOIN_TIMEOUT_S = 10.0
+"""How long closing an embedder waits for the encode in progress (a stage of the shutdown)."""
 
 
 class _Encoder(Protocol):
@@ -182,7 +183,7 @@ class SentenceEmbedder:
             return
         self._closed = True
         self._queue.put(None)
-        await asyncio.to_thread(self._thread.join, _JOIN_TIMEOUT_S)
+        await asyncio.to_thread(self._thread.join, JOIN_TIMEOUT_S)
 
     def _run(self) -> None:
         try:

@@ -82,6 +82,12 @@ class CacheSettings:
     def from_env(cls, env: Mapping[str, str]) -> CacheSettings:
         settings = cls._from_env(env)
         check_semantic_deployment(settings.semantic, settings.redis_url)
+        if settings.semantic != "off" and settings.mode == "off":  # it would be loaded, unused
+            raise SettingsError(
+                f"GATEWAY_SEMANTIC_CACHE={settings.semantic} does nothing with GATEWAY_CACHE=off, "
+                "which turns every cache lookup and write off: set GATEWAY_SEMANTIC_CACHE=off, "
+                "or GATEWAY_CACHE to on, read-only or write-only"
+            )
         return settings
 
     @classmethod

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import tempfile
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
@@ -31,7 +32,7 @@ def env_int(env: Mapping[str, str], name: str, default: int, *, low: int, high: 
     if raw is None or raw == "":
         return default
     try:
-        value = int(raw)
+        value = int(_no_grouping(raw))
     except ValueError:
         raise SettingsError(
             f"{name} must be an integer from {low} to {high}, got {raw!r}"
@@ -48,7 +49,7 @@ def env_float(
     if raw is None or raw == "":
         return default
     try:
-        value = float(raw)
+        value = float(_no_grouping(raw))
     except ValueError:
         raise SettingsError(
             f"{name} must be a number from {_num(low)} to {_num(high)}, got {raw!r}"
@@ -58,6 +59,13 @@ def env_float(
     if not low <= value <= high:
         raise SettingsError(f"{name} must be between {_num(low)} and {_num(high)}, got {raw!r}")
     return value
+
+
+def _no_grouping(raw: str) -> str:
+    """`raw`, unless it has Python's digit grouping (`1_0` would mean 10): a ValueError."""
+    if "_" in raw:
+        raise ValueError(raw)
+    return raw
 
 
 def env_ms(env: Mapping[str, str], name: str, default_s: float, *, high_s: float) -> float:
@@ -95,6 +103,23 @@ def check_dir(name: str, path: Path, *, must_exist: bool = False) -> Path:
             )
     except OSError as exc:  # a parent we may not search, say
         raise SettingsError(f"{name}: {path} cannot be checked ({exc})") from None
+    return path
+
+
+def check_writable_dir(name: str, path: Path) -> Path:
+    """`path` as a directory this process fills (a cache): created if missing and written to
+    once, at startup, so that a path nobody can write stops the gateway naming `name` rather
+    than failing each worker's first use of it."""
+    check_dir(name, path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise SettingsError(
+            f"{name}: {path} cannot be created or written ({exc.strerror or exc}); "
+            "point it at a writable directory"
+        ) from None
     return path
 
 

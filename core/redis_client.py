@@ -32,12 +32,19 @@ def check_redis_url(name: str, url: str) -> str:
     url = url.strip()
     if not url:
         return url
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # an unclosed "[" of an IPv6 address
+        raise SettingsError(f"{name} is not a valid URL ({exc})") from None
     scheme = parts.scheme.lower()
     if scheme not in (*SINGLE_SCHEMES, *CLUSTER_SCHEMES):
         raise SettingsError(
             f"{name} must be a redis://, rediss://, unix://, redis+cluster:// or "
             f"rediss+cluster:// URL, got scheme {parts.scheme or '(none)'!r}"
+        )
+    if scheme == "unix" and not parts.path.strip("/"):
+        raise SettingsError(
+            f"{name}: a unix:// URL needs the socket's path (unix:///run/redis.sock)"
         )
     if scheme != "unix":
         try:

@@ -7,6 +7,7 @@ import contextlib
 import difflib
 import logging
 import os
+import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp
+from uvicorn.config import STARTUP_FAILURE
 
 from access.factory import build_rate_limiter
 from access.registry import KeyRegistry
@@ -29,7 +31,7 @@ from cache.response_store import ResponseStore
 from core.env import SettingsError
 from core.errors import GatewayError
 from gateway.answer_stamp import AnswerStamp
-from gateway.drain import DrainSettings, intercept_sigterm
+from gateway.drain import WRITEBACK_DRAIN_S, DrainSettings, intercept_sigterm
 from gateway.error_responses import gateway_error, http_error, unexpected_error
 from gateway.hot_routes import HotRoutes
 from gateway.metrics_sampler import sample_forever
@@ -47,7 +49,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("gateway")
 
-_WRITEBACK_DRAIN_S = 5.0
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
@@ -103,10 +104,10 @@ def create_app(
                 await discovery.start()
                 stack.push_async_callback(discovery.aclose)
             cache = await build_cache_layer(effective.cache)
-            stack.push_async_callback(cache.aclose, _WRITEBACK_DRAIN_S)
+            stack.push_async_callback(cache.aclose, WRITEBACK_DRAIN_S)
             pipeline = Pipeline(effective, fleet, cache, tracer, limiter)
             responses = ResponsesService(pipeline, ResponseStore.from_settings(effective.cache))
-            stack.push_async_callback(responses.aclose, _WRITEBACK_DRAIN_S)
+            stack.push_async_callback(responses.aclose, WRITEBACK_DRAIN_S)
             stack.push_async_callback(asyncio.to_thread, tracer.shutdown)
             metrics = GatewayMetrics(models=[*fleet.models, *fleet.routes.routes])
             threshold = effective.cache.semantic_threshold if cache.semantic else None
@@ -145,13 +146,18 @@ def create_app(
 
 
 def create_app_from_env() -> ASGIApp:
-    """Factory for `uvicorn --factory`: settings come from the environment."""
-    return create_app(
-        Settings.from_env(),
-        tracing=Tracing.from_env(os.environ),
-        drain=DrainSettings.from_env(os.environ),
-        standin_env=os.environ,
-    )
+    """Factory for `uvicorn --factory`: settings come from the environment. `gateway serve`
+    validated the same variables before starting this worker; one still invalid here (a file
+    changed in between, or a worker started by other means) exits as a failed startup, which
+    stops the supervisor instead of a traceback and a worker restarted forever."""
+    try:
+        settings = Settings.from_env()
+        tracing = Tracing.from_env(os.environ)
+        drain = DrainSettings.from_env(os.environ)
+    except SettingsError as exc:
+        log.critical("invalid configuration: %s", exc)
+        sys.exit(STARTUP_FAILURE)
+    return create_app(settings, tracing=tracing, drain=drain, standin_env=os.environ)
 
 
 def _say_who_may_call(settings: Settings) -> None:

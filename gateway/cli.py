@@ -22,6 +22,7 @@ from backends.settings import EMBEDDED
 from cache.clause_adapter import check_clause_judge
 from gateway import keys_cli
 from gateway.drain import DrainSettings
+from gateway.preflight import check_machine
 from gateway.settings import Settings, SettingsError
 from gateway.variables import check_variable_names
 from obs.logs import log_format_from_env, logging_config
@@ -58,6 +59,7 @@ def serve(*, embedded: bool = False) -> int:
             from gateway.app import check_embedded_standin
 
             check_embedded_standin(os.environ)
+        check_machine(settings)  # what the workers need of this machine
         check_clause_judge(settings.cache)  # a misfit stops the gateway before any worker
         tracing_config(os.environ)  # OTEL_* errors stop the gateway here, not in a worker
         record_content(os.environ)

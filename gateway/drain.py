@@ -17,8 +17,41 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
+from cache.embedder import JOIN_TIMEOUT_S
 from core.env import HOUR_S, env_float
 from core.errors import GatewayError
+from obs.access_log import CLOSE_TIMEOUT_S as ACCESS_LOG_CLOSE_S
+from obs.logs import CLOSE_TIMEOUT_S as LOG_CLOSE_S
+from obs.tracing import SHUTDOWN_TIMEOUT_S as TRACING_CLOSE_S
+
+WRITEBACK_DRAIN_S = 5.0
+"""How long the lifespan's close waits for writes in flight: stored responses, then the
+cache's write-back queue (each)."""
+
+CLOSE_STAGES_S: tuple[tuple[str, float], ...] = (
+    ("access log lines", ACCESS_LOG_CLOSE_S),
+    ("last spans' export", TRACING_CLOSE_S),
+    ("stored responses' writes", WRITEBACK_DRAIN_S),
+    ("cache write-back queue", WRITEBACK_DRAIN_S),
+    ("semantic cache's encoders (the model's, the clause judge's)", 2 * JOIN_TIMEOUT_S),
+    ("log lines, as the worker exits", LOG_CLOSE_S),
+)
+"""What a worker does after the shutdown grace, one stage after another, each bounded: the
+longest it can take is their sum (in-flight requests were cut at the grace; closing the
+backends' and Redis' connections waits for nothing)."""
+
+CLOSE_BOUND_S = sum(seconds for _, seconds in CLOSE_STAGES_S)
+
+STRAGGLER_MARGIN_S = CLOSE_BOUND_S + 5.0
+"""How long past the drain delay and the grace the supervisor lets a worker take before it
+kills it: every closing stage, and a little slack."""
+
+
+def stop_bound_s(drain: DrainSettings) -> float:
+    """The longest a gateway takes to stop after SIGTERM: the drain delay, the grace (whole
+    seconds), the supervisor's wait for its workers, and its own log lines. What Kubernetes'
+    terminationGracePeriodSeconds and compose's stop_grace_period must cover."""
+    return drain.delay_s + drain.grace_whole_s + STRAGGLER_MARGIN_S + LOG_CLOSE_S
 
 
 class ShuttingDown(GatewayError):

@@ -51,7 +51,7 @@ from gateway.lingering_close import (
     LingerBounds,
 )
 from gateway.request_id import new_request_id
-from obs.logs import flush_logs_before_sigterm
+from obs.logs import CLOSE_TIMEOUT_S, flush_logs_before_sigterm
 
 MAX_HEADER_COUNT = 256  # Envoy allows 100 by default, Node 2000; 256 leaves proxies room
 HEAD_TIMEOUT_S = 5.0
@@ -60,9 +60,9 @@ CONNECTION_ABORT_SCOPE_KEY = "gateway.abort_connection"
 """A request's scope holds under this key a callable that closes its connection at once,
 dropping what is still buffered (a response that cannot be finished: the client stopped
 reading, so neither an error event nor a clean end can be written)."""
-EXIT_LOG_FLUSH_S = 5.0
-"""The least time a SIGTERM leaves the queued log lines to reach stderr before the process
-dies of it (else the shutdown grace, `timeout_graceful_shutdown`, when longer)."""
+EXIT_LOG_FLUSH_S = CLOSE_TIMEOUT_S
+"""How long a SIGTERM leaves the queued log lines to reach stderr before the process dies of
+it (only a stalled stderr takes that long; a stage of the shutdown's bound, `gateway.drain`)."""
 
 
 class EdgeConfig(Config):
@@ -85,12 +85,11 @@ class EdgeConfig(Config):
 
     def configure_logging(self) -> None:
         """uvicorn's, then: a SIGTERM that ends the process first writes out the queued log
-        lines, for up to the shutdown grace (at least `EXIT_LOG_FLUSH_S`). uvicorn re-raises
+        lines, for up to `EXIT_LOG_FLUSH_S`. uvicorn re-raises
         the SIGTERM it caught once it has shut down, so the process dies of it and `atexit`
         never runs; this runs in every worker too (each configures its logging first)."""
         super().configure_logging()
-        grace_s = float(self.timeout_graceful_shutdown or 0)
-        flush_logs_before_sigterm(max(grace_s, EXIT_LOG_FLUSH_S))
+        flush_logs_before_sigterm(EXIT_LOG_FLUSH_S)
 
 
 class _Refused(Exception):

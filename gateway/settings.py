@@ -113,7 +113,9 @@ def _host(value: str) -> str:
     try:
         ipaddress.ip_address(value)
     except ValueError:
-        if len(value) > 253 or not _HOSTNAME.fullmatch(value):
+        # All-numeric labels are a mistyped IPv4 address (999.1.1.1), never a host name.
+        numeric = all(label.isdigit() for label in value.rstrip(".").split("."))
+        if len(value) > 253 or not _HOSTNAME.fullmatch(value) or numeric:
             raise SettingsError(
                 f"GATEWAY_HOST must be an IP address or a host name, got {value!r}"
             ) from None

@@ -13,8 +13,8 @@ for a drain (`gateway.drain`):
 - it waits for a worker that never exits forever.
 `DrainingMultiprocess` closes its socket copy once it stops (it starts no worker after
 that), forwards later SIGTERM/SIGINT to the workers, and kills a worker that outlives the
-drain delay plus the grace plus a margin. (tests/e2e/test_drain.py fails on the first two
-with uvicorn's own supervisor.)
+drain delay plus the grace plus the bound of its closing stages (`gateway.drain`).
+(tests/e2e/test_drain.py fails on the first two with uvicorn's own supervisor.)
 
 uvicorn's supervisor also answers SIGHUP by restarting every worker, which loses their
 in-process caches, stored responses and rate-limit state; SIGHUP means "re-read the key file"
@@ -36,13 +36,10 @@ from uvicorn.config import STARTUP_FAILURE, Config
 from uvicorn.server import Server
 from uvicorn.supervisors.multiprocess import Multiprocess
 
+from gateway.drain import STRAGGLER_MARGIN_S
 from gateway.http_protocol import EdgeConfig
 
 log = logging.getLogger("gateway")
-
-STRAGGLER_MARGIN_S = 20.0
-"""How long past the drain delay and the grace a worker may take before it is killed (its
-lifespan shutdown drains the write-back queues, up to 5 s each)."""
 
 
 class DrainingMultiprocess(Multiprocess):

@@ -15,6 +15,9 @@ from collections.abc import Mapping
 
 from obs.logs import REQUEST_MESSAGE
 
+CLOSE_TIMEOUT_S = 5.0
+"""How long closing waits for the access lines still queued to reach the log handlers."""
+
 
 class AccessLog:
     """Queues request lines for `logger` (INFO); `flush()` waits until all were handled."""
@@ -42,7 +45,7 @@ class AccessLog:
         thread = self._thread
         if thread is not None:
             self._queue.put(None)
-            thread.join(timeout=5.0)
+            thread.join(timeout=CLOSE_TIMEOUT_S)
             self._thread = None
 
     def _start(self) -> None:

@@ -7,6 +7,7 @@ attribute `tracing.enabled` before anything else; when it is false nothing here 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping
 
 from opentelemetry.context import Context
@@ -38,6 +39,9 @@ _ROOT = Context()  # an empty context: parents are always explicit, never "curre
 _PROPAGATOR = TraceContextTextMapPropagator()
 _TRACEPARENT = b"traceparent"
 _TRACESTATE = b"tracestate"
+
+SHUTDOWN_TIMEOUT_S = 5.0
+"""How long shutting tracing down waits for the last spans to be exported."""
 
 
 class Tracing:
@@ -123,10 +127,17 @@ class Tracing:
         """Export what is queued now (tests; shutdown does this too)."""
         return self._provider.force_flush(timeout_ms) if self._provider is not None else True
 
-    def shutdown(self) -> None:
-        """Flush queued spans and stop the export thread; call once on app shutdown."""
-        if self._provider is not None:
-            self._provider.shutdown()
+    def shutdown(self, timeout_s: float = SHUTDOWN_TIMEOUT_S) -> None:
+        """Flush queued spans and stop the export thread, waiting `timeout_s` at most; call
+        once on app shutdown. The SDK's own shutdown waits up to 30 s for a collector that
+        does not answer: it runs in a daemon thread, left behind past the bound."""
+        if self._provider is None:
+            return
+        closing = threading.Thread(
+            target=self._provider.shutdown, name="otel-shutdown", daemon=True
+        )
+        closing.start()
+        closing.join(timeout_s)
 
     def _server_names(self, route: str, method: str) -> tuple[str, dict[str, str]]:
         key = (route, method)

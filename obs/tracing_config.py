@@ -10,8 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote
 
 import grpc
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
@@ -33,6 +32,7 @@ from opentelemetry.sdk.trace.sampling import (
 from opentelemetry.util.re import parse_env_headers
 
 from core.env import HOUR_S, SettingsError, env_bool, env_float, env_int
+from obs.otlp_tls import TlsFiles, endpoint_scheme, signal_name, signal_value, tls_files
 
 DEFAULT_SERVICE_NAME = "llm-gateway"
 _HOUR_MS = HOUR_S * 1000  # the longest delay or timeout, in the specification's milliseconds
@@ -65,9 +65,7 @@ class OtlpConfig:
     headers: dict[str, str] = field(default_factory=dict)
     timeout_s: float = 10.0
     compression: grpc.Compression = grpc.Compression.NoCompression
-    certificate: str | None = None
-    client_key: str | None = None
-    client_certificate: str | None = None
+    tls: TlsFiles = field(default_factory=TlsFiles)  # read at startup
 
 
 @dataclass(frozen=True)
@@ -157,47 +155,35 @@ def _exporters(env: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(n for n in names if n != "none")
 
 
-def _signal(env: Mapping[str, str], suffix: str) -> str | None:
-    """OTEL_EXPORTER_OTLP_TRACES_<suffix>, else OTEL_EXPORTER_OTLP_<suffix>."""
-    return env.get(f"OTEL_EXPORTER_OTLP_TRACES_{suffix}") or env.get(f"OTEL_EXPORTER_OTLP_{suffix}")
-
-
-def _signal_name(env: Mapping[str, str], suffix: str) -> str:
-    specific = f"OTEL_EXPORTER_OTLP_TRACES_{suffix}"
-    return specific if env.get(specific) else f"OTEL_EXPORTER_OTLP_{suffix}"
-
-
 def _otlp(env: Mapping[str, str]) -> OtlpConfig:
-    protocol = (_signal(env, "PROTOCOL") or "grpc").strip().lower()
+    protocol = (signal_value(env, "PROTOCOL") or "grpc").strip().lower()
     if protocol != "grpc":
         raise SettingsError(
-            f"{_signal_name(env, 'PROTOCOL')}={protocol!r} is not supported: the gateway "
+            f"{signal_name(env, 'PROTOCOL')}={protocol!r} is not supported: the gateway "
             "exports OTLP over gRPC only (set grpc, or send to a collector's gRPC port 4317)"
         )
-    endpoint = (_signal(env, "ENDPOINT") or "http://localhost:4317").strip()
-    scheme = urlparse(endpoint).scheme
+    endpoint = (signal_value(env, "ENDPOINT") or "http://localhost:4317").strip()
+    scheme = endpoint_scheme(endpoint, signal_name(env, "ENDPOINT"))
     if scheme == "https":
         insecure = False
     else:
-        insecure = env_bool(env, _signal_name(env, "INSECURE"), scheme == "http")
-    compression_raw = (_signal(env, "COMPRESSION") or "none").strip().lower()
+        insecure = env_bool(env, signal_name(env, "INSECURE"), scheme == "http")
+    compression_raw = (signal_value(env, "COMPRESSION") or "none").strip().lower()
     if compression_raw not in _COMPRESSION:
         raise SettingsError(
-            f"{_signal_name(env, 'COMPRESSION')} must be gzip, deflate or none; "
+            f"{signal_name(env, 'COMPRESSION')} must be gzip, deflate or none; "
             f"got {compression_raw!r}"
         )
     # The specification gives the timeout in milliseconds (the Python SDK reads seconds).
-    timeout_name = _signal_name(env, "TIMEOUT")
+    timeout_name = signal_name(env, "TIMEOUT")
     timeout_ms = env_float(env, timeout_name, 10_000, low=1, high=_HOUR_MS)
     return OtlpConfig(
         endpoint=endpoint,
         insecure=insecure,
-        headers=dict(parse_env_headers(_signal(env, "HEADERS") or "", liberal=True)),
+        headers=dict(parse_env_headers(signal_value(env, "HEADERS") or "", liberal=True)),
         timeout_s=timeout_ms / 1000,
         compression=_COMPRESSION[compression_raw],
-        certificate=_signal(env, "CERTIFICATE"),
-        client_key=_signal(env, "CLIENT_KEY"),
-        client_certificate=_signal(env, "CLIENT_CERTIFICATE"),
+        tls=TlsFiles() if insecure else tls_files(env),
     )
 
 
@@ -207,25 +193,11 @@ def _otlp_exporter(config: OtlpConfig) -> SpanExporter:
     return OTLPSpanExporter(
         endpoint=config.endpoint,
         insecure=config.insecure,
-        credentials=None if config.insecure else _credentials(config),
+        credentials=None if config.insecure else config.tls.credentials(),
         headers=config.headers or None,
         timeout=config.timeout_s,
         compression=config.compression,
     )
-
-
-def _credentials(config: OtlpConfig) -> grpc.ChannelCredentials:
-    def read(path: str | None) -> bytes | None:
-        return Path(path).read_bytes() if path else None
-
-    try:
-        return grpc.ssl_channel_credentials(
-            root_certificates=read(config.certificate),
-            private_key=read(config.client_key),
-            certificate_chain=read(config.client_certificate),
-        )
-    except OSError as exc:
-        raise SettingsError(f"OTEL_EXPORTER_OTLP certificate files: {exc}") from exc
 
 
 def _sampler(env: Mapping[str, str]) -> Sampler:

@@ -48,6 +48,9 @@ def test_well_formed_urls_are_accepted(url: str, shown: str) -> None:
         ("m=grpc://h:1,grpc://h:1", "twice"),
         ("m=grpc://h:1,", "empty replica"),
         ("m=grpc://h:1,,grpc://h:2", "empty replica"),
+        ("m=grpc://[::1:1", "not a valid URL"),
+        ("m=http://[::1/v1", "not a valid URL"),
+        ("m=grpc+dns://[::1:50051", "not a valid URL"),
     ],
 )
 def test_malformed_urls_stop_the_gateway(raw: str, says: str) -> None:

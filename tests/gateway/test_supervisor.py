@@ -52,3 +52,44 @@ def test_sigterm_loses_no_log_line(tmp_path: Path, workers: int) -> None:
     assert result.returncode == (-signal.SIGTERM if workers == 1 else 0), text[-2000:]
     assert text.count('"line":') == LINES * workers
     assert text.count("Finished server process") == workers
+
+
+_SERVE_GATEWAY = """
+import sys
+from gateway import supervisor
+from obs.logs import logging_config
+supervisor.run(
+    "gateway.app:create_app_from_env",
+    factory=True,
+    stop_within_s=5.0,
+    reread_keys_on_hup=False,
+    host="127.0.0.1",
+    port=0,
+    workers=int(sys.argv[1]),
+    log_config=logging_config("info", "json"),
+    lifespan="on",
+)
+"""
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_worker_with_invalid_settings_stops_the_gateway(tmp_path: Path, workers: int) -> None:
+    """A worker that finds its settings invalid (here: no GATEWAY_BACKENDS, which `gateway
+    serve` would have refused) exits as a failed startup naming the variable: the supervisor
+    stops with status 3 rather than restarting it forever, and no traceback is printed."""
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", _SERVE_GATEWAY, str(workers)],
+            capture_output=True,
+            text=True,
+            timeout=90,
+            cwd=ROOT,
+            env=env,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:  # the subprocess is killed by `run`
+        pytest.fail(f"the supervisor kept restarting the worker: {str(exc.stderr)[-2000:]}")
+    assert result.returncode == 3, result.stderr[-2000:]
+    assert "invalid configuration: GATEWAY_BACKENDS is not set" in result.stderr
+    assert "Traceback" not in result.stderr

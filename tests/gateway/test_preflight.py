@@ -1,0 +1,47 @@
+"""gateway/preflight.py: what the workers need of the machine is checked before they start."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from core.env import SettingsError
+from gateway.preflight import check_listen_address, check_machine
+from gateway.settings import Settings
+
+
+@pytest.mark.parametrize("host", ["example.invalid", "no-such-host.invalid"])
+def test_a_host_that_does_not_resolve_names_gateway_host(host: str) -> None:
+    """A listen host that resolves to nothing stops startup naming GATEWAY_HOST."""
+    with pytest.raises(SettingsError, match=f"GATEWAY_HOST='{host}' does not resolve"):
+        check_listen_address(host, 0)
+
+
+def test_an_address_of_another_machine_names_gateway_host() -> None:
+    """An address this machine does not have (TEST-NET-1) cannot be listened on."""
+    with pytest.raises(SettingsError, match=r"cannot listen on GATEWAY_HOST='192\.0\.2\.1'"):
+        check_listen_address("192.0.2.1", 0)
+
+
+def test_a_port_in_use_names_both_variables() -> None:
+    """A port another socket listens on stops startup naming GATEWAY_HOST and GATEWAY_PORT."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(SettingsError, match=f"GATEWAY_PORT={port}"):
+            check_listen_address("127.0.0.1", port)
+    check_listen_address("127.0.0.1", port)  # released: free again
+
+
+def test_an_unwritable_tokenizer_cache_names_its_variable(tmp_path: Path) -> None:
+    """A gRPC model fetches its tokenizer: a cache directory nobody can create is refused."""
+    env = {"GATEWAY_BACKENDS": "m=grpc://h:1", "GATEWAY_PORT": "0"}
+    with pytest.raises(SettingsError, match="GATEWAY_TOKENIZER_CACHE_DIR: /proc/1/x"):
+        check_machine(Settings.from_env({**env, "GATEWAY_TOKENIZER_CACHE_DIR": "/proc/1/x"}))
+    http = {"GATEWAY_BACKENDS": "m=http://h:1/v1", "GATEWAY_PORT": "0"}
+    check_machine(Settings.from_env({**http, "GATEWAY_TOKENIZER_CACHE_DIR": "/proc/1/x"}))
+    check_machine(Settings.from_env({**env, "GATEWAY_TOKENIZER_CACHE_DIR": str(tmp_path / "t")}))
+    assert (tmp_path / "t").is_dir()
