@@ -70,6 +70,8 @@ class KeyRegistry:
             loop.add_signal_handler(signal.SIGHUP, self._reload_soon, path)
         except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
             log.info("SIGHUP reload not available here; the key file is polled")
+        else:  # a worker starts with it blocked (`gateway.supervisor`): one sent meanwhile runs now
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGHUP})
 
     async def aclose(self) -> None:
         if self._watcher is not None:

@@ -18,7 +18,10 @@ drain delay plus the grace plus the bound of its closing stages (`gateway.drain`
 
 uvicorn's supervisor also answers SIGHUP by restarting every worker, which loses their
 in-process caches, stored responses and rate-limit state; SIGHUP means "re-read the key file"
-here, so `DrainingMultiprocess` hands it to the workers, which do (`access.registry`).
+here, so `DrainingMultiprocess` hands it to the workers, which do (`access.registry`). A worker
+starts with SIGHUP blocked (the supervisor blocks it, and a child inherits the mask), and
+unblocks it once its handler is in place: a SIGHUP that reaches a worker still starting waits
+for the handler instead of killing the worker (the default action).
 """
 
 from __future__ import annotations
@@ -55,6 +58,13 @@ class DrainingMultiprocess(Multiprocess):
         super().__init__(config, sockets)
         self._stop_within_s = stop_within_s
         self._reread_keys_on_hup = reread_keys_on_hup
+
+    def handle_signals(self) -> None:
+        # SIGHUP is blocked here (see `run`): it is taken from the pending set, not caught.
+        if self._reread_keys_on_hup and signal.SIGHUP in signal.sigpending():
+            signal.sigtimedwait({signal.SIGHUP}, 0)
+            self.handle_hup()
+        super().handle_signals()
 
     def handle_hup(self) -> None:
         if not self._reread_keys_on_hup:  # no key file: a worker would die of the signal
@@ -112,6 +122,8 @@ def run(app: str, *, stop_within_s: float, reread_keys_on_hup: bool, **kwargs: A
             sys.exit(STARTUP_FAILURE)
         return
     sock = config.bind_socket()
+    if reread_keys_on_hup:  # inherited by each worker until its handler is in place
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})
     supervisor = DrainingMultiprocess(
         config, [sock], stop_within_s + STRAGGLER_MARGIN_S, reread_keys_on_hup
     )
