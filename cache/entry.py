@@ -98,7 +98,10 @@ class CachedAnswer:
             )
             for c in self.completion.choices
         ]
-        finishes = [ChoiceDelta(c.index, "", c.finish_reason) for c in self.completion.choices]
+        finishes = [
+            ChoiceDelta(c.index, "", c.finish_reason, thought=c.reasoning is not None)
+            for c in self.completion.choices
+        ]
         chunks.append(StreamChunk(finishes, self.completion.usage))
         chunks[0].system_fingerprint = self.completion.system_fingerprint  # holds for the rest
         return chunks
@@ -121,7 +124,7 @@ class StreamRecorder:
     def add(self, chunk: StreamChunk) -> None:
         for delta in chunk.deltas:
             self._texts.setdefault(delta.index, []).append(delta.text)
-            if delta.reasoning:
+            if delta.reasoning or delta.thought:
                 self._reasoning.setdefault(delta.index, []).append(delta.reasoning)
             if delta.tool_calls:
                 _merge_calls(self._calls.setdefault(delta.index, []), delta.tool_calls)

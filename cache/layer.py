@@ -300,7 +300,7 @@ _KEPT = frozenset(("stop", "length", "tool_calls"))
 def _agentic(completion: Completion) -> bool:
     """Calls and reasoning are kept exactly only: a paraphrase never gets another's call or
     another's thinking."""
-    return any(choice.tool_calls or choice.reasoning for choice in completion.choices)
+    return any(choice.tool_calls or choice.reasoning is not None for choice in completion.choices)
 
 
 def _traced(

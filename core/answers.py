@@ -36,7 +36,9 @@ class ChoiceDelta:
     `logprobs` is already in the OpenAI shape of the endpoint asked for (chat:
     `{"content": [...]}`, completions: `{"tokens": [...], ...}`); `tool_calls` is an OpenAI
     delta list: whole calls (id, name, arguments) from the gateway's parsers, fragments from a
-    pass-through backend; `reasoning` is thinking text, kept apart from the answer.
+    pass-through backend; `reasoning` is thinking text, kept apart from the answer. `thought`,
+    on a choice's last delta, says its output went into thinking (though perhaps none of it was
+    text): an answer that then says nothing has null content, as one of calls alone.
     """
 
     index: int
@@ -46,6 +48,7 @@ class ChoiceDelta:
     tool_calls: list[Any] | None = None
     token_count: int = 0
     reasoning: str = ""
+    thought: bool = False
 
 
 @dataclass(slots=True)

@@ -73,22 +73,27 @@ def from_history(message: Any, index: int) -> Any:
 
 def check_roles(messages: Sequence[ChatTurn]) -> None:
     """Each message has what its role needs (OpenAI's rules), else a 400 naming the field; a
-    tool message answers a call an earlier assistant message made, once."""
-    unanswered: set[str] = set()
+    tool message answers a call an earlier assistant message made, once, and every call is
+    answered before the next message of another role (OpenAI refuses a conversation that
+    leaves one unanswered)."""
+    unanswered: dict[str, int] = {}  # call id -> the index of the message that made the call
     for i, message in enumerate(messages):
         if message.content == []:
             raise InvalidRequest(
                 "content must not be an empty list.", param=f"messages[{i}].content"
             )
+        if message.role != "tool" and unanswered:
+            _unanswered_calls(unanswered)
         if message.role == "assistant":
             if message.content is None and not message.tool_calls and not message.reasoning_content:
                 raise InvalidRequest(
                     "An assistant message needs content or tool_calls.",
                     param=f"messages[{i}].content",
                 )
-            unanswered.update(
-                call["id"] for call in message.tool_calls or () if isinstance(call.get("id"), str)
-            )
+            for j, call in enumerate(message.tool_calls or ()):
+                _check_arguments(call, f"messages[{i}].tool_calls[{j}]")
+                if isinstance(call.get("id"), str):
+                    unanswered[call["id"]] = i
             continue
         if message.content is None and message.role != "function":  # its content may be null
             raise InvalidRequest(
@@ -108,4 +113,30 @@ def check_roles(messages: Sequence[ChatTurn]) -> None:
                 "a tool message answers a call an earlier assistant message made, once.",
                 param=f"messages[{i}].tool_call_id",
             )
-        unanswered.discard(message.tool_call_id)
+        del unanswered[message.tool_call_id]
+
+
+def _unanswered_calls(unanswered: dict[str, int]) -> None:
+    """The 400 for calls that no tool message answered before the conversation went on."""
+    raise InvalidRequest(
+        "An assistant message with 'tool_calls' must be followed by tool messages responding "
+        "to each 'tool_call_id'. The following tool_call_ids did not have response messages: "
+        + ", ".join(unanswered),
+        param=f"messages[{min(unanswered.values())}].tool_calls",
+    )
+
+
+def _check_arguments(call: dict[str, Any], where: str) -> None:
+    """A call's `arguments` is the JSON string OpenAI sends, not an object (OpenAI refuses
+    one, though vLLM takes it)."""
+    function = call.get("function")
+    arguments = function.get("arguments") if isinstance(function, dict) else None
+    if arguments is not None and not isinstance(arguments, str):
+        kind = "an object" if isinstance(arguments, dict) else "an array"
+        if not isinstance(arguments, dict | list):
+            kind = "a non-string value"
+        raise InvalidRequest(
+            f"Invalid type for '{where}.function.arguments': expected a string, but got {kind} "
+            "instead.",
+            param=f"{where}.function.arguments",
+        )

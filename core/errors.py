@@ -76,6 +76,32 @@ class TooManyMessages(InvalidRequest):
         )
 
 
+class TooManyProperties(InvalidRequest):
+    """OpenAI's wording and code for an object above its maximum number of keys."""
+
+    code = "object_above_max_properties"
+
+    def __init__(self, param: str, count: int, limit: int) -> None:
+        super().__init__(
+            f"Invalid '{param}': too many properties. Expected an object with at most {limit} "
+            f"properties, but got an object with {count} properties instead.",
+            param=param,
+        )
+
+
+class StringTooLong(InvalidRequest):
+    """OpenAI's wording and code for a string above its maximum length."""
+
+    code = "string_above_max_length"
+
+    def __init__(self, param: str, length: int, limit: int, what: str = "a string") -> None:
+        super().__init__(
+            f"Invalid '{param}': string too long. Expected {what} with maximum length {limit}, "
+            f"but got a string with length {length} instead.",
+            param=param,
+        )
+
+
 class InvalidFunctionParameters(InvalidRequest):
     """A function tool's `parameters` is not a valid JSON Schema (OpenAI's code)."""
 

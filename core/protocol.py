@@ -16,6 +16,7 @@ from pydantic import (
 from core.chat_history import check_roles, from_history
 from core.errors import InvalidRequest, UnsupportedParameter
 from core.json_schemas import check_response_schema
+from core.metadata import Metadata
 from core.request_model import RequestModel
 from core.token_lists import token_list_error
 from core.tool_specs import check_tool_choice, check_tools
@@ -158,7 +159,7 @@ class ChatCompletionRequest(_Sampling):
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
-    metadata: dict[str, str] | None = None
+    metadata: Metadata | None = None
     store: bool | None = None
     """Accepted and ignored: this gateway keeps no chat completions to list or distil."""
     service_tier: Literal["auto", "default"] | None = None

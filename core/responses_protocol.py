@@ -10,6 +10,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from core.errors import InvalidRequest, UnsupportedParameter
 from core.json_schemas import check_function_parameters, check_response_schema
+from core.metadata import Metadata
 from core.protocol import ReasoningEffort
 from core.request_model import RequestModel
 
@@ -83,7 +84,7 @@ class ResponsesRequest(RequestModel):
     stream_options: StreamOptions | None = None
     background: bool = False
     include: list[str] | None = None
-    metadata: dict[str, str] | None = None
+    metadata: Metadata | None = None
     truncation: Literal["disabled", "auto"] | None = None
     user: str | None = None
     safety_identifier: str | None = None

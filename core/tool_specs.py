@@ -19,7 +19,9 @@ CHOICES = ("none", "auto", "required")
 
 def check_tools(tools: Sequence[dict[str, Any]]) -> None:
     """Each tool is `{"type": "function", "function": {"name", "description"?, "parameters"?,
-    "strict"?}}` with a name of 1-64 letters, digits, `_` or `-`; else a 400 naming the field."""
+    "strict"?}}` with a name of 1-64 letters, digits, `_` or `-` that no other tool has (a
+    call names its tool); else a 400 naming the field."""
+    names: dict[str, int] = {}
     for i, tool in enumerate(tools):
         where = f"tools[{i}]"
         if "type" not in tool:
@@ -45,6 +47,13 @@ def check_tools(tools: Sequence[dict[str, Any]]) -> None:
                 "A function name is 1 to 64 letters, digits, underscores or dashes.",
                 param=f"{where}.name",
             )
+        if name in names:
+            raise InvalidRequest(
+                f"Duplicate function name {name!r}: tools[{names[name]}] has it already; "
+                "function names must be unique.",
+                param=f"{where}.name",
+            )
+        names[name] = i
         for key, kind in (("parameters", dict), ("description", str), ("strict", bool)):
             value = function.get(key)
             if value is not None and not isinstance(value, kind):

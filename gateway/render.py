@@ -101,6 +101,7 @@ class ChunkRenderer:
         "_include_reasoning",
         "_include_usage",
         "_role_sent",
+        "_undecided",
         "_usage_tail",
     )
 
@@ -129,6 +130,7 @@ class ChunkRenderer:
         self._usage_tail = b'],"usage":null}\n\n' if include_usage else b"]}\n\n"
         self._include_usage = include_usage
         self._role_sent: set[int] = set()
+        self._undecided: set[int] = set()  # choices whose first event had logprobs alone
 
     def render(self, chunk: StreamChunk) -> bytes:
         fingerprint = chunk.system_fingerprint
@@ -154,6 +156,32 @@ class ChunkRenderer:
     async def fail(self, error: GatewayError) -> bytes:
         """The end of a stream that failed after its first byte: an error event, then done."""
         return error_event(error.to_json()) + DONE_EVENT
+
+    def _says(self, delta: ChoiceDelta) -> bool:
+        return bool(
+            delta.text
+            or (delta.reasoning and self._include_reasoning)
+            or delta.tool_calls
+            or delta.logprobs is not None
+            or delta.finish_reason is not None
+        )
+
+    def _first_content(self, delta: ChoiceDelta, body: dict[str, Any]) -> None:
+        """A choice's first `content`, as OpenAI's first delta has it: "" before text, null
+        before calls, and here before thinking, so that the message the client accumulates
+        has the whole answer's content. Before a delta that tells (logprobs alone), none."""
+        if delta.text:
+            body["content"] = delta.text
+        elif delta.tool_calls or delta.reasoning or delta.thought:
+            body["content"] = None
+            if delta.thought and not delta.reasoning and self._include_reasoning:
+                body["reasoning_content"] = body["reasoning"] = ""  # thinking that said nothing
+        elif delta.finish_reason is None:
+            self._undecided.add(delta.index)
+            return
+        else:
+            body["content"] = ""
+        self._undecided.discard(delta.index)
 
     def _split_calls(self, deltas: list[ChoiceDelta]) -> list[ChoiceDelta]:
         """OpenAI's shape for a streamed call: a delta with its index, id, type, name and empty
@@ -184,16 +212,24 @@ class ChunkRenderer:
                 }
                 split.append(ChoiceDelta(delta.index, tool_calls=[arguments]))
             if delta.finish_reason is not None:
-                split.append(ChoiceDelta(delta.index, finish_reason=delta.finish_reason))
+                split.append(
+                    ChoiceDelta(
+                        delta.index, finish_reason=delta.finish_reason, thought=delta.thought
+                    )
+                )
         return split
 
     def _choice_event(self, delta: ChoiceDelta) -> bytes:
         if self._endpoint == "chat":
             body: dict[str, Any] = {}
             if delta.index not in self._role_sent:
+                if not self._says(delta):
+                    return b""  # the role goes with the first delta that says something
                 self._role_sent.add(delta.index)
                 body["role"] = "assistant"
-                body["content"] = delta.text
+                self._first_content(delta, body)
+            elif self._undecided and delta.index in self._undecided:
+                self._first_content(delta, body)
             elif delta.text:
                 body["content"] = delta.text
             if delta.reasoning and self._include_reasoning:

@@ -17,6 +17,8 @@ with special tokens kept. What each message becomes, as in vLLM's Harmony path:
 
 Messages of one kind are joined with a newline, as vLLM joins them. A header that runs into a
 marker other than `<|message|>` (or that the output ends inside) says nothing and is dropped;
+a `max_tokens` cut drops a held tail that may have begun a marker (where the model stops by
+itself, that tail is text it wrote);
 one longer than `HEADER_LIMIT` characters is no header, and is content as written. The first
 message's header must start with `<|channel|>` or ` to=` (or `<|start|>`): an output that starts
 otherwise is not Harmony, and all content.
@@ -98,6 +100,7 @@ class HarmonyParser:
         self._due = False  # the body said nothing yet: a newline may go before its text
         self._said: set[_Kind] = set()
         self._buffer = ""
+        self._cut = False  # the output ended at `max_tokens`: a marker's start is dropped
         self._reasoning: list[str] = []
         self._content: list[str] = []
 
@@ -109,7 +112,10 @@ class HarmonyParser:
         self._buffer += text
         return self._drain(final=False)
 
-    def finish(self) -> Split:
+    def finish(self, cut: bool = False) -> Split:
+        """The rest; with `cut` (the output ended at `max_tokens`) a held tail that may have
+        begun a marker is dropped, never shown."""
+        self._cut = cut
         return self._drain(final=True)
 
     def _drain(self, final: bool) -> Split:
@@ -133,7 +139,9 @@ class HarmonyParser:
             self._buffer, self._started = buffer[len(START) :], True
             return True
         if not self._started and not buffer.startswith((CHANNEL, RECIPIENT)):
-            if not final and any(m.startswith(buffer) for m in (START, CHANNEL, RECIPIENT)):
+            opening = any(m.startswith(buffer) for m in (START, CHANNEL, RECIPIENT))
+            if opening and (not final or self._cut):
+                self._buffer = "" if final else buffer
                 return False
             self._open(_Kind.CONTENT)  # no header: not Harmony, the text is the answer
             return True
@@ -163,9 +171,9 @@ class HarmonyParser:
         buffer = self._buffer
         found = _first(buffer, _BODY_ENDS)
         if found is None:
-            keep = 0 if final else _partial_length(buffer, _BODY_ENDS)
+            keep = 0 if final and not self._cut else _partial_length(buffer, _BODY_ENDS)
             self._say(buffer[: len(buffer) - keep])
-            self._buffer = buffer[len(buffer) - keep :]
+            self._buffer = "" if final else buffer[len(buffer) - keep :]
             return False
         index, marker = found
         self._say(buffer[:index])
@@ -191,7 +199,10 @@ class HarmonyParser:
             self._where, self._started = _Where.HEADER, False
         elif (marker := next((m for m in ENDS if buffer.startswith(m)), None)) is not None:
             self._buffer = buffer[len(marker) :]
-        elif not final and any(m.startswith(buffer) for m in (START, CHANNEL, *ENDS)):
+        elif (not final or self._cut) and any(
+            m.startswith(buffer) for m in (START, CHANNEL, *ENDS)
+        ):
+            self._buffer = "" if final else buffer
             return False
         else:
             self._open(_Kind.CONTENT)  # text outside any message

@@ -17,7 +17,8 @@ class Split:
 class ReasoningParser(Protocol):
     """Splits a model's output text into reasoning and content, incrementally: `feed` each piece
     of text as it is decoded, then `finish` once. Only a tail that may be the start of a marker
-    is held back; `finish` releases it."""
+    is held back; `finish` releases it, or drops it with `cut` (the output ended at
+    `max_tokens`, perhaps inside a marker, which is never shown)."""
 
     @property
     def in_reasoning(self) -> bool:
@@ -28,4 +29,4 @@ class ReasoningParser(Protocol):
 
     def feed(self, text: str) -> Split: ...
 
-    def finish(self) -> Split: ...
+    def finish(self, cut: bool = False) -> Split: ...

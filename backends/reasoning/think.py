@@ -11,7 +11,10 @@ content, and nothing is held back once the output has begun otherwise.
 
 In both, output that ends before `</think>` is all reasoning (the answer was cut off while
 thinking), the first `</think>` ends reasoning for good (text after it is content, as written),
-and one `<think>` at the start of reasoning is dropped (a model that repeats the prompt's).
+and one `<think>` at the start of reasoning is dropped (a model that repeats the prompt's). A
+`max_tokens` cut inside a marker (the output ends in `<thin` or `\\n</thi`) drops that start of
+it, as the tool-call parsers drop unfinished markup: where the model stops by itself there, the
+text is what it wrote.
 
 Newlines: the newlines right after `<think>` and right after `</think>` are dropped, so
 `<think>\\nabc\\n</think>\\n\\nAnswer` gives reasoning `abc\\n` and content `Answer`. vLLM keeps
@@ -83,9 +86,10 @@ class ThinkParser:
                 self._buffer = ""
         return Split("".join(reasoning), "".join(content))
 
-    def finish(self) -> Split:
-        """The rest: a held tail is reasoning inside reasoning, else content."""
-        rest, self._buffer = self._buffer, ""
+    def finish(self, cut: bool = False) -> Split:
+        """The rest: a held tail is reasoning inside reasoning, else content; `cut` (the output
+        ended at `max_tokens`) drops it: it may have begun a marker."""
+        rest, self._buffer = ("" if cut else self._buffer), ""
         if self._where is _Where.REASONING:
             return Split(reasoning=rest)
         return Split(content=rest)

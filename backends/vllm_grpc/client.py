@@ -133,14 +133,14 @@ class VllmGrpcBackend(VllmGrpcConnection):
                     {key: value for key, value in call.items() if key != "index"}
                     for call in (body.tool_calls or []) + (tail.tool_calls or [])
                 ]
-                reasoning = (body.reasoning + tail.reasoning) if state.reasons else ""
+                reasoning = body.reasoning + tail.reasoning
                 choices[done.index] = Choice(
                     done.index,
                     body.text + tail.text,
                     tail.finish_reason or "stop",
                     joined_logprobs([body.logprobs, tail.logprobs]),
                     calls or None,
-                    reasoning or None,
+                    reasoning if reasoning or tail.thought else None,
                 )
         except grpc.aio.AioRpcError as exc:
             if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:

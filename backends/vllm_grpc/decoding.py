@@ -48,6 +48,7 @@ class ChoiceDecoder:
         "_reasoning",
         "_stop",
         "_stopped",
+        "_thought",
         "_token_text",
         "_tools",
         "completion_tokens",
@@ -71,6 +72,7 @@ class ChoiceDecoder:
         self.index = index
         self._reasoning = reasoning  # takes the thinking out of the text, before the tools
         self._tools = tools  # turns call markup in the text into tool calls
+        self._thought = reasoning is not None and reasoning.in_reasoning  # went into thinking
         self._calls = 0
         self._loose_space = ""  # whitespace-only content, held until text or a call follows
         self._endpoint = endpoint
@@ -92,11 +94,6 @@ class ChoiceDecoder:
         self._offsets = TextOffsets(len(echo))
         self.completion_tokens = 0
         self.reasoning_tokens = 0
-
-    @property
-    def reasons(self) -> bool:
-        """Whether this choice's output is split into reasoning and answer."""
-        return self._reasoning is not None
 
     def feed(
         self, token_ids: Any, output_logprobs: Any, prompt_logprobs: Any = None
@@ -165,8 +162,10 @@ class ChoiceDecoder:
         for piece in pieces:
             thinking = parser.in_reasoning
             split = parser.feed(piece)
-            if thinking and parser.in_reasoning:
-                self.reasoning_tokens += tokens
+            if parser.in_reasoning:
+                self._thought = True
+                if thinking:
+                    self.reasoning_tokens += tokens
             thought.append(split.reasoning)
             answer.append(split.content)
         return "".join(thought), "".join(answer)
@@ -185,7 +184,8 @@ class ChoiceDecoder:
             logprobs = self._release(self._held, len(text), ended=True)
         reasoning = ""
         if self._reasoning is not None:
-            split, last = self._reasoning.feed(text), self._reasoning.finish()
+            split = self._reasoning.feed(text)
+            last = self._reasoning.finish(cut=finish_reason == "length")
             reasoning, text = split.reasoning + last.reasoning, split.content + last.content
         calls = None
         if self._tools is not None:
@@ -196,7 +196,14 @@ class ChoiceDecoder:
             if self._calls and finish_reason == "stop":
                 finish_reason = self._tools.finish_reason
         return ChoiceDelta(
-            self.index, self._take_echo() + text, finish_reason, logprobs, calls, 0, reasoning
+            self.index,
+            self._take_echo() + text,
+            finish_reason,
+            logprobs,
+            calls,
+            0,
+            reasoning,
+            self._thought,
         )
 
     def _release(self, held: HeldLogprobs, shown: int, *, ended: bool) -> Any:

@@ -155,3 +155,16 @@ def test_recorder_joins_pass_through_call_fragments() -> None:
     assert completion.choices[0].tool_calls == [
         {"id": "call_a", "type": "function", "function": {"name": "f", "arguments": '{"x":1}'}}
     ]
+
+
+def test_thinking_that_said_nothing_is_kept_as_empty_reasoning() -> None:
+    """A stream cut right after `<think>` records reasoning "" (not none), and replays with
+    its last delta saying it thought, so a hit's content is null as the miss's was."""
+    recorder = StreamRecorder()
+    recorder.add(StreamChunk([ChoiceDelta(0)]))
+    recorder.add(StreamChunk([ChoiceDelta(0, "", "length", thought=True)], Usage(3, 2, 0, 1)))
+    completion = recorder.completion()
+    assert completion is not None and completion.choices[0].reasoning == ""
+    answer = CachedAnswer.from_bytes(CachedAnswer(completion, 1.0).to_bytes())
+    assert answer is not None and answer.completion.choices[0].reasoning == ""
+    assert answer.replay()[-1].deltas[0].thought

@@ -123,3 +123,38 @@ def test_a_tool_output_answers_a_call_made_before_it_once(answers: list[dict[str
     with pytest.raises(InvalidRequest, match="No tool call found") as caught:
         _parse(USER, {"role": "assistant", "content": None, "tool_calls": [call]}, *answers)
     assert caught.value.param == f"messages[{1 + len(answers)}].tool_call_id"
+
+
+def _call(call_id: str, arguments: Any = "{}") -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": "f", "arguments": arguments}}
+
+
+@pytest.mark.parametrize(
+    "after",
+    [[USER], [{"role": "assistant", "content": "done"}], [{"role": "system", "content": "s"}]],
+)
+def test_every_call_is_answered_before_the_conversation_goes_on(
+    after: list[dict[str, Any]],
+) -> None:
+    """Two calls, one answered, then another turn: a 400 naming the turn and the call left."""
+    calls = {"role": "assistant", "content": None, "tool_calls": [_call("c1"), _call("c2")]}
+    answer = {"role": "tool", "tool_call_id": "c1", "content": "42"}
+    with pytest.raises(InvalidRequest, match="did not have response messages: c2") as caught:
+        _parse(USER, calls, answer, *after)
+    assert caught.value.param == "messages[1].tool_calls"
+    assert len(_parse(USER, calls, answer).messages) == 3  # still to answer: the turn ends there
+
+
+@pytest.mark.parametrize(
+    ("arguments", "kind"), [({"city": "Paris"}, "an object"), ([1], "an array")]
+)
+def test_call_arguments_are_a_string(arguments: Any, kind: str) -> None:
+    """Arguments sent as JSON rather than its text are a 400 naming them, as OpenAI's."""
+    calls = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [_call("c1"), _call("c2", arguments)],
+    }
+    with pytest.raises(InvalidRequest, match=f"expected a string, but got {kind}") as caught:
+        _parse(USER, calls)
+    assert caught.value.param == "messages[1].tool_calls[1].function.arguments"

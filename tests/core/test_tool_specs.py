@@ -90,3 +90,11 @@ def test_parameters_that_are_no_json_schema_name_the_tool() -> None:
         _parse(tools=[TOOL, {"type": "function", "function": {"name": "g"}}, bad])
     assert caught.value.param == "tools[2].function.parameters"
     assert caught.value.code == "invalid_function_parameters"
+
+
+def test_function_names_are_unique() -> None:
+    """A second tool of the same name is a 400 naming it: a call would not say which it is."""
+    other = {"type": "function", "function": {"name": "get_time"}}
+    with pytest.raises(InvalidRequest, match="Duplicate function name 'get_weather'") as caught:
+        _parse(tools=[TOOL, other, TOOL])
+    assert caught.value.param == "tools[2].function.name"

@@ -85,10 +85,7 @@ def test_include_reasoning_false_leaves_the_thinking_out() -> None:
         StreamChunk([ChoiceDelta(0, "Answer", "stop")], Usage(3, 9, 0, 4)),
     ]
     raw = b"".join(renderer.render(chunk) for chunk in chunks)
-    assert [d["delta"] for d in _deltas(raw)] == [
-        {"role": "assistant", "content": ""},
-        {"content": "Answer"},
-    ]
+    assert [d["delta"] for d in _deltas(raw)] == [{"role": "assistant", "content": "Answer"}]
     assert b'"completion_tokens_details":{"reasoning_tokens":4}' in raw
 
 
@@ -142,3 +139,68 @@ def test_a_streamed_upstream_fingerprint_replaces_the_default() -> None:
 def _events(renderer: ChunkRenderer, chunks: list[StreamChunk]) -> list[bytes]:
     raw = b"".join(renderer.render(chunk) for chunk in chunks)
     return [event for event in raw.split(b"\n\n") if event]
+
+
+def _accumulated(raw: bytes) -> dict[str, Any]:
+    """The message the official client accumulates from the deltas (`accumulate_delta`: a key
+    missing or null takes the delta's value, strings are joined)."""
+    message: dict[str, Any] = {}
+    for choice in _deltas(raw):
+        for key, value in choice["delta"].items():
+            if key == "tool_calls":
+                message.setdefault(key, []).extend(value)
+            elif message.get(key) is None or not isinstance(value, str):
+                message[key] = value
+            else:
+                message[key] += value
+    return message
+
+
+LOGPROBS: dict[str, list[Any]] = {"content": []}
+CUT_THINKING = ChoiceDelta(0, "", "length", thought=True)
+NOTHING = Choice(0, "", "length", reasoning="")
+SHAPES: list[tuple[list[ChoiceDelta], Choice]] = [
+    (
+        [ChoiceDelta(0), ChoiceDelta(0, tool_calls=[CALL]), ChoiceDelta(0, "", "tool_calls")],
+        Choice(0, "", "tool_calls", tool_calls=[CALL]),
+    ),
+    ([ChoiceDelta(0), CUT_THINKING], NOTHING),
+    ([ChoiceDelta(0, "", logprobs=LOGPROBS), CUT_THINKING], NOTHING),
+    ([ChoiceDelta(0, reasoning="r"), CUT_THINKING], Choice(0, "", "length", reasoning="r")),
+    (
+        [ChoiceDelta(0, reasoning="r"), ChoiceDelta(0, "Hi", "stop", thought=True)],
+        Choice(0, "Hi", "stop", reasoning="r"),
+    ),
+    ([ChoiceDelta(0), ChoiceDelta(0, "Hi"), ChoiceDelta(0, "", "stop")], Choice(0, "Hi", "stop")),
+    (
+        [ChoiceDelta(0, "", logprobs=LOGPROBS), ChoiceDelta(0, "Hi", "stop")],
+        Choice(0, "Hi", "stop"),
+    ),
+    ([ChoiceDelta(0, "", logprobs=LOGPROBS), ChoiceDelta(0, "", "stop")], Choice(0, "", "stop")),
+    ([ChoiceDelta(0), ChoiceDelta(0, "", "length")], Choice(0, "", "length")),
+]
+
+
+def test_streamed_content_adds_up_to_the_whole_answers() -> None:
+    """Null or "" alike: the message the client accumulates from the stream has the content
+    and thinking of the whole answer, for calls alone, thinking alone, text and nothing."""
+    for deltas, choice in SHAPES:
+        renderer = _renderer()
+        raw = b"".join(renderer.render(StreamChunk([delta])) for delta in deltas)
+        streamed = _accumulated(raw)
+        whole = _message(Completion([choice], Usage()))
+        assert streamed["role"] == "assistant"
+        for key in ("content", "reasoning_content"):
+            assert (key, streamed.get(key, "absent")) == (key, whole.get(key, "absent")), deltas
+
+
+def test_a_streamed_call_alone_starts_with_null_content() -> None:
+    """As OpenAI's stream: the first delta has the role, content null and the call's head."""
+    renderer = _renderer()
+    raw = b"".join(
+        renderer.render(StreamChunk([delta]))
+        for delta in (ChoiceDelta(0), ChoiceDelta(0, tool_calls=[CALL]))
+    )
+    first = _deltas(raw)[0]["delta"]
+    assert first["role"] == "assistant" and first["content"] is None
+    assert first["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": ""}

@@ -242,3 +242,25 @@ def test_reads_channel_and_recipient_from_headers(
     """Channel and recipient wherever the header puts them; the function after `functions.`."""
     read = Header.read(header)
     assert (read.channel, read.recipient, read.function) == (channel, recipient, function)
+
+
+# output cut by max_tokens, reasoning, content
+CUT_CASES = [
+    ("<|chan", "", ""),
+    ("<|channel|>analysis<|message|>Need it.<|e", "Need it.", ""),
+    ("<|channel|>analysis<|message|>Need it.<|end|><|sta", "Need it.", ""),
+    ("<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>fin", "a", ""),
+    ("<|channel|>final<|message|>Hi <", "", "Hi "),
+    ("plain text <|en", "", "plain text "),
+]
+
+
+@pytest.mark.parametrize(("output", "reasoning", "content"), CUT_CASES)
+def test_a_cut_drops_a_marker_begun(output: str, reasoning: str, content: str) -> None:
+    """A max_tokens cut inside a marker drops its start, however the output was split."""
+    for size in (1, 3, len(output)):
+        parser = HarmonyParser()
+        pieces = [output[i : i + size] for i in range(0, len(output), size)]
+        splits = [parser.feed(piece) for piece in pieces] + [parser.finish(cut=True)]
+        got = Split("".join(s.reasoning for s in splits), "".join(s.content for s in splits))
+        assert got == Split(reasoning, content)

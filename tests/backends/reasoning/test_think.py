@@ -157,3 +157,31 @@ def test_unknown_format_is_refused() -> None:
     """A format name that is not one of the two is a ValueError, not a silent default."""
     with pytest.raises(ValueError, match="granite"):
         ThinkParser("granite", starts_inside=False)
+
+
+# (format, starts_inside), output cut by max_tokens, reasoning, content
+CUT_CASES: list[tuple[tuple[str, bool], str, str, str]] = [
+    (Q3, "<thin", "", ""),
+    (Q3, "<think", "", ""),
+    (Q3, "\n\n<th", "", ""),
+    (Q3, "<think>\nabc\n</thi", "abc\n", ""),
+    (Q3, "<think>\nabc\n<", "abc\n", ""),
+    (Q3_OPEN, "abc</think", "abc", ""),
+    (Q3_OPEN, "<thi", "", ""),
+    (R1_OPEN, "abc\n</", "abc\n", ""),
+    (Q3, "<think>a</think>\nAnswer <", "a", "Answer <"),
+    (Q3, "Hello <thin", "", "Hello <thin"),
+]
+
+
+@pytest.mark.parametrize(("mode", "output", "reasoning", "content"), CUT_CASES)
+def test_a_cut_drops_a_marker_begun(
+    mode: tuple[str, bool], output: str, reasoning: str, content: str
+) -> None:
+    """A max_tokens cut inside a marker drops its start, however the output was split."""
+    for size in (1, 2, len(output) or 1):
+        parser = ThinkParser(mode[0], starts_inside=mode[1])
+        pieces = [output[i : i + size] for i in range(0, len(output), size)]
+        splits = [parser.feed(piece) for piece in pieces] + [parser.finish(cut=True)]
+        got = Split("".join(s.reasoning for s in splits), "".join(s.content for s in splits))
+        assert got == Split(reasoning, content)

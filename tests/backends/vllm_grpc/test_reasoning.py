@@ -61,3 +61,31 @@ def test_thinking_answer_and_call_whatever_the_message_size(
     # The newlines around the thought and the first pieces of `</think>` count too.
     assert thought_tokens <= tokens <= thought_tokens + 8
     assert tokens == _decode(bundle, 1)[3]
+
+
+def _cut(bundle: TokenizerBundle, tokens: int) -> tuple[str, str, bool]:
+    """Thinking, answer and the last delta's `thought` of OUTPUT cut after `tokens` ids."""
+    options = DecodeOptions(
+        skip_special_tokens=True, spaces_between_special_tokens=True, prompt_ids=[]
+    )
+    decoder = ResponseDecoder(
+        bundle, "chat", n=1, stops=[], include_stop_str=False, options=options, echo="",
+        token_text=TokenTexts(bundle.tokenizer),
+        reasoning=lambda: ThinkParser("qwen3", starts_inside=False),
+    )  # fmt: skip
+    choice = decoder.choices[0]
+    ids = bundle.encode(OUTPUT, add_special_tokens=False)[:tokens]
+    deltas = [choice.feed([token], None) for token in ids]
+    deltas.append(choice.finish("length"))
+    return "".join(d.reasoning for d in deltas), "".join(d.text for d in deltas), deltas[-1].thought
+
+
+def test_a_cut_inside_a_marker_shows_none_of_it(bundle: TokenizerBundle) -> None:
+    """Cut at every length: no piece of `<think>` or `</think>` in the thinking or the answer,
+    and the last delta says whether the output went into thinking."""
+    ids = bundle.encode(OUTPUT, add_special_tokens=False)
+    opened = len(bundle.encode("<think>", add_special_tokens=False))
+    for tokens in range(1, len(ids)):
+        reasoning, content, thought = _cut(bundle, tokens)
+        assert "<" not in reasoning and not content.startswith("<"), tokens
+        assert thought == (tokens >= opened), tokens
