@@ -42,8 +42,9 @@ def chat_request(
     if request.instructions:
         messages.append({"role": "system", "content": request.instructions})
         origins.append(("instructions", "instructions"))
-    messages.extend(_messages(history, "previous_response_id", origins))
-    messages.extend(_messages(items, "input", origins))
+    answered = _answered([*history, *items])
+    messages.extend(_messages(history, "previous_response_id", origins, answered))
+    messages.extend(_messages(items, "input", origins, answered))
     body: dict[str, Any] = {
         "model": request.model,
         "messages": messages,
@@ -72,22 +73,27 @@ def chat_request(
         body["response_format"] = response_format
     if not messages:
         raise InvalidRequest("The input holds no message to answer.", param="input")
+    unanswered = _unanswered_call([*history, *items])
+    if unanswered is not None:  # OpenAI's words, before chat's own refusal of the same
+        raise InvalidRequest(f"No tool output found for function call {unanswered}.", param="input")
     names = ParamNames(tuple(origins))
     try:
         chat = validate_request(body, ChatCompletionRequest)
     except InvalidRequest as exc:
         names.rename(exc)
         raise
-    unanswered = _unanswered_call([*history, *items])
-    if unanswered is not None:  # OpenAI's words; a model would answer in its place
-        raise InvalidRequest(f"No tool output found for function call {unanswered}.", param="input")
     return chat, names
 
 
 def _messages(
-    items: list[dict[str, Any]], param: str, origins: list[tuple[str, str]]
+    items: list[dict[str, Any]],
+    param: str,
+    origins: list[tuple[str, str]],
+    answered: frozenset[Any] = frozenset(),
 ) -> list[dict[str, Any]]:
-    """Chat messages of `items`; each one's item (where, type) is appended to `origins`."""
+    """Chat messages of `items`; each one's item (where, type) is appended to `origins`. A call
+    a failure cut short (`incomplete`) that no output in `answered` answers was never made:
+    the model is not shown it."""
     messages: list[dict[str, Any]] = []
     reasoning: str | None = None
     for i, item in enumerate(items):
@@ -108,6 +114,8 @@ def _messages(
                 message["reasoning_content"], reasoning = reasoning, None
             messages.append(message)
             origins.append((where, kind))
+        elif kind == "function_call" and _never_made(item, answered):
+            continue
         elif kind == "function_call":
             call = {
                 "id": _string(item, "call_id", where),
@@ -144,6 +152,17 @@ def _messages(
                 f"Input items of type {kind!r} are not supported.", param=f"{where}.type"
             )
     return messages
+
+
+def _answered(items: list[dict[str, Any]]) -> frozenset[Any]:
+    """The call_ids the outputs among `items` answer."""
+    return frozenset(
+        item.get("call_id") for item in items if item.get("type") == "function_call_output"
+    )
+
+
+def _never_made(item: dict[str, Any], answered: frozenset[Any]) -> bool:
+    return item.get("status") == "incomplete" and item.get("call_id") not in answered
 
 
 def _unanswered_call(items: list[dict[str, Any]]) -> str | None:

@@ -179,12 +179,13 @@ def test_a_chat_check_names_the_item_it_came_from() -> None:
         {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
         {"type": "function_call", "call_id": "c2", "name": "f", "arguments": "{}"},
         {"type": "function_call_output", "call_id": "c1", "output": "1"},
-        {"type": "function_call_output", "call_id": "c9", "output": "2"},
+        {"type": "function_call_output", "call_id": "c2", "output": "2"},
+        {"type": "function_call_output", "call_id": "c9", "output": "3"},
     ]
     request = ResponsesRequest(model="m", input=items, instructions="Be brief.")
     with pytest.raises(InvalidRequest) as refused:
         _messages(request)
-    assert refused.value.param == "input[4].call_id"
+    assert refused.value.param == "input[5].call_id"
 
 
 def test_hosted_tools_and_background_are_refused() -> None:
@@ -269,4 +270,5 @@ def test_answered_and_cut_calls_need_no_output_now() -> None:
     ]
     request = ResponsesRequest(model="m", input="And tomorrow?")
     chat, _ = chat_request(request, history, input_items(request))
+    assert [m.role for m in chat.messages] == ["user", "assistant", "tool", "user"]
     assert chat.messages[-1].content == "And tomorrow?"
