@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from backends.tool_calls import exact_json
 from backends.tool_calls.functions import ToolsLike
 from backends.tool_calls.incremental import MarkupParser, Step, text_step, unfinished
 from backends.tool_calls.markers import is_partial
@@ -104,7 +105,7 @@ class DeepSeekV3Parser(MarkupParser):
             if head.strip() != "function":
                 return None
         try:
-            value: Any = orjson.loads(arguments)
+            value: Any = exact_json.loads(arguments)
         except orjson.JSONDecodeError:
             return None
         return self.functions.call(name, value) if isinstance(value, dict) else None

@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from backends.reasoning.harmony import CHANNEL, ENDS, HEADER_LIMIT, MESSAGE, START, Header
+from backends.tool_calls import exact_json
 from backends.tool_calls.incremental import MarkupParser, Step, text_step, unfinished
 from backends.tool_calls.markers import first_marker
 from backends.tool_calls.parsed import ParsedCall
@@ -63,7 +64,7 @@ class HarmonyParser(MarkupParser):
 
     def _call(self, name: str, body: str) -> ParsedCall | None:
         try:
-            value: Any = orjson.loads(body.strip())
+            value: Any = exact_json.loads(body.strip())
         except orjson.JSONDecodeError:
             return None
         return self.functions.call(name, value) if isinstance(value, dict) else None

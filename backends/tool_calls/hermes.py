@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from backends.tool_calls import exact_json
 from backends.tool_calls.incremental import MarkupParser, Step, text_step
 from backends.tool_calls.parsed import ParsedCall
 
@@ -38,7 +39,7 @@ class HermesParser(MarkupParser):
 
     def _call(self, body: str) -> ParsedCall | None:
         try:
-            value: Any = orjson.loads(body.strip())
+            value: Any = exact_json.loads(body.strip())
         except orjson.JSONDecodeError:
             return None
         if not isinstance(value, dict):

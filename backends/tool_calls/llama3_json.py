@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from backends.tool_calls import exact_json
 from backends.tool_calls.brackets import BROKEN, BracketScan
 from backends.tool_calls.functions import ToolsLike
 from backends.tool_calls.incremental import MarkupParser, Step, text_step, unfinished
@@ -96,7 +97,7 @@ class Llama3JsonParser(MarkupParser):
 
     def _call(self, text: str) -> ParsedCall | None:
         try:
-            value: Any = orjson.loads(text)
+            value: Any = exact_json.loads(text)
         except orjson.JSONDecodeError:
             return None
         if not isinstance(value, dict):

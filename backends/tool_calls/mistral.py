@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from backends.tool_calls import exact_json
 from backends.tool_calls.brackets import BROKEN, BracketScan
 from backends.tool_calls.functions import ToolsLike
 from backends.tool_calls.incremental import MarkupParser, Step, text_step, unfinished
@@ -82,7 +83,7 @@ class MistralParser(MarkupParser):
         if end == BROKEN:
             return Step(start + 1, buffer[: start + 1])
         try:
-            calls: tuple[ParsedCall, ...] = read(orjson.loads(buffer[start:end]))
+            calls: tuple[ParsedCall, ...] = read(exact_json.loads(buffer[start:end]))
         except orjson.JSONDecodeError:
             calls = ()
         return Step(end, calls=calls) if calls else Step(end, buffer[:end])
