@@ -10,7 +10,7 @@ from backends.tool_calls.choice import PARSERS
 from backends.tool_calls.exact_json import loads
 from backends.tool_calls.forced import ForcedCallsParser
 from backends.tool_calls.parsed import ToolCallParser
-from tests.backends.tool_calls.helpers import TOOLS
+from tests.backends.tool_calls.helpers import TOOLS, whole_calls
 
 BIG = "123456789012345678901234567890"
 OUTPUTS = {
@@ -34,10 +34,9 @@ OUTPUTS = {
 
 
 def _arguments(parser: ToolCallParser, output: str) -> str:
-    parts = [parser.feed(output), parser.finish()]
-    calls = [call for part in parts for call in part.calls]
+    calls = whole_calls([*(parser.feed(char) for char in output), parser.finish()])
     assert len(calls) == 1
-    return calls[0].arguments
+    return calls[0][1]
 
 
 @pytest.mark.parametrize("name", sorted(OUTPUTS))
