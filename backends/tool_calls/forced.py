@@ -11,6 +11,8 @@ from typing import Any
 
 import orjson
 
+from backends.tool_calls import exact_json
+from backends.tool_calls.functions import json_text
 from backends.tool_calls.parsed import Parsed, ParsedCall
 from core.protocol import ChatCompletionRequest
 
@@ -79,15 +81,11 @@ class ForcedCallsParser:
 
     def _calls(self, text: str) -> tuple[ParsedCall, ...]:
         try:
-            value = orjson.loads(text)
+            value = exact_json.loads(text)
         except orjson.JSONDecodeError:
             return ()
         if self._named is not None:
-            return (
-                (ParsedCall(self._named, orjson.dumps(value).decode()),)
-                if isinstance(value, dict)
-                else ()
-            )
+            return (ParsedCall(self._named, json_text(value)),) if isinstance(value, dict) else ()
         if not isinstance(value, list):
             return ()
         calls = []
@@ -97,7 +95,7 @@ class ForcedCallsParser:
             arguments = item.get("parameters", {})
             if not isinstance(arguments, dict):
                 return ()
-            calls.append(ParsedCall(item["name"], orjson.dumps(arguments).decode()))
+            calls.append(ParsedCall(item["name"], json_text(arguments)))
         return tuple(calls)
 
 

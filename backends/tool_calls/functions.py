@@ -10,6 +10,7 @@ from typing import Any, TypeAlias
 
 import orjson
 
+from backends.tool_calls import exact_json
 from backends.tool_calls.parsed import ParsedCall
 
 Schema: TypeAlias = Mapping[str, Any]
@@ -62,7 +63,7 @@ class Functions:
             return None
         if isinstance(arguments, str):  # some models send the arguments already as text
             try:
-                arguments = orjson.loads(arguments)
+                arguments = exact_json.loads(arguments)
             except orjson.JSONDecodeError:
                 return None
         if not isinstance(arguments, dict):

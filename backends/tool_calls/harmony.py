@@ -10,7 +10,9 @@ such messages over whole and everything else as plain text; on raw output (no re
 a message may also open at `<|channel|>`, and other messages' markup stays content as written.
 
 The arguments are the body, a JSON object; a call whose body is not one, or whose function is
-not among the request's tools, is text. A call ends at `<|call|>` (or `<|end|>`, `<|return|>`),
+not among the request's tools, is text. A call of one of the tools whose body opens with `{`
+streams: its header then, the arguments as they are written; what follows them up to the
+call's end is markup. A call ends at `<|call|>` (or `<|end|>`, `<|return|>`),
 or where the next message's `<|start|>` begins; at the end of the answer, a call missing its end
 marker counts if its JSON is whole (the engine stops on `<|call|>`, which the decoder hides).
 """
@@ -22,8 +24,10 @@ from typing import Any
 import orjson
 
 from backends.reasoning.harmony import CHANNEL, ENDS, HEADER_LIMIT, MESSAGE, START, Header
+from backends.tool_calls import exact_json
+from backends.tool_calls.functions import ToolsLike
 from backends.tool_calls.incremental import MarkupParser, Step, text_step, unfinished
-from backends.tool_calls.markers import first_marker
+from backends.tool_calls.markers import first_marker, partial_length
 from backends.tool_calls.parsed import ParsedCall
 
 _OPENERS = (START, CHANNEL)
@@ -34,9 +38,16 @@ _HEADER_WAIT = len(START) + HEADER_LIMIT + max(map(len, _HEADER_ENDS))
 
 class HarmonyParser(MarkupParser):
     """Incremental: text streams out until `<|start|>` or `<|channel|>` (or a tail that may
-    start one); a header waits for its `<|message|>`, and a call is released whole at its end."""
+    start one); a header waits for its `<|message|>`, and a call streams from its body's `{`
+    (or is released whole at its end)."""
+
+    def __init__(self, tools: ToolsLike) -> None:
+        super().__init__(tools)
+        self._after_arguments = False  # a streamed call's arguments ended: its markup follows
 
     def _step(self, buffer: str, final: bool) -> Step | None:
+        if self._after_arguments:
+            return self._call_end(buffer, final)
         if not buffer.startswith(_OPENERS):
             return text_step(buffer, _OPENERS, final)
         opener = START if buffer.startswith(START) else CHANNEL
@@ -51,6 +62,12 @@ class HarmonyParser(MarkupParser):
         name = Header.read(buffer[: found[0]]).function
         if name is None or name not in self.functions:
             return Step(header_end, buffer[:header_end])  # another message, or no tool's: text
+        body = len(buffer) - len(buffer[header_end:].lstrip())
+        if body == len(buffer) and not final:
+            return None
+        if body < len(buffer) and buffer[body] == "{":
+            self._after_arguments = True
+            return self._open_call(name, body, _BODY_ENDS)
         end = first_marker(buffer, _BODY_ENDS, header_end)
         if end is None and not final:
             return None  # a call in progress: wait for its end
@@ -61,9 +78,21 @@ class HarmonyParser(MarkupParser):
             return Step(consumed, buffer[:consumed], unfinished=end is None)
         return Step(consumed, calls=(call,))
 
+    def _call_end(self, buffer: str, final: bool) -> Step | None:
+        """The markup after a streamed call's arguments, dropped up to its end marker (a next
+        message's `<|start|>` stays in place)."""
+        found = first_marker(buffer, _BODY_ENDS)
+        if found is not None:
+            self._after_arguments = False
+            return Step(found[0] + (0 if found[1] == START else len(found[1])))
+        if final:
+            return Step(len(buffer))
+        markup = len(buffer) - partial_length(buffer, _BODY_ENDS)
+        return Step(markup) if markup else None
+
     def _call(self, name: str, body: str) -> ParsedCall | None:
         try:
-            value: Any = orjson.loads(body.strip())
+            value: Any = exact_json.loads(body.strip())
         except orjson.JSONDecodeError:
             return None
         return self.functions.call(name, value) if isinstance(value, dict) else None

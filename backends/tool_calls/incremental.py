@@ -6,28 +6,25 @@ pieces gives the result of the whole. On `finish` nothing waits: the parser deci
 it has, and whatever it still declines is content; except when the answer was cut short (the
 token limit): then the markup of a call it had begun and never ended, or a tail that may have
 started a marker, is dropped, as vLLM never shows it, and the calls that did end are kept.
+
+A call streams: once its header is read (the name, one of the tools, and the `{` its arguments
+open with), the call leaves with empty arguments, and then its arguments leave as the model
+writes them (`OpenArguments`), the model's own text, whole or in pieces alike. From then on the
+call is one whatever follows: arguments that stop being JSON, or are cut short, end where the
+valid part ends (the rest of the call's markup is not content).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from backends.tool_calls.functions import Functions, ToolsLike
 from backends.tool_calls.markers import first_marker, partial_length
+from backends.tool_calls.open_arguments import OpenArguments
 from backends.tool_calls.parsed import Parsed, ParsedCall
+from backends.tool_calls.step import Step
 
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    """The first `consumed` characters of the buffer, decided: as content, or as calls (a step
-    that consumes nothing changes the parser's state only). `unfinished`: the content is the
-    markup of a call that had begun when the answer ended, dropped if it was cut short."""
-
-    consumed: int
-    content: str = ""
-    calls: tuple[ParsedCall, ...] = ()
-    unfinished: bool = False
+__all__ = ["MarkupParser", "Step", "text_step", "unfinished"]
 
 
 def unfinished(buffer: str) -> Step:
@@ -57,6 +54,7 @@ class MarkupParser:
         self.functions = Functions.of(tools)
         self._buffer = ""
         self._offset = 0  # stream position of the buffer's first character
+        self._open: OpenArguments | None = None  # the arguments of the call being streamed
 
     def feed(self, text: str) -> Parsed:
         self._buffer += text
@@ -68,8 +66,14 @@ class MarkupParser:
     def _drain(self, final: bool, cut: bool = False) -> Parsed:
         content: list[str] = []
         calls: list[ParsedCall] = []
+        more: list[str] = []  # arguments of a call begun before this text
         while self._buffer:
-            step = self._step(self._buffer, final)
+            if self._open is not None:
+                step = self._open.step(self._buffer, final)
+                if self._open.done:
+                    self._open = None
+            else:
+                step = self._step(self._buffer, final)
             if step is None:
                 if final:  # never lose text, whatever a format leaves undecided
                     content.append(self._buffer)
@@ -79,9 +83,21 @@ class MarkupParser:
             if not (cut and step.unfinished):
                 content.append(step.content)
             calls.extend(step.calls)
+            if step.arguments and calls:
+                last = calls[-1]
+                calls[-1] = ParsedCall(last.name, last.arguments + step.arguments, last.id)
+            elif step.arguments:
+                more.append(step.arguments)
             self._buffer = self._buffer[step.consumed :]
             self._offset += step.consumed
-        return Parsed("".join(content), tuple(calls))
+        return Parsed("".join(content), tuple(calls), "".join(more))
+
+    def _open_call(self, name: str, consumed: int, ends: Sequence[str]) -> Step:
+        """The step that sends a call's header: `consumed` characters of markup, up to the `{`
+        its arguments open with, which then stream until they close or meet one of `ends`
+        (the markup that ends a call; after it the format's `_step` reads on)."""
+        self._open = OpenArguments(ends)
+        return Step(consumed, calls=(ParsedCall(name, ""),))
 
     def _step(self, buffer: str, final: bool) -> Step | None:
         """The next decided step off the front of `buffer`, or None to wait for more text

@@ -7,6 +7,10 @@ at the very start of the answer can be one, and only if it parses as a call nami
 request's functions with its arguments; any other JSON answer stays text. Whitespace and
 separators between calls are markup; an object that is not a call, with the tag or separator
 before it, is text, and so is the rest of the answer after text resumes.
+
+A call whose name comes first streams: its header once the name (one of the tools) and the
+arguments' `{` are read, then the arguments as they are written; the object's closing `}`
+after them is markup, anything else there is text. Other objects are read whole.
 """
 
 from __future__ import annotations
@@ -16,19 +20,23 @@ from typing import Any
 
 import orjson
 
+from backends.tool_calls import exact_json
 from backends.tool_calls.brackets import BROKEN, BracketScan
 from backends.tool_calls.functions import ToolsLike
 from backends.tool_calls.incremental import MarkupParser, Step, text_step, unfinished
+from backends.tool_calls.json_header import object_head
 from backends.tool_calls.markers import is_partial
 from backends.tool_calls.parsed import ParsedCall
 
 TAG = "<|python_tag|>"
+_KEYS = ("parameters", "arguments")
 
 
 class _Mode(Enum):
     START = "start"  # nothing but whitespace seen: a bare object may be a call
     TEXT = "text"
     AFTER_CALL = "after_call"  # a separator or another object may follow
+    AFTER_ARGUMENTS = "after_arguments"  # a streamed call's object closes
 
 
 class Llama3JsonParser(MarkupParser):
@@ -45,6 +53,14 @@ class Llama3JsonParser(MarkupParser):
                 return self._call_at(buffer, len(TAG), final)
             return text_step(buffer, (TAG,), final)
         space = len(buffer) - len(buffer.lstrip())
+        if self._mode is _Mode.AFTER_ARGUMENTS:
+            if space == len(buffer):
+                return Step(space) if final or space else None
+            if buffer[space] == "}":
+                self._mode = _Mode.AFTER_CALL
+                return Step(space + 1)
+            self._mode = _Mode.TEXT  # the object did not close as a call's does: text resumes
+            return Step(space)
         if self._mode is _Mode.AFTER_CALL:
             return self._after_call(buffer, space, final)
         if space == len(buffer):  # the start: nothing but whitespace yet
@@ -79,6 +95,10 @@ class Llama3JsonParser(MarkupParser):
             return self._as_text(buffer, len(buffer), unfinished=True) if final else None
         if buffer[start] != "{":
             return self._as_text(buffer, skip)  # markup not followed by an object
+        head = object_head(buffer, start, _KEYS)
+        if head is not None and head[0] in self.functions:
+            self._mode = _Mode.AFTER_ARGUMENTS
+            return self._open_call(head[0], head[1], ())
         end = self._scan.end(buffer, start, self._offset)
         if end is None:
             return self._as_text(buffer, len(buffer), unfinished=True) if final else None
@@ -96,7 +116,7 @@ class Llama3JsonParser(MarkupParser):
 
     def _call(self, text: str) -> ParsedCall | None:
         try:
-            value: Any = orjson.loads(text)
+            value: Any = exact_json.loads(text)
         except orjson.JSONDecodeError:
             return None
         if not isinstance(value, dict):

@@ -8,8 +8,10 @@
   its own).
 
 `[TOOL_CALLS]` is a special token: the text reaches this parser only if the engine does not
-skip special tokens. A call that does not parse, or names no requested function, is text,
-the token with it; an array is all calls or all text.
+skip special tokens. A named call of one of the request's tools streams: its header once its
+arguments' `{` is read, then the arguments as they are written (what follows them is read as
+after any call). An array is read whole: all calls or all text. A call that does not parse, or
+names no requested function, is text, the token with it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from backends.tool_calls import exact_json
 from backends.tool_calls.brackets import BROKEN, BracketScan
 from backends.tool_calls.functions import ToolsLike
 from backends.tool_calls.incremental import MarkupParser, Step, text_step, unfinished
@@ -33,8 +36,8 @@ _Reader = Callable[[Any], tuple[ParsedCall, ...]]
 
 
 class MistralParser(MarkupParser):
-    """Incremental: text streams out until `[TOOL_CALLS]` (or a tail that may start it); each
-    named call, or the whole array, is released once its JSON closes."""
+    """Incremental: text streams out until `[TOOL_CALLS]` (or a tail that may start it); a
+    named call streams, an array is released once its JSON closes."""
 
     def __init__(self, tools: ToolsLike) -> None:
         super().__init__(tools)
@@ -56,6 +59,8 @@ class MistralParser(MarkupParser):
             return unfinished(buffer) if final else None
         if args < 0:
             return Step(len(TOOL_CALLS), TOOL_CALLS)
+        if name.group() in self.functions:
+            return self._open_call(name.group(), args, (TOOL_CALLS,))
         return self._json_at(buffer, args, final, lambda value: self._named(name.group(), value))
 
     def _args_start(self, buffer: str, pos: int) -> int | None:
@@ -82,7 +87,7 @@ class MistralParser(MarkupParser):
         if end == BROKEN:
             return Step(start + 1, buffer[: start + 1])
         try:
-            calls: tuple[ParsedCall, ...] = read(orjson.loads(buffer[start:end]))
+            calls: tuple[ParsedCall, ...] = read(exact_json.loads(buffer[start:end]))
         except orjson.JSONDecodeError:
             calls = ()
         return Step(end, calls=calls) if calls else Step(end, buffer[:end])

@@ -10,7 +10,8 @@ from core.answers import new_call_id
 
 @dataclass(frozen=True, slots=True)
 class ParsedCall:
-    """One function call: `arguments` is the JSON text of the arguments object."""
+    """One function call: `arguments` is the JSON text of the arguments object (or its start,
+    while it streams)."""
 
     name: str
     arguments: str
@@ -19,10 +20,13 @@ class ParsedCall:
 
 @dataclass(frozen=True, slots=True)
 class Parsed:
-    """What became known from some more text: content to show, and calls completed."""
+    """What became known from some more text: content to show, calls begun (their arguments
+    so far: all of them, or a start that more `arguments` continue), and `arguments`: more of
+    the arguments of the call begun last before this text (they come before these `calls`)."""
 
     content: str = ""
     calls: tuple[ParsedCall, ...] = ()
+    arguments: str = ""
 
 
 class ToolCallParser(Protocol):

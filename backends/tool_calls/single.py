@@ -7,13 +7,14 @@ from backends.tool_calls.parsed import Parsed, ToolCallParser
 
 
 class FirstCallOnly:
-    """Wraps a format's parser; text is untouched, calls after the first are dropped."""
+    """Wraps a format's parser; text is untouched, calls after the first are dropped (and the
+    arguments streamed for them)."""
 
-    __slots__ = ("_called", "_inner")
+    __slots__ = ("_begun", "_inner")
 
     def __init__(self, inner: ToolCallParser) -> None:
         self._inner = inner
-        self._called = False
+        self._begun = 0  # calls the format has begun
 
     @property
     def finish_reason(self) -> str:
@@ -26,9 +27,9 @@ class FirstCallOnly:
         return self._first(self._inner.finish(cut))
 
     def _first(self, parsed: Parsed) -> Parsed:
-        if not parsed.calls:
+        if not parsed.calls and (not parsed.arguments or self._begun == 1):
             return parsed
-        if self._called:
-            return Parsed(parsed.content)
-        self._called = True
-        return Parsed(parsed.content, parsed.calls[:1])
+        arguments = parsed.arguments if self._begun == 1 else ""
+        calls = parsed.calls[:1] if self._begun == 0 else ()
+        self._begun += len(parsed.calls)
+        return Parsed(parsed.content, calls, arguments)

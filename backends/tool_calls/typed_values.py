@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 
+from backends.tool_calls import exact_json
 from backends.tool_calls.functions import Schema
 
 _JSON_TYPES: dict[str, type | tuple[type, ...]] = {
@@ -54,7 +55,7 @@ def typed_value(text: str, schema: Schema | None) -> Any:
         if name == "boolean" and stripped.lower() in ("true", "false"):
             return stripped.lower() == "true"
         try:
-            value = orjson.loads(stripped)
+            value = exact_json.loads(stripped)
         except orjson.JSONDecodeError:
             continue
         if _fits(value, name):

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import jinja2.nodes
 import orjson
 
+from backends.tool_calls import exact_json
 from core.errors import InvalidRequest, UnsupportedParameter
 from core.protocol import ChatMessage
 
@@ -80,7 +81,7 @@ def _template_tool_call(call: Mapping[str, Any]) -> dict[str, Any]:
         arguments = {}
     elif isinstance(arguments, str):
         with contextlib.suppress(orjson.JSONDecodeError):
-            arguments = orjson.loads(arguments)
+            arguments = exact_json.loads(arguments)
     return {**call, "function": {**function, "arguments": arguments}}
 
 

@@ -14,7 +14,7 @@ from backends.base import EmbeddingCall, GenerationRequest
 from backends.vllm_grpc.batch import all_answers, is_batch, merged_stream, split
 from backends.vllm_grpc.collected import CollectedOutput
 from backends.vllm_grpc.connection import VllmGrpcConnection
-from backends.vllm_grpc.decoding import ResponseDecoder
+from backends.vllm_grpc.decoding import ResponseDecoder, whole_calls
 from backends.vllm_grpc.embed_calls import EmbedCalls
 from backends.vllm_grpc.embed_requests import embed_requests, input_param
 from backends.vllm_grpc.errors import map_rpc_error
@@ -129,10 +129,7 @@ class VllmGrpcBackend(VllmGrpcConnection):
                 part = parts.pop(done.index, None) or CollectedOutput.of_complete(done)
                 body = state.feed(part.token_ids, part.logprobs, part.prompt_logprobs)
                 tail = state.finish(_finish_reason(done.finish_reason, self.url))
-                calls = [
-                    {key: value for key, value in call.items() if key != "index"}
-                    for call in (body.tool_calls or []) + (tail.tool_calls or [])
-                ]
+                calls = whole_calls((body.tool_calls or []) + (tail.tool_calls or []))
                 reasoning = body.reasoning + tail.reasoning
                 choices[done.index] = Choice(
                     done.index,

@@ -228,10 +228,14 @@ class ChoiceDecoder:
         return shown
 
     def _parsed(self, parsed: Parsed) -> tuple[str, list[dict[str, Any]] | None]:
-        """Content, and the completed calls in OpenAI's delta shape (name and arguments whole)."""
-        if not parsed.calls:
+        """Content, and the calls in OpenAI's delta shape: more arguments of the call begun
+        last (its index and the text), then each call begun (index, id, type, name and its
+        arguments so far)."""
+        if not parsed.calls and not parsed.arguments:
             return parsed.content, None
-        calls = []
+        calls: list[dict[str, Any]] = []
+        if parsed.arguments:
+            calls.append({"index": self._calls - 1, "function": {"arguments": parsed.arguments}})
         for call in parsed.calls:
             calls.append(
                 {
@@ -257,6 +261,21 @@ class ChoiceDecoder:
     def _take_echo(self) -> str:
         echo, self._echo = self._echo, ""
         return echo
+
+
+def whole_calls(deltas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A choice's call deltas (`ChoiceDecoder`'s, in order) as whole calls, without their
+    index: each call's arguments joined, as a non-streamed answer carries them."""
+    calls: list[dict[str, Any]] = []
+    for delta in deltas:
+        function = delta["function"]
+        if "id" in delta:
+            calls.append(
+                {**{k: v for k, v in delta.items() if k != "index"}, "function": {**function}}
+            )
+        else:
+            calls[delta["index"]]["function"]["arguments"] += function["arguments"]
+    return calls
 
 
 class ResponseDecoder:

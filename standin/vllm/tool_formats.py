@@ -43,9 +43,10 @@ def write_calls(tool_format: str, calls: Sequence[Call], *, after_text: bool) ->
 
 
 def write_broken_call(tool_format: str, name: str, parameter: str) -> str:
-    """A call to `name` whose `parameter` has no value: broken JSON (or, for Qwen3-Coder, a
-    function and parameter left unclosed inside a closed block)."""
-    broken = f'{{"{parameter}": }}'
+    """A call to `name` whose arguments are broken JSON, not even an object, so no parser can
+    have begun streaming the call (or, for Qwen3-Coder, a function and parameter left unclosed
+    inside a closed block)."""
+    broken = f'[{{"{parameter}": }}]'
     if tool_format == "hermes":
         return f'<tool_call>\n{{"name": "{name}", "arguments": {broken}}}\n</tool_call>'
     if tool_format == "qwen3_coder":

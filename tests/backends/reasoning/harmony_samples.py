@@ -88,8 +88,8 @@ SAMPLES = [
         "Call it.",
         "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
         '<|message|>{"city": <|call|>',
-        "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
-        '<|message|>{"city": <|call|>',
+        "",  # its header was sent: a call, its arguments what was valid of them
+        (("get_weather", '{"city": '),),
     ),
     Sample(
         "a call to no requested function",

@@ -52,9 +52,33 @@ def parse_pieces(parser: ToolCallParser, pieces: Iterable[str]) -> tuple[str, Ca
     results: list[Parsed] = [parser.feed(piece) for piece in pieces]
     results.append(parser.finish())
     content = "".join(r.content for r in results)
-    calls = [(c.name, orjson.loads(c.arguments)) for r in results for c in r.calls]
     assert all(c.id.startswith("call_") for r in results for c in r.calls)
-    return content, calls
+    return content, call_values(results)
+
+
+def call_values(results: Iterable[Parsed]) -> Calls:
+    """(name, arguments object) of every call; the arguments' text where it is no JSON."""
+    return [(name, _value(arguments)) for name, arguments in whole_calls(results)]
+
+
+def whole_calls(results: Iterable[Parsed]) -> list[tuple[str, str]]:
+    """(name, arguments text) of every call, its streamed arguments joined."""
+    calls: list[tuple[str, str]] = []
+    for result in results:
+        if result.arguments:
+            assert calls, "arguments before any call"
+            calls[-1] = (calls[-1][0], calls[-1][1] + result.arguments)
+        calls.extend((call.name, call.arguments) for call in result.calls)
+    return calls
+
+
+def _value(arguments: str) -> object:
+    """The arguments object, or their text where it is no JSON (a call whose streamed
+    arguments broke off)."""
+    try:
+        return orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        return arguments
 
 
 def cut(text: str, points: Iterable[int]) -> list[str]:

@@ -35,9 +35,18 @@ CASES: list[Case] = [
         [("get_weather", {"city": "Paris"}), ("search", {"q": "```"})],
     ),
     (f"Let me check.\n\n{BEGIN}{SEARCH}{END}", "Let me check.\n\n", [("search", {"q": "```"})]),
-    (f"{BEGIN}{BAD}{END} sorry", f"{BEGIN}{BAD}{END} sorry", []),
+    (f"{BEGIN}{BAD}{END} sorry", " sorry", [("get_weather", '{"city": ')]),  # header sent
     (f"{BEGIN}{UNKNOWN}{END}", f"{BEGIN}{UNKNOWN}{END}", []),
-    (f"{BEGIN}{BAD}\n{WEATHER}{END}", f"{BEGIN}{BAD}", [("get_weather", {"city": "Paris"})]),
+    (
+        f"{BEGIN}{BAD}\n{WEATHER}{END}",
+        "",
+        [("get_weather", '{"city": '), ("get_weather", {"city": "Paris"})],
+    ),
+    (
+        f"{BEGIN}{UNKNOWN}\n{WEATHER}{END}",
+        f"{BEGIN}{UNKNOWN}",
+        [("get_weather", {"city": "Paris"})],
+    ),
     (
         f"{BEGIN}{_call('search', '{}', kind='method')}{END}",
         f"{BEGIN}{_call('search', '{}', kind='method')}{END}",
@@ -59,7 +68,12 @@ CASES: list[Case] = [
     ),
     (
         f'{BEGIN}<｜tool▁call▁begin｜>function<｜tool▁sep｜>search\n```json\n{{"q": ',
-        f'{BEGIN}<｜tool▁call▁begin｜>function<｜tool▁sep｜>search\n```json\n{{"q": ',
+        "",
+        [("search", '{"q": ')],
+    ),
+    (
+        f'{BEGIN}<｜tool▁call▁begin｜>function<｜tool▁sep｜>launch\n```json\n{{"q": ',
+        f'{BEGIN}<｜tool▁call▁begin｜>function<｜tool▁sep｜>launch\n```json\n{{"q": ',
         [],
     ),
 ]
@@ -76,9 +90,11 @@ def _parser() -> DeepSeekV3Parser:
 ) = split_tests(_parser, CASES)
 
 
-def test_each_call_leaves_with_its_end_token() -> None:
-    """The first call does not wait for the second or for the section's end."""
+def test_each_call_leaves_with_its_arguments_brace() -> None:
+    """A call's header leaves once its arguments' `{` is read, its arguments as they come; the
+    first call does not wait for the second or for the section's end."""
     head = f"Ok. {BEGIN}{WEATHER}"
     results = one_char_at_a_time(_parser, f"{head}\n{SEARCH}{END}")
     assert "".join(r.content for r in results[:4]) == "Ok. "
-    assert [len(r.calls) for r in results].index(1) == len(head) - 1
+    assert [len(r.calls) for r in results].index(1) == head.index("{")
+    assert "".join(r.arguments for r in results[: len(head)]) == '"city": "Paris"}'

@@ -4,7 +4,6 @@ however the output is split; and the two parsers together on realistic gpt-oss o
 
 from __future__ import annotations
 
-import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -17,6 +16,7 @@ from tests.backends.tool_calls.helpers import (
     TOOLS,
     Calls,
     Case,
+    call_values,
     cut,
     one_char_at_a_time,
 )
@@ -42,7 +42,12 @@ CASES: list[Case] = [
     (UNKNOWN + WEATHER_CALL, UNKNOWN, [WEATHER]),
     (BROWSER, BROWSER, []),
     (CUT_HEADER, CUT_HEADER, []),
-    (CUT_HEADER + '<|message|>{"q": "cu', CUT_HEADER + '<|message|>{"q": "cu', []),
+    (CUT_HEADER + '<|message|>{"q": "cu', "", [("search", '{"q": "cu')]),
+    (
+        '<|channel|>commentary to=functions.launch json<|message|>{"q": "cu',
+        '<|channel|>commentary to=functions.launch json<|message|>{"q": "cu',
+        [],
+    ),
     (CUT_HEADER + "<|message|>[1]<|call|>", CUT_HEADER + "<|message|>[1]<|call|>", []),
     (
         CUT_HEADER + '<|message|>"{\\"q\\": 1}"<|call|>',
@@ -66,12 +71,15 @@ def _parser() -> HarmonyParser:
 ) = split_tests(_parser, CASES)
 
 
-def test_a_call_leaves_at_its_end_marker_and_text_before_it_at_once() -> None:
-    """Text leaves as it comes; the call as soon as `<|call|>` arrives, before `finish`."""
+def test_a_call_leaves_with_its_body_brace_and_text_before_it_at_once() -> None:
+    """Text leaves as it comes; the call as soon as its body's `{` arrives, its arguments as
+    they come, before `<|call|>`."""
     text = "Checking now."
     results = one_char_at_a_time(_parser, text + WEATHER_CALL + SEARCH_CALL)
     assert "".join(r.content for r in results[: len(text)]) == text
-    assert [len(r.calls) for r in results].index(1) == len(text + WEATHER_CALL) - 1
+    assert [len(r.calls) for r in results].index(1) == len(text) + WEATHER_CALL.index("{")
+    arguments = "".join(r.arguments for r in results[: len(text + WEATHER_CALL) - 1])
+    assert arguments == '"city": "Paris"}'
     assert sum(len(r.calls) for r in results) == 2
 
 
@@ -87,8 +95,7 @@ def _both(pieces: list[str]) -> tuple[str, str, Calls]:
     last = reasoning.finish()
     thought.append(last.reasoning)
     parsed += [tools.feed(last.content), tools.finish()]
-    calls: Calls = [(c.name, orjson.loads(c.arguments)) for p in parsed for c in p.calls]
-    return "".join(thought), "".join(p.content for p in parsed), calls
+    return "".join(thought), "".join(p.content for p in parsed), call_values(parsed)
 
 
 def _expected(sample: Sample) -> tuple[str, str, Calls]:

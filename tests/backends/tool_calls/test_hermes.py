@@ -5,26 +5,20 @@ from __future__ import annotations
 
 import itertools
 
-import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from backends.tool_calls.hermes import HermesParser
-from backends.tool_calls.parsed import Parsed
 from tests.backends.tool_calls.helpers import TOOLS as FUNCTIONS
-from tests.backends.tool_calls.helpers import cut
+from tests.backends.tool_calls.helpers import cut, parse_pieces
 
 TOOLS = ("get_weather", "search")
 
 
 def _whole(parser: HermesParser, pieces: list[str]) -> tuple[str, list[tuple[str, object]]]:
     """Content and (name, arguments) of every call, feeding `pieces` one by one."""
-    results: list[Parsed] = [parser.feed(piece) for piece in pieces]
-    results.append(parser.finish())
-    content = "".join(r.content for r in results)
-    calls = [(c.name, orjson.loads(c.arguments)) for r in results for c in r.calls]
-    return content, calls
+    return parse_pieces(parser, pieces)
 
 
 CASES = [
@@ -45,10 +39,20 @@ CASES = [
         "\n",
         [("get_weather", {"city": "Oslo"}), ("search", {})],
     ),
+    (  # the header was sent: the call stays, its arguments what was valid of them
+        '<tool_call>{"name": "get_weather", "arguments": {"city": </tool_call> sorry',
+        " sorry",
+        [("get_weather", '{"city": ')],
+    ),
+    (  # a name after the arguments: read whole
+        '<tool_call>{"arguments": {"city": "Oslo"}, "name": "get_weather"}</tool_call>',
+        "",
+        [("get_weather", {"city": "Oslo"})],
+    ),
     (
-        '<tool_call>{"name": "get_weather", "arguments": {"city": </tool_call> sorry',
-        '<tool_call>{"name": "get_weather", "arguments": {"city": </tool_call> sorry',
-        [],
+        '<tool_call>{"name": "search", "arguments": {"q": 1} , }\n</tool_call>ok',
+        "ok",
+        [("search", {"q": 1})],
     ),
     (
         '<tool_call>{"name": "launch_missiles", "arguments": {}}</tool_call>',

@@ -1,16 +1,16 @@
 """An answer cut short by the token limit: the markup of a call it left unfinished is dropped
-in every format, the calls that ended are kept, and the text before them too."""
+in every format, the calls that ended are kept, and the text before them too; a call whose
+header had left keeps the arguments written so far (OpenAI's partial arguments)."""
 
 from __future__ import annotations
 
-import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from backends.tool_calls.choice import PARSERS
 from backends.tool_calls.parsed import Parsed, ToolCallParser
-from tests.backends.tool_calls.helpers import TOOLS, Calls, cut, parse_pieces
+from tests.backends.tool_calls.helpers import TOOLS, Calls, call_values, cut, parse_pieces
 
 WEATHER, SEARCH = ("get_weather", {"city": "Oslo"}), ("search", {"q": "x"})
 DS_WEATHER = (
@@ -46,7 +46,13 @@ CASES: list[tuple[str, str, str, Calls]] = [
         "\n",
         [SEARCH],
     ),
-    ("llama3_json", '{"name": "get_weather", "parameters": {"city": "Os', "", []),
+    (
+        "llama3_json",
+        '{"name": "get_weather", "parameters": {"city": "Os',
+        "",
+        [("get_weather", '{"city": "Os')],
+    ),
+    ("llama3_json", '{"name": "launch", "parameters": {"city": "Os', "", []),
     (
         "llama3_json",
         '<|python_tag|>{"name": "search", "parameters": {"q": "x"}}; {"name": "get_w',
@@ -60,7 +66,7 @@ CASES: list[tuple[str, str, str, Calls]] = [
         "mistral",
         'Checking.[TOOL_CALLS]search[ARGS]{"q": "x"}[TOOL_CALLS]get_weather[ARGS]{"ci',
         "Checking.",
-        [SEARCH],
+        [SEARCH, ("get_weather", '{"ci')],
     ),
     ("mistral", "[TOOL_CALLS]get_wea", "", []),
     ("mistral", "[TOOL_CALLS]", "", []),
@@ -69,7 +75,7 @@ CASES: list[tuple[str, str, str, Calls]] = [
         f"<｜tool▁calls▁begin｜>{DS_WEATHER}\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>search"
         '\n```json\n{"q":',
         "",
-        [WEATHER],
+        [WEATHER, ("search", '{"q":')],
     ),
     ("deepseek_v3", "Let me check.<｜tool▁calls▁begin｜>", "Let me check.", []),
     ("deepseek_v3", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get", "", []),
@@ -77,12 +83,17 @@ CASES: list[tuple[str, str, str, Calls]] = [
     ("pythonic", '[get_weather(city="Oslo"), search(q=', "", []),
     ("pythonic", 'Let me look.\n[search(q="x")', "Let me look.\n", []),
     ("pythonic", '<|python_start|>[search(q="x"', "", []),
-    ("harmony", HARMONY.format("get_weather") + '{"city": "Os', "", []),
+    (
+        "harmony",
+        HARMONY.format("get_weather") + '{"city": "Os',
+        "",
+        [("get_weather", '{"city": "Os')],
+    ),
     (
         "harmony",
         HARMONY.format("search") + '{"q": "x"}<|call|>' + HARMONY.format("get_weather") + "{",
         "",
-        [SEARCH],
+        [SEARCH, ("get_weather", "{")],
     ),
     ("harmony", "Checking. <|channel|>commentary to=functions.get_wea", "Checking. ", []),
 ]
@@ -92,8 +103,7 @@ def _cut_short(parser: ToolCallParser, pieces: list[str]) -> tuple[str, Calls]:
     """Content and (name, arguments) of each call of an answer fed in `pieces` that the token
     limit ended."""
     results: list[Parsed] = [*(parser.feed(piece) for piece in pieces), parser.finish(cut=True)]
-    calls = [(c.name, orjson.loads(c.arguments)) for r in results for c in r.calls]
-    return "".join(r.content for r in results), calls
+    return "".join(r.content for r in results), call_values(results)
 
 
 @pytest.mark.parametrize(("name", "output", "content", "calls"), CASES)

@@ -28,7 +28,7 @@ CASES: list[Case] = [
         "Checking now. ",
         [("search", {"q": "a;b}"})],
     ),
-    (BROKEN_CALL, BROKEN_CALL, []),
+    (BROKEN_CALL, "} sorry", [("get_weather", '{"city": ')]),  # its header was sent
     ('{"name": "launch", "parameters": {}}', '{"name": "launch", "parameters": {}}', []),
     ('{"answer": 42} is the JSON', '{"answer": 42} is the JSON', []),
     ('{"name": "search"} lacks parameters', '{"name": "search"} lacks parameters', []),
@@ -36,20 +36,17 @@ CASES: list[Case] = [
     ('\n {"name": "search", "parameters": {}}', "", [("search", {})]),
     ('{"name": "search", "parameters": {}}\nDone.', "\nDone.", [("search", {})]),
     ('{"name": "search", "parameters": {}} ;\n', "", [("search", {})]),
-    (
-        '<|python_tag|>{"name": "search", "parameters": {"q": "x"}',
-        '<|python_tag|>{"name": "search", "parameters": {"q": "x"}',
-        [],
-    ),
+    ('<|python_tag|>{"name": "search", "parameters": {"q": "x"}', "", [("search", {"q": "x"})]),
     (
         '<|python_tag|>brave_search.call(query="x")',
         '<|python_tag|>brave_search.call(query="x")',
         [],
     ),
     ('{"name": "search", "parameters": "{\\"q\\": \\"y\\"}"}', "", [("search", {"q": "y"})]),
+    ('{"name": "search", "parameters": {"q": "a\nb"}} then', 'b"}} then', [("search", '{"q": "a')]),
     (
-        '{"name": "search", "parameters": {"q": "a\nb"}} then',
-        '{"name": "search", "parameters": {"q": "a\nb"}} then',
+        '{"parameters": {"q": "a\nb"}, "name": "search"} then',
+        '{"parameters": {"q": "a\nb"}, "name": "search"} then',
         [],
     ),
     (
@@ -71,12 +68,14 @@ def _parser() -> Llama3JsonParser:
 ) = split_tests(_parser, CASES)
 
 
-def test_text_streams_before_the_tag_and_the_call_leaves_when_its_object_closes() -> None:
-    """Text leaves at once (the tag's possible start held back); the call on its last brace."""
+def test_text_streams_before_the_tag_and_the_call_leaves_with_its_arguments_brace() -> None:
+    """Text leaves at once (the tag's possible start held back); the call once its name and
+    its arguments' `{` are read, then its arguments as they come."""
     output = f"Sure. <|python_tag|>{WEATHER}"
     results = one_char_at_a_time(_parser, output)
     assert "".join(r.content for r in results[:6]) == "Sure. "
-    assert [len(r.calls) for r in results].index(1) == len(output) - 1
+    assert [len(r.calls) for r in results].index(1) == output.index('{"city"')
+    assert "".join(r.arguments for r in results) == '"city": "Paris"}'
 
 
 def test_a_bare_answer_that_is_not_a_call_streams_once_its_object_closes() -> None:

@@ -31,7 +31,7 @@ CASES: list[Case] = [
         "Let me check.",
         [("search", {"q": "y"})],
     ),
-    (BROKEN_ARGS, BROKEN_ARGS, []),
+    (BROKEN_ARGS, "} sorry", [("get_weather", '{"city": ')]),  # its header was sent
     ('[TOOL_CALLS]launch[ARGS]{"x": 1}', '[TOOL_CALLS]launch[ARGS]{"x": 1}', []),
     (
         '[TOOL_CALLS][{"name": "search", "arguments": {}}, {"name": "launch", "arguments": {}}]',
@@ -42,9 +42,10 @@ CASES: list[Case] = [
     ("[TOOL_CALLS] is a token", "[TOOL_CALLS] is a token", []),
     ("[TOOL_CALLS]search then words", "[TOOL_CALLS]search then words", []),
     ('[TOOL_CALLS]search{"q": "z"} done', " done", [("search", {"q": "z"})]),
+    ('[TOOL_CALLS]search[ARGS]{"q": "cut', "", [("search", '{"q": "cut')]),
     (
-        '[TOOL_CALLS]search[ARGS]{"q": "cut',
-        '[TOOL_CALLS]search[ARGS]{"q": "cut',
+        '[TOOL_CALLS]launch[ARGS]{"q": "cut',
+        '[TOOL_CALLS]launch[ARGS]{"q": "cut',
         [],
     ),
     ('[TOOL_CALLS]search[ARGS]"{\\"q\\": 1}"', '[TOOL_CALLS]search[ARGS]"{\\"q\\": 1}"', []),
@@ -62,9 +63,11 @@ def _parser() -> MistralParser:
 ) = split_tests(_parser, CASES)
 
 
-def test_each_named_call_leaves_as_soon_as_its_arguments_close() -> None:
-    """The first call does not wait for the second; text before them leaves at once."""
+def test_each_named_call_leaves_as_soon_as_its_arguments_open() -> None:
+    """A call's header leaves with its arguments' `{`, its arguments as they come; text
+    before the calls leaves at once."""
     first = 'Ok.[TOOL_CALLS]get_weather[ARGS]{"city": "Rome"}'
     results = one_char_at_a_time(_parser, first + '[TOOL_CALLS]search[ARGS]{"q": "}"}')
     assert "".join(r.content for r in results[:3]) == "Ok."
-    assert [len(r.calls) for r in results].index(1) == len(first) - 1
+    assert [len(r.calls) for r in results].index(1) == first.index("{")
+    assert "".join(r.arguments for r in results[: len(first)]) == '"city": "Rome"}'

@@ -8,6 +8,7 @@ from backends.tool_calls.choice import tool_parser
 from backends.tool_calls.single import FirstCallOnly
 from core.protocol import ChatCompletionRequest
 from core.request_parsing import parse_request
+from tests.backends.tool_calls.helpers import call_values
 
 TOOL = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
 CALL = '<tool_call>{"name": "f", "arguments": {"a": %d}}</tool_call>'
@@ -24,8 +25,7 @@ def test_only_the_first_call_is_kept() -> None:
     parser = tool_parser(_body(parallel_tool_calls=False), "hermes", "")
     assert isinstance(parser, FirstCallOnly)
     pieces = [parser.feed(TWO[i : i + 7]) for i in range(0, len(TWO), 7)] + [parser.finish()]
-    calls = [call for piece in pieces for call in piece.calls]
-    assert [orjson.loads(call.arguments) for call in calls] == [{"a": 1}]
+    assert call_values(pieces) == [("f", {"a": 1})]
     assert "".join(piece.content for piece in pieces) == "Ok."
     assert parser.finish_reason == "tool_calls"
 
@@ -36,3 +36,11 @@ def test_parallel_calls_are_the_default() -> None:
         parser = tool_parser(_body(**fields), "hermes", "")
         assert parser is not None and not isinstance(parser, FirstCallOnly)
         assert len(parser.feed(TWO).calls + parser.finish().calls) == 2
+
+
+def test_a_later_calls_streamed_arguments_are_dropped_too() -> None:
+    """Fed a character at a time, the second call's header and arguments never come out."""
+    parser = tool_parser(_body(parallel_tool_calls=False), "hermes", "")
+    assert parser is not None
+    pieces = [*(parser.feed(char) for char in TWO), parser.finish()]
+    assert call_values(pieces) == [("f", {"a": 1})]

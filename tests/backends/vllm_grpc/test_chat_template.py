@@ -452,3 +452,15 @@ def test_request_uses_tool_use_template_when_tools_are_given(tmp_path: Path) -> 
     assert render_chat_request(bundle, with_tools) == "tools:1"
     no_calls = ChatCompletionRequest.model_validate({**body, "tools": TOOLS, "tool_choice": "none"})
     assert render_chat_request(bundle, no_calls) == "plain:hi"
+
+
+def test_history_arguments_keep_big_integers() -> None:
+    """An integer beyond 64 bits in an earlier call's arguments reaches the prompt as written."""
+    template = compile_chat_template("{{ messages[0].tool_calls[0].function.arguments | tojson }}")
+    big = "123456789012345678901234567890"
+    call = {
+        "id": "c",
+        "type": "function",
+        "function": {"name": "f", "arguments": f'{{"n": {big}}}'},
+    }
+    assert render_chat(template, [msg("assistant", tool_calls=[call])]) == f'{{"n": {big}}}'

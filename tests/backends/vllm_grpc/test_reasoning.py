@@ -40,7 +40,7 @@ def _decode(bundle: TokenizerBundle, step: int) -> tuple[str, str, list[str], in
     ids = bundle.encode(OUTPUT, add_special_tokens=False)
     deltas = [choice.feed(ids[i : i + step], None) for i in range(0, len(ids), step)]
     deltas.append(choice.finish("stop"))
-    calls = [c["function"]["name"] for d in deltas for c in d.tool_calls or ()]
+    calls = [c["function"]["name"] for d in deltas for c in d.tool_calls or () if "id" in c]
     return (
         "".join(d.reasoning for d in deltas),
         "".join(d.text for d in deltas),

@@ -12,7 +12,7 @@ import pytest
 from backends.tool_calls.choice import detect_format, tool_parser
 from backends.tool_calls.forced import ForcedCallsParser, forced_schema
 from backends.tool_calls.hermes import HermesParser
-from backends.vllm_grpc.decoding import DecodeOptions, ResponseDecoder
+from backends.vllm_grpc.decoding import DecodeOptions, ResponseDecoder, whole_calls
 from backends.vllm_grpc.logprobs import TokenTexts
 from backends.vllm_grpc.tokenizer_store import TokenizerBundle, load_tokenizer_bundle
 from core.answers import ChoiceDelta
@@ -64,9 +64,9 @@ def test_call_markup_becomes_a_tool_call(bundle: TokenizerBundle, step: int) -> 
     ids = bundle.encode(OUTPUT, add_special_tokens=False)
     deltas = _decode(bundle, ids, step)
     content = "".join(d.text for d in deltas)
-    calls = [call for d in deltas for call in d.tool_calls or ()]
+    calls = whole_calls([call for d in deltas for call in d.tool_calls or ()])
     assert content == "Sure." and deltas[-1].finish_reason == "tool_calls"
-    assert len(calls) == 1 and calls[0]["index"] == 0 and calls[0]["type"] == "function"
+    assert len(calls) == 1 and calls[0]["type"] == "function"
     assert calls[0]["id"].startswith("call_")
     assert calls[0]["function"]["name"] == "get_weather"
     assert orjson.loads(calls[0]["function"]["arguments"]) == {"city": "Köln"}
@@ -82,19 +82,38 @@ def test_the_line_breaks_around_parallel_calls_are_not_content(
     text = "\n" + call % "Oslo" + "\n" + call % "Rome" + "\n"
     deltas = _decode(bundle, bundle.encode(text, add_special_tokens=False), step)
     assert "".join(d.text for d in deltas) == ""
-    assert len([c for d in deltas for c in d.tool_calls or ()]) == 2
+    assert len(whole_calls([c for d in deltas for c in d.tool_calls or ()])) == 2
+
+
+def test_a_calls_arguments_stream_as_they_are_written(bundle: TokenizerBundle) -> None:
+    """Token by token: the call's index, id, type and name leave before its arguments are
+    whole, then the arguments in pieces, each a delta with the call's index only, which add
+    up to the model's own arguments text."""
+    deltas = _decode(bundle, bundle.encode(OUTPUT, add_special_tokens=False), 1)
+    calls = [call for d in deltas for call in d.tool_calls or ()]
+    assert calls[0]["id"].startswith("call_") and calls[0]["function"]["name"] == "get_weather"
+    assert len(calls) > 3 and all(set(c) == {"index", "function"} for c in calls[1:])
+    assert {c["index"] for c in calls} == {0}
+    arguments = "".join(c["function"]["arguments"] for c in calls)
+    assert arguments == '{"city": "Köln"}'
 
 
 @pytest.mark.parametrize("step", [1, 10_000])
 def test_a_call_cut_by_the_token_limit_is_not_content(bundle: TokenizerBundle, step: int) -> None:
-    """Ended by `length` inside a call: the text before it only, no call, finish `length`;
-    ended by the model there, the broken markup is text as before."""
-    ids = bundle.encode(OUTPUT[: OUTPUT.index("Köln")], add_special_tokens=False)
+    """Ended by `length` before the call's header could leave: the text before it only, no
+    call; ended by the model there, the broken markup is text as before. Ended inside the
+    arguments: the call with its arguments so far, finish `length` (as OpenAI ends one)."""
+    ids = bundle.encode(OUTPUT[: OUTPUT.index("get_weather")], add_special_tokens=False)
     cut = _decode(bundle, ids, step, "length")
     assert "".join(d.text for d in cut) == "Sure. " and cut[-1].finish_reason == "length"
     assert not any(d.tool_calls for d in cut)
     stopped = _decode(bundle, ids, step, "stop")
-    assert "".join(d.text for d in stopped) == OUTPUT[: OUTPUT.index("Köln")]
+    assert "".join(d.text for d in stopped) == OUTPUT[: OUTPUT.index("get_weather")]
+    ids = bundle.encode(OUTPUT[: OUTPUT.index("Köln")], add_special_tokens=False)
+    cut = _decode(bundle, ids, step, "length")
+    assert "".join(d.text for d in cut) == "Sure." and cut[-1].finish_reason == "length"
+    calls = whole_calls([c for d in cut for c in d.tool_calls or ()])
+    assert [c["function"]["arguments"] for c in calls] == ['{"city": "']
 
 
 def test_text_keeps_its_own_spaces(bundle: TokenizerBundle) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import grpc
-import orjson
 import pytest
 from smg_grpc_proto.generated import vllm_engine_pb2_grpc as pb_grpc
 from tokenizers import Tokenizer
@@ -24,6 +23,7 @@ from standin.vllm.config import SimConfig
 from standin.vllm.generator import SimModel
 from standin.vllm.sampling import Generation, SamplingSpec
 from standin.vllm.served_model import load_model, model_for
+from tests.backends.tool_calls.helpers import call_values
 from tests.standin.vllm.conftest import StartSim
 from tests.standin.vllm.helpers import collect, generate_request
 
@@ -68,14 +68,14 @@ def _parsed(model: SimModel, bundle: TokenizerBundle, gen: Generation) -> Parsed
     texts = [tokenizer.decode(ids[: k + 1], skip_special_tokens=False) for k in range(len(ids))]
     pieces = [text[len(before) :] for before, text in zip(["", *texts], texts, strict=False)]
     reasoning, tools = HarmonyReasoning(), HarmonyParser(FUNCTIONS)
-    thought, answer, calls = "", "", []
+    thought, answer, parsed = "", "", []
     for piece in [*pieces, None]:
         split = reasoning.feed(piece) if piece is not None else reasoning.finish()
         done = [tools.feed(split.content)] + ([tools.finish()] if piece is None else [])
         thought += split.reasoning
         answer += "".join(d.content for d in done)
-        calls += [(c.name, orjson.loads(c.arguments)) for d in done for c in d.calls]
-    return thought, answer, calls
+        parsed += done
+    return thought, answer, call_values(parsed)
 
 
 def test_the_harmony_tokenizer_keeps_every_default_id(model: SimModel) -> None:

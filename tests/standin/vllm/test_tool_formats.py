@@ -18,6 +18,7 @@ from standin.vllm.sampling import SamplingSpec
 from standin.vllm.served_model import expected_generation, load_model
 from standin.vllm.tool_calls import tool_call_text
 from standin.vllm.tool_formats import TOOL_FORMATS, write_broken_call, write_calls
+from tests.backends.tool_calls.helpers import call_values
 
 BOOK = {
     "name": "book",
@@ -53,7 +54,7 @@ def _parse(tool_format: str, pieces: list[str]) -> Result:
     parser: ToolCallParser = PARSERS[tool_format](FUNCTIONS)
     results = [parser.feed(piece) for piece in pieces] + [parser.finish()]
     content = "".join(r.content for r in results)
-    return content, [(c.name, orjson.loads(c.arguments)) for r in results for c in r.calls]
+    return content, call_values(results)
 
 
 def _words(rng: random.Random) -> Any:
