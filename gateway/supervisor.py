@@ -114,6 +114,8 @@ def run(app: str, *, stop_within_s: float, reread_keys_on_hup: bool, **kwargs: A
     if config.workers <= 1:
         if not reread_keys_on_hup:  # nothing to re-read: a stray SIGHUP must not stop it
             signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        else:  # until the key registry's handler is in place, as in a worker
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})
         config.load_app()
         server = Server(config=config)
         with contextlib.suppress(KeyboardInterrupt):

@@ -115,6 +115,23 @@ async def test_sighup_reloads_at_once(key_file: Path) -> None:
         await registry.aclose()
 
 
+async def test_a_sighup_sent_before_the_handler_waits_for_it(key_file: Path) -> None:
+    """With SIGHUP blocked (as a worker starts), one sent before `start` reloads once the
+    handler is in place, and after `aclose` SIGHUP is blocked again, not deadly."""
+    registry = KeyRegistry(AccessSettings(keys_file=key_file, reload_interval_s=3600))
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})
+    _write(key_file, _entry(BOB, "globex"))
+    os.kill(os.getpid(), signal.SIGHUP)  # pending: the process is still "starting"
+    await registry.start()
+    try:
+        await _until(lambda: registry.reloads == 2)
+        assert registry.caller(f"Bearer {BOB}").tenant == "globex"
+    finally:
+        await registry.aclose()
+    assert signal.SIGHUP in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGHUP})  # as the other tests expect
+
+
 async def test_a_reload_repeating_an_inline_key_keeps_the_last_good_set(
     key_file: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
