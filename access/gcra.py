@@ -38,6 +38,7 @@ class Limit:
     period_s: float
     owner: str = ""
     whole: int = 0  # for a replica's share: the key's configured amount (0: this is it)
+    tag: str = ""  # the owner whose hash tag files its shared state (empty: its own)
 
     @property
     def interval_s(self) -> float:
@@ -49,6 +50,12 @@ class Limit:
         return f"{self.owner}:{self.name}"
 
     @property
+    def hash_tag(self) -> str:
+        """The owner whose Redis hash tag its shared state is filed under: its tenant's when
+        the key's tenant has limits too (one request's keys share a slot), else its own."""
+        return self.tag or self.owner
+
+    @property
     def configured(self) -> int:
         """The amount the key set gives (a share's whole limit): what clients are told."""
         return self.whole or self.amount
@@ -56,7 +63,9 @@ class Limit:
     def shared_by(self, replicas: int) -> Limit:
         """This replica's share when it cannot coordinate with the others."""
         amount = max(1, self.amount // replicas)
-        return Limit(self.name, self.unit, amount, self.period_s, self.owner, self.configured)
+        return Limit(
+            self.name, self.unit, amount, self.period_s, self.owner, self.configured, self.tag
+        )
 
 
 # NamedTuples, not frozen dataclasses: several are made per request on the hot path, and a
