@@ -12,9 +12,10 @@ was left then), and a limit Redis never reported to this process from half its s
 have been spent through other processes): never from a fresh bucket. What a replica admits
 alone is owed to Redis and charged there (less what has rested since) once Redis answers
 again, settled with the answers' real usage like any reservation, since the next request may
-be decided there. A script that timed out may have run in Redis all the same: the request it
-carried is decided and charged locally, and owed, erring against the key (charged twice at
-worst), never past its limit.
+be decided there; a failed payment keeps the debt, and closing tries once to pay it. A script
+that timed out may have run in Redis all the same: the request it carried is decided and
+charged locally, and owed, erring against the key (charged twice at worst), never past its
+limit.
 """
 
 from __future__ import annotations
@@ -207,11 +208,19 @@ class RateLimiter:
                 log.info("could not give back %d reserved token counts: %s", len(refunds), exc)
 
     async def aclose(self) -> None:
+        """Send the refunds gathered, and try once (within the limits' timeout) to pay Redis
+        what was admitted alone: what it is still owed then is lost with this process."""
         if self._flusher is not None:
             await self._flusher
         await self.flush()
-        if self._shared is not None:
-            await self._shared.aclose()
+        if self._shared is None:
+            return
+        if self._owed or (self._paying is not None and not self._paying.done()):
+            try:
+                await self._pay_owed()
+            except DependencyUnavailable as exc:
+                log.warning("%d limits' debts to Redis lost at shutdown: %s", len(self._owed), exc)
+        await self._shared.aclose()
 
     async def _flush_refunds(self) -> None:
         await asyncio.sleep(REFUND_INTERVAL_S)
@@ -234,9 +243,8 @@ class RateLimiter:
                     log.info("rate limits shared through Redis again")
                 owed = self._owed
                 for state in decision.states:
-                    key = state.limit.key
                     more = bool(owed) and state.limit in owed
-                    self._local.observe(key, state.reset_s, decision.at, more)
+                    self._local.observe(state.limit, state.reset_s, decision.at, more)
                 return decision, True
         decision = self._local.admit(_shares(limits, self._replicas), costs)
         if decision.allowed and self._shared is not None:

@@ -499,3 +499,49 @@ async def test_a_failed_payment_awaited_by_a_cancelled_request_is_not_handed_on(
     unpaid.down = False
     assert (await limiter.admit(caller, lambda: 0)).shared
     assert limiter.local_decisions == 1
+
+
+async def test_what_is_owed_is_paid_at_shutdown(redis_url: str) -> None:
+    """5 of 10 admitted alone, Redis back but asked nothing more before the replica shuts down:
+    closing pays the 5, so another replica gets the 5 left, not 10."""
+    shared = _Switchable(redis_url)
+    shared.down = True
+    limiter, caller = RateLimiter(shared), _caller(requests_per_minute=10)
+    other = RateLimiter(_shared(redis_url))
+    try:
+        assert await _admitted(limiter, caller, 5) == 5
+        shared.down = False
+        await limiter.aclose()
+        assert await _admitted(other, caller, 10) == 5
+    finally:
+        await other.aclose()
+
+
+class _PaymentBreaks(_Unpaid):
+    """Redis back, whose first payment of a debt fails with an unexpected error; the charges
+    of the later ones are kept."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down, self.breaks, self.charged = False, 1, list[tuple[Limit, int]]()
+
+    async def refund(self, refunds: Sequence[tuple[Limit, int]]) -> None:
+        if self.breaks:
+            self.breaks -= 1
+            raise RuntimeError("a bug")
+        self.charged += refunds
+
+
+async def test_a_debt_is_kept_whatever_its_payment_failed_with() -> None:
+    """A payment that fails with something other than an unreachable Redis keeps the debt: the
+    next request pays it."""
+    redis = _PaymentBreaks()
+    limiter = RateLimiter(cast(SharedLimiter, redis))
+    caller = _caller(requests_per_minute=100)
+    redis.down = True
+    await limiter.admit(caller, lambda: 0)  # alone: owed
+    redis.down = False
+    with pytest.raises(RuntimeError):
+        await limiter.admit(caller, lambda: 0)
+    assert (await limiter.admit(caller, lambda: 0)).shared
+    assert [units for _, units in redis.charged] == [-1]
