@@ -38,6 +38,7 @@ class Limit:
     period_s: float
     owner: str = ""
     whole: int = 0  # for a replica's share: the key's configured amount (0: this is it)
+    tag: str = ""  # the owner whose hash tag files its shared state (empty: its own)
 
     @property
     def interval_s(self) -> float:
@@ -49,6 +50,12 @@ class Limit:
         return f"{self.owner}:{self.name}"
 
     @property
+    def hash_tag(self) -> str:
+        """The owner whose Redis hash tag its shared state is filed under: its tenant's when
+        the key's tenant has limits too (one request's keys share a slot), else its own."""
+        return self.tag or self.owner
+
+    @property
     def configured(self) -> int:
         """The amount the key set gives (a share's whole limit): what clients are told."""
         return self.whole or self.amount
@@ -56,7 +63,9 @@ class Limit:
     def shared_by(self, replicas: int) -> Limit:
         """This replica's share when it cannot coordinate with the others."""
         amount = max(1, self.amount // replicas)
-        return Limit(self.name, self.unit, amount, self.period_s, self.owner, self.configured)
+        return Limit(
+            self.name, self.unit, amount, self.period_s, self.owner, self.configured, self.tag
+        )
 
 
 # NamedTuples, not frozen dataclasses: several are made per request on the hot path, and a
@@ -79,6 +88,8 @@ class Decision(NamedTuple):
     limited_by: Limit | None = None
     at: float = 0.0  # the shared store's clock when it decided (orders its answers)
 
+
+SWEEP_S = 60.0  # how often a local limiter forgets the limits rested a whole period
 
 SLACK_S = 1e-6
 """How far past a full period a request may land and still fit: `(now + period) - now` can
@@ -124,23 +135,47 @@ class LocalLimiter:
     """GCRA in this process: the fallback when the shared store is unreachable.
 
     `unseen_used` is how much of a period a limit this process knows nothing of starts spent
-    (0: a full bucket); `observe` tells it what the shared store last said of a limit."""
+    (0: a full bucket); `observe` tells it what the shared store last said of a limit. A limit
+    rested for a whole period is forgotten (swept every `SWEEP_S`): what was known of it then
+    says nothing of what other processes spent since, so it is unseen again, and the limits of
+    keys a reload removed do not stay in memory."""
 
     def __init__(self, clock: Callable[[], float], unseen_used: float = 0.0) -> None:
         self._clock = clock
         self._unseen_used = unseen_used
         self._tats: dict[str, float] = {}
+        self._periods: dict[str, float] = {}  # how long after its TAT a limit is forgotten
         self._seen_at: dict[str, float] = {}  # the shared store's clock at the last observed
+        self._sweep_at = clock() + SWEEP_S
+
+    def __len__(self) -> int:
+        """How many limits it keeps a state for."""
+        return len(self._tats)
 
     def _tat(self, limit: Limit, now: float) -> float:
         return self._tats.get(limit.key, now + self._unseen_used * limit.period_s)
+
+    def _store(self, limit: Limit, tat: float, now: float) -> None:
+        key = limit.key
+        self._tats[key] = tat
+        self._periods[key] = limit.period_s
+        if now >= self._sweep_at:
+            self._sweep(now)
+
+    def _sweep(self, now: float) -> None:
+        self._sweep_at = now + SWEEP_S
+        periods = self._periods
+        for key in [key for key, tat in self._tats.items() if tat + periods[key] <= now]:
+            del self._tats[key], periods[key]
+            self._seen_at.pop(key, None)
 
     def admit(self, limits: Sequence[Limit], costs: Sequence[int]) -> Decision:
         now = self._clock()
         tats = [self._tat(limit, now) for limit in limits]
         decision, stored = decide(limits, costs, tats, now)
         if decision.allowed:
-            self._tats.update(zip((limit.key for limit in limits), stored, strict=True))
+            for limit, tat in zip(limits, stored, strict=True):
+                self._store(limit, tat, now)
         return decision
 
     def peek(self, limits: Sequence[Limit]) -> Decision:
@@ -149,23 +184,23 @@ class LocalLimiter:
         tats = [self._tat(limit, now) for limit in limits]
         return decide(limits, [0] * len(limits), tats, now)[0]
 
-    def observe(self, key: str, used_s: float, at: float, keep_more: bool = False) -> None:
-        """The shared store says the limit `key` is `used_s` of its period spent, as of `at` on
-        its own clock (concurrent calls' answers are read in any order: an older state read
-        after a newer one is ignored): a share
-        of a limit is spent as large a part of its period, so it holds its share of what is
-        left. `keep_more` keeps this process's own state where it is more spent (charges the
-        store has not been told of yet)."""
+    def observe(self, limit: Limit, used_s: float, at: float, keep_more: bool = False) -> None:
+        """The shared store says `limit` is `used_s` of its period spent, as of `at` on its own
+        clock (concurrent calls' answers are read in any order: an older state read after a
+        newer one is ignored): a share of a limit is spent as large a part of its period, so
+        it holds its share of what is left. `keep_more` keeps this process's own state where
+        it is more spent (charges the store has not been told of yet)."""
+        key = limit.key
         if at < self._seen_at.get(key, at):
             return
         self._seen_at[key] = at
-        tat = self._clock() + used_s
+        now = self._clock()
+        tat = now + used_s
         if keep_more:
             tat = max(tat, self._tats.get(key, tat))
-        self._tats[key] = tat
+        self._store(limit, tat, now)
 
     def refund(self, limit: Limit, units: int) -> None:
-        key = limit.key
         now = self._clock()
-        # A rested limit is kept (at now), not forgotten: forgotten, it would be unseen again.
-        self._tats[key] = refund(limit, self._tat(limit, now), units, now)
+        # A rested limit is kept (at now) until the sweep: forgotten, it would be unseen again.
+        self._store(limit, refund(limit, self._tat(limit, now), units, now), now)

@@ -12,9 +12,10 @@ was left then), and a limit Redis never reported to this process from half its s
 have been spent through other processes): never from a fresh bucket. What a replica admits
 alone is owed to Redis and charged there (less what has rested since) once Redis answers
 again, settled with the answers' real usage like any reservation, since the next request may
-be decided there. A script that timed out may have run in Redis all the same: the request it
-carried is decided and charged locally, and owed, erring against the key (charged twice at
-worst), never past its limit.
+be decided there; a failed payment keeps the debt, and closing tries once to pay it. A script
+that timed out may have run in Redis all the same: the request it carried is decided and
+charged locally, and owed, erring against the key (charged twice at worst), never past its
+limit.
 """
 
 from __future__ import annotations
@@ -80,25 +81,31 @@ UNLIMITED = Admission()
 @functools.lru_cache(maxsize=4096)
 def caller_limits(caller: Caller) -> tuple[Limit, ...]:
     """The key's limits, then its tenant's (shared by every key of the tenant); built once per
-    key set entry (a caller is an immutable value)."""
-    return (
-        *_limits(caller.limits, f"key:{caller.key_id}"),
-        *_limits(caller.tenant_limits, f"tenant:{caller.tenant}"),
-    )
+    key set entry (a caller is an immutable value). Every one carries the hash tag its Redis
+    state is filed under (the tenant's when the tenant has limits), so a debt or a refund owed
+    to a limit finds its Redis key from the limit alone."""
+    tenant = _limits(caller.tenant_limits, f"tenant:{caller.tenant}", "")
+    tag = f"tenant:{caller.tenant}" if tenant else ""
+    return (*_limits(caller.limits, f"key:{caller.key_id}", tag), *tenant)
 
 
-def _limits(limits: KeyLimits, owner: str) -> list[Limit]:
+def _limits(limits: KeyLimits, owner: str, tag: str) -> list[Limit]:
     found = []
     if limits.requests_per_minute:
         found.append(
-            Limit("requests_per_minute", "requests", limits.requests_per_minute, MINUTE_S, owner)
-        )
+            Limit(
+                "requests_per_minute", "requests", limits.requests_per_minute, MINUTE_S, owner,
+                tag=tag,
+            )
+        )  # fmt: skip
     if limits.tokens_per_minute:
         found.append(
-            Limit("tokens_per_minute", "tokens", limits.tokens_per_minute, MINUTE_S, owner)
+            Limit("tokens_per_minute", "tokens", limits.tokens_per_minute, MINUTE_S, owner, tag=tag)
         )
     if limits.tokens_per_day:
-        found.append(Limit("tokens_per_day", "tokens", limits.tokens_per_day, DAY_S, owner))
+        found.append(
+            Limit("tokens_per_day", "tokens", limits.tokens_per_day, DAY_S, owner, tag=tag)
+        )
     return found
 
 
@@ -201,11 +208,19 @@ class RateLimiter:
                 log.info("could not give back %d reserved token counts: %s", len(refunds), exc)
 
     async def aclose(self) -> None:
+        """Send the refunds gathered, and try once (within the limits' timeout) to pay Redis
+        what was admitted alone: what it is still owed then is lost with this process."""
         if self._flusher is not None:
             await self._flusher
         await self.flush()
-        if self._shared is not None:
-            await self._shared.aclose()
+        if self._shared is None:
+            return
+        if self._owed or (self._paying is not None and not self._paying.done()):
+            try:
+                await self._pay_owed()
+            except DependencyUnavailable as exc:
+                log.warning("%d limits' debts to Redis lost at shutdown: %s", len(self._owed), exc)
+        await self._shared.aclose()
 
     async def _flush_refunds(self) -> None:
         await asyncio.sleep(REFUND_INTERVAL_S)
@@ -214,7 +229,7 @@ class RateLimiter:
     async def _decide(self, limits: tuple[Limit, ...], costs: list[int]) -> tuple[Decision, bool]:
         if self._shared is not None:
             try:
-                if self._owed or self._paying is not None:
+                if self._owed or (self._paying is not None and not self._paying.done()):
                     await self._pay_owed()
                 decision = await self._shared.admit(limits, costs)
             except DependencyUnavailable as exc:
@@ -228,9 +243,8 @@ class RateLimiter:
                     log.info("rate limits shared through Redis again")
                 owed = self._owed
                 for state in decision.states:
-                    key = state.limit.key
                     more = bool(owed) and state.limit in owed
-                    self._local.observe(key, state.reset_s, decision.at, more)
+                    self._local.observe(state.limit, state.reset_s, decision.at, more)
                 return decision, True
         decision = self._local.admit(_shares(limits, self._replicas), costs)
         if decision.allowed and self._shared is not None:
@@ -252,15 +266,19 @@ class RateLimiter:
         """Charge Redis what was admitted alone and has not rested yet, before the first
         decision taken there again; concurrent requests wait for the one payment. Raises
         `DependencyUnavailable` when Redis is still gone (the debt is kept, and charged twice
-        at worst if the call timed out after all)."""
-        if self._paying is None:
-            self._paying = asyncio.get_running_loop().create_task(self._send_owed())
+        at worst if the call timed out after all). A payment that has ended is never awaited
+        again (its failure was told to those who waited): a new one starts."""
         paying = self._paying
-        try:
-            await asyncio.shield(paying)
-        finally:
-            if self._paying is paying and paying.done():
-                self._paying = None
+        if paying is None or paying.done():
+            paying = self._paying = asyncio.get_running_loop().create_task(self._send_owed())
+            paying.add_done_callback(self._paid)
+        await asyncio.shield(paying)
+
+    def _paid(self, paying: asyncio.Task[None]) -> None:
+        if self._paying is paying:
+            self._paying = None
+        if not paying.cancelled():
+            paying.exception()  # retrieved: whoever waited was told, or went away
 
     async def _send_owed(self) -> None:
         assert self._shared is not None
@@ -273,7 +291,7 @@ class RateLimiter:
             return
         try:
             await self._shared.refund([(limit, -units) for limit, units in charges])
-        except DependencyUnavailable:
+        except BaseException:  # unreachable, a bug, or cancelled: the debt is kept either way
             for limit, units in charges:
                 self._owe((limit,), (units,))
             raise

@@ -6,7 +6,8 @@ charges what an answer used beyond its reservation, even once the key has expire
 
 On a Redis Cluster every key a script touches must live in one hash slot. A request is charged
 to its API key and, when the tenant has limits too, to its tenant, so all of them carry one
-hash tag: the tenant's when the request touches the tenant's limits (`gw:rl:{tenant:t}:...`
+hash tag, which each limit names (`Limit.hash_tag`, so a refund or a debt finds its key from
+the limit alone): the tenant's when the request touches the tenant's limits (`gw:rl:{tenant:t}:...`
 and `gw:rl:{tenant:t}:key:k:...`), else the key's own (`gw:rl:{key:k}:...`). Refunds, batched
 across many callers, are sent as one script per hash tag on a cluster (concurrently), one
 script in all on a single Redis.
@@ -27,7 +28,6 @@ from core.loop_timeout import loop_timeout
 from core.redis_client import RedisClient
 
 T = TypeVar("T")
-_MAX_REMEMBERED_TAGS = 100_000  # key limits filed under their tenant's tag, for refunds
 
 _ADMIT = """
 local t = redis.call('TIME')
@@ -91,35 +91,19 @@ class SharedLimiter:
         self._admit = client.register_script(_ADMIT)
         self._refund = client.register_script(_REFUND)
         self._cluster = isinstance(client, RedisCluster)
-        self._tags: dict[str, str] = {}  # Limit.key -> the hash tag its state is filed under
 
     @property
     def breaker(self) -> CircuitBreaker:
         return self._breaker
 
-    def _key(self, limit: Limit, tag: str) -> str:
+    def _key(self, limit: Limit) -> str:
+        tag = limit.hash_tag
         if tag == limit.owner:
             return f"{self._prefix}:{{{tag}}}:{limit.name}"
         return f"{self._prefix}:{{{tag}}}:{limit.owner}:{limit.name}"
 
-    def _tag_for(self, limits: Sequence[Limit]) -> str:
-        """One request's hash tag: its tenant's, when it is charged to the tenant too."""
-        tag = next((lim.owner for lim in limits if lim.owner.startswith("tenant:")), None)
-        if tag is None:
-            if self._tags:  # the tenant's limits were lifted: the key's own tag again
-                for limit in limits:
-                    self._tags.pop(limit.key, None)
-            return limits[0].owner if limits else ""
-        for limit in limits:
-            if limit.owner != tag and self._tags.get(limit.key) != tag:
-                if len(self._tags) >= _MAX_REMEMBERED_TAGS:
-                    self._tags.clear()  # a forgotten tag costs one lost refund at most
-                self._tags[limit.key] = tag
-        return tag
-
     async def admit(self, limits: Sequence[Limit], costs: Sequence[int]) -> Decision:
-        tag = self._tag_for(limits)
-        keys = [self._key(limit, tag) for limit in limits]
+        keys = [self._key(limit) for limit in limits]
         args: list[Any] = []
         for limit, cost in zip(limits, costs, strict=True):
             args += [f"{limit.interval_s * 1000:.6f}", f"{limit.period_s * 1000:.3f}", cost]
@@ -143,9 +127,8 @@ class SharedLimiter:
         single Redis, in one call per hash slot (hash tag) on a cluster."""
         groups: dict[str, tuple[list[str], list[Any]]] = {}
         for limit, units in refunds:
-            tag = self._tags.get(limit.key, limit.owner)
-            keys, args = groups.setdefault(tag if self._cluster else "", ([], []))
-            keys.append(self._key(limit, tag))
+            keys, args = groups.setdefault(limit.hash_tag if self._cluster else "", ([], []))
+            keys.append(self._key(limit))
             args += [f"{limit.interval_s * 1000:.6f}", units]
         if not groups:
             return

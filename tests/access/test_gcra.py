@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from access.gcra import Limit, LocalLimiter, decide, refund
+from access.gcra import SWEEP_S, Limit, LocalLimiter, decide, refund
 
 RPM = Limit("rpm", "requests", 60, 60.0, "key:k")  # one a second, bursts of 60
 TPM = Limit("tpm", "tokens", 1000, 60.0, "key:k")
@@ -138,7 +138,22 @@ def test_an_answer_to_an_older_call_read_late_does_not_rewind_what_redis_said() 
     the minute spent: 1 of 10 left) stands against an older one read after it."""
     local = LocalLimiter(lambda: 100.0)
     limit = Limit("requests_per_minute", "requests", 10, 60.0, "key:k")
-    local.observe(limit.key, 50.0, at=5000.5)
-    local.observe(limit.key, 10.0, at=5000.0)
+    local.observe(limit, 50.0, at=5000.5)
+    local.observe(limit, 10.0, at=5000.0)
     assert local.peek([limit]).states[0].remaining == 1
     assert local.peek([limit.shared_by(2)]).states[0].remaining == 0  # half of 1 left
+
+
+def test_a_limit_rested_a_whole_period_is_forgotten() -> None:
+    """A limit rested for a whole period (a key a reload removed, or idle) is dropped at the
+    next sweep, what the store said of it included; one rested only just now is kept."""
+    clock = Clock()
+    local = LocalLimiter(clock, unseen_used=0.5)
+    local.admit([RPM], [1])  # TAT 31 s ahead
+    local.observe(TPM, 0.0, at=1.0)
+    clock.now += 31.0 + 60.0 + SWEEP_S
+    kept = Limit("rpd", "requests", 10, 86_400.0, "key:other")
+    local.refund(kept, 0)  # rested now: kept until it has rested a whole day
+    assert len(local) == 1
+    local.observe(TPM, 30.0, at=0.5)  # forgotten, so an old answer is taken again
+    assert local.peek([TPM]).states[0].remaining == 500

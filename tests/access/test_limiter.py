@@ -7,11 +7,12 @@ import asyncio
 import functools
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from typing import cast
 
 import pytest
 
 from access.caller import Caller, KeyLimits
-from access.gcra import Decision, Limit
+from access.gcra import Decision, Limit, state_after
 from access.limiter import UNLIMITED, RateLimiter, Reservation
 from access.shared_limiter import SharedLimiter
 from bench.harness.probes import free_port
@@ -429,3 +430,118 @@ async def test_a_burst_s_answers_read_out_of_order_leave_redis_s_last_state(
     finally:
         for limiter in limiters:
             await limiter.aclose()
+
+
+async def test_a_debt_of_a_key_whose_tenant_has_limits_is_paid_under_the_tenants_tag(
+    redis_url: str,
+) -> None:
+    """Redis down from the start (nothing learnt from it): 500 tokens admitted alone on a key
+    whose tenant has limits are charged, when it is back, where the key's state lives (under
+    the tenant's hash tag), so the next answer has about 500 left, not the whole 1000."""
+    shared = _Switchable(redis_url)
+    shared.down = True
+    limiter = RateLimiter(shared)
+    caller = Caller(
+        uuid.uuid4().hex[:8],
+        key_id=uuid.uuid4().hex[:12],
+        limits=KeyLimits(requests_per_minute=100, tokens_per_minute=1000),
+        tenant_limits=KeyLimits(requests_per_minute=100),
+    )
+    try:
+        assert await _admitted(limiter, caller, 5, tokens=100) == 5
+        shared.down = False
+        admission = await limiter.admit(caller, lambda: 1)
+        assert admission.shared
+        assert int(admission.headers()["x-ratelimit-remaining-tokens"]) < 600
+    finally:
+        await limiter.aclose()
+
+
+class _Unpaid:
+    """Redis that is down, then back: its payment of a debt waits for `release` while down,
+    then fails."""
+
+    def __init__(self) -> None:
+        self.down = True
+        self.paying, self.release, self.failed = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def admit(self, limits: Sequence[Limit], costs: Sequence[int]) -> Decision:
+        if self.down:
+            raise DependencyUnavailable("down")
+        return Decision(True, tuple(state_after(limit, 0.0) for limit in limits), at=1.0)
+
+    async def refund(self, refunds: Sequence[tuple[Limit, int]]) -> None:
+        if self.down:
+            self.paying.set()
+            await self.release.wait()
+            self.failed.set()  # the payment has failed by the time a waiter runs
+            raise DependencyUnavailable("still down")
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_a_failed_payment_awaited_by_a_cancelled_request_is_not_handed_on() -> None:
+    """The request waiting for a debt's payment goes away and the payment then fails: once
+    Redis is back, the next request starts a new payment and is decided there, not told the
+    old failure (the debt is kept and paid)."""
+    unpaid = _Unpaid()
+    limiter = RateLimiter(cast(SharedLimiter, unpaid))
+    caller = _caller(requests_per_minute=100)
+    await limiter.admit(caller, lambda: 0)  # alone: owed
+    waiting = asyncio.create_task(limiter.admit(caller, lambda: 0))
+    await unpaid.paying.wait()
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    unpaid.release.set()
+    await unpaid.failed.wait()
+    unpaid.down = False
+    assert (await limiter.admit(caller, lambda: 0)).shared
+    assert limiter.local_decisions == 1
+
+
+async def test_what_is_owed_is_paid_at_shutdown(redis_url: str) -> None:
+    """5 of 10 admitted alone, Redis back but asked nothing more before the replica shuts down:
+    closing pays the 5, so another replica gets the 5 left, not 10."""
+    shared = _Switchable(redis_url)
+    shared.down = True
+    limiter, caller = RateLimiter(shared), _caller(requests_per_minute=10)
+    other = RateLimiter(_shared(redis_url))
+    try:
+        assert await _admitted(limiter, caller, 5) == 5
+        shared.down = False
+        await limiter.aclose()
+        assert await _admitted(other, caller, 10) == 5
+    finally:
+        await other.aclose()
+
+
+class _PaymentBreaks(_Unpaid):
+    """Redis back, whose first payment of a debt fails with an unexpected error; the charges
+    of the later ones are kept."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down, self.breaks, self.charged = False, 1, list[tuple[Limit, int]]()
+
+    async def refund(self, refunds: Sequence[tuple[Limit, int]]) -> None:
+        if self.breaks:
+            self.breaks -= 1
+            raise RuntimeError("a bug")
+        self.charged += refunds
+
+
+async def test_a_debt_is_kept_whatever_its_payment_failed_with() -> None:
+    """A payment that fails with something other than an unreachable Redis keeps the debt: the
+    next request pays it."""
+    redis = _PaymentBreaks()
+    limiter = RateLimiter(cast(SharedLimiter, redis))
+    caller = _caller(requests_per_minute=100)
+    redis.down = True
+    await limiter.admit(caller, lambda: 0)  # alone: owed
+    redis.down = False
+    with pytest.raises(RuntimeError):
+        await limiter.admit(caller, lambda: 0)
+    assert (await limiter.admit(caller, lambda: 0)).shared
+    assert [units for _, units in redis.charged] == [-1]
