@@ -81,8 +81,8 @@ class KeyRegistry:
         if self._settings.keys_file is not None:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
-                # Blocked again: the default action would kill a process still shutting down.
-                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})
+                # Not the default action, which would kill a process still shutting down.
+                signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
     async def reload(self) -> bool:
         """Re-read the key file now (off the event loop); False if it was kept as it was."""
