@@ -19,6 +19,7 @@ marker counts if its JSON is whole (the engine stops on `<|call|>`, which the de
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -34,6 +35,8 @@ _OPENERS = (START, CHANNEL)
 _BODY_ENDS = (*ENDS, START)
 _HEADER_ENDS = (MESSAGE, *_BODY_ENDS)
 _HEADER_WAIT = len(START) + HEADER_LIMIT + max(map(len, _HEADER_ENDS))
+_LONGEST_BODY_END = max(map(len, _BODY_ENDS))
+_SPACE = re.compile(r"\s*")
 
 
 class HarmonyParser(MarkupParser):
@@ -44,6 +47,8 @@ class HarmonyParser(MarkupParser):
     def __init__(self, tools: ToolsLike) -> None:
         super().__init__(tools)
         self._after_arguments = False  # a streamed call's arguments ended: its markup follows
+        # (stream offset, index): a waiting call body was searched for its end before index
+        self._searched = (-1, 0)
 
     def _step(self, buffer: str, final: bool) -> Step | None:
         if self._after_arguments:
@@ -51,7 +56,7 @@ class HarmonyParser(MarkupParser):
         if not buffer.startswith(_OPENERS):
             return text_step(buffer, _OPENERS, final)
         opener = START if buffer.startswith(START) else CHANNEL
-        found = first_marker(buffer, _HEADER_ENDS, len(opener))
+        found = first_marker(buffer, _HEADER_ENDS, len(opener), _HEADER_WAIT)
         if found is None and not final and len(buffer) < _HEADER_WAIT:
             return None
         if found is None and len(buffer) < _HEADER_WAIT:
@@ -62,14 +67,19 @@ class HarmonyParser(MarkupParser):
         name = Header.read(buffer[: found[0]]).function
         if name is None or name not in self.functions:
             return Step(header_end, buffer[:header_end])  # another message, or no tool's: text
-        body = len(buffer) - len(buffer[header_end:].lstrip())
+        space = _SPACE.match(buffer, header_end)
+        body = space.end() if space else header_end
         if body == len(buffer) and not final:
             return None
         if body < len(buffer) and buffer[body] == "{":
             self._after_arguments = True
             return self._open_call(name, body, _BODY_ENDS)
-        end = first_marker(buffer, _BODY_ENDS, header_end)
+        # a body that waits for its end is searched once: each piece only from where the last
+        # search could not yet tell
+        offset, searched = self._searched
+        end = first_marker(buffer, _BODY_ENDS, searched if offset == self._offset else body)
         if end is None and not final:
+            self._searched = (self._offset, max(body, len(buffer) - _LONGEST_BODY_END + 1))
             return None  # a call in progress: wait for its end
         body_end = len(buffer) if end is None else end[0]
         consumed = body_end if end is None or end[1] == START else body_end + len(end[1])

@@ -3,8 +3,9 @@
 
 Used by Hermes 2/3 and Qwen2.5/Qwen3 chat templates (the template's own instructions show the
 tags). A call whose name comes first streams: its header once the name (one of the request's
-tools) and the arguments' `{` are read, then the arguments as they are written; what follows
-them up to `</tool_call>` is markup. Any other block is read whole at `</tool_call>`: one whose
+tools) and the arguments' `{` are read, then the arguments as they are written (a
+`</tool_call>` inside a JSON string is part of them); the rest of the object, and what follows
+it up to `</tool_call>`, is markup. Any other block is read whole at `</tool_call>`: one whose
 JSON does not parse, or that names no function among the request's tools, is returned as
 text, as vLLM's hermes parser does, never as an invented call.
 """
@@ -45,7 +46,7 @@ class HermesParser(MarkupParser):
         head = object_head(buffer, len(OPEN), _KEYS)
         if head is not None and head[0] in self.functions:
             self._after_arguments = True
-            return self._open_call(head[0], head[1], (CLOSE,))
+            return self._open_call(head[0], head[1], (CLOSE,), enclosed=True)
         end = buffer.find(CLOSE, len(OPEN))
         if end < 0 and not final:
             return None  # a call in progress: wait for its end

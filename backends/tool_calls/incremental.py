@@ -92,11 +92,15 @@ class MarkupParser:
             self._offset += step.consumed
         return Parsed("".join(content), tuple(calls), "".join(more))
 
-    def _open_call(self, name: str, consumed: int, ends: Sequence[str]) -> Step:
+    def _open_call(
+        self, name: str, consumed: int, ends: Sequence[str], enclosed: bool = False
+    ) -> Step:
         """The step that sends a call's header: `consumed` characters of markup, up to the `{`
         its arguments open with, which then stream until they close or meet one of `ends`
-        (the markup that ends a call; after it the format's `_step` reads on)."""
-        self._open = OpenArguments(ends)
+        (the markup that ends a call, outside a JSON string; after it the format's `_step`
+        reads on). `enclosed`: the arguments are a member of a call object, the rest of which
+        is markup (see `OpenArguments`)."""
+        self._open = OpenArguments(ends, enclosed)
         return Step(consumed, calls=(ParsedCall(name, ""),))
 
     def _step(self, buffer: str, final: bool) -> Step | None:

@@ -5,11 +5,15 @@ It says how far the text is a prefix of valid JSON (what may be released), wheth
 closed, and where it broke (a character no valid JSON could have there). A token that more text
 could still change (a number, `true`, an escape) is held back until it is whole; the inside of a
 string is not: its characters are released as they come.
+
+Markup that ends a call (`stops`) is recognized only where the scanner is outside a string:
+there the value stops, and a tail that may start such markup waits; inside a string it is text.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _STRING_BODY = re.compile(r'(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*')
@@ -25,22 +29,44 @@ _VALUE, _KEY, _COLON, _NEXT = range(4)  # what comes next
 class JsonPrefix:
     """One JSON value, scanned as its text arrives (each call continues the last one's text)."""
 
-    __slots__ = ("_empty", "_expect", "_in_string", "_stack", "broken", "closed")
+    __slots__ = (
+        "_empty",
+        "_expect",
+        "_in_string",
+        "_stack",
+        "_stop_chars",
+        "_stops",
+        "broken",
+        "closed",
+        "stopped",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, stops: Sequence[str] = ()) -> None:
         self._stack: list[str] = []  # the closing bracket of each open container
         self._expect = _VALUE
         self._empty = False  # a container just opened: its closing bracket may come
         self._in_string = False
+        self._stops = stops
+        self._stop_chars = frozenset(stop[0] for stop in stops)
         self.closed = False  # the value ended
         self.broken = False  # the text stopped being JSON
+        self.stopped = False  # one of `stops` came where a token should
 
-    def scan(self, text: str, final: bool = False) -> int:
-        """How many characters of `text` are certainly part of the value: all of it up to its
-        end once it closes; up to a token more text may complete; up to where it broke.
-        `final`: no more text comes (a number at the end is whole)."""
-        i, n = 0, len(text)
-        while i < n and not (self.closed or self.broken):
+    @classmethod
+    def rest_of_object(cls, stops: Sequence[str] = ()) -> JsonPrefix:
+        """A scanner for what follows a member's value inside an object, up to its `}`."""
+        scanner = cls(stops)
+        scanner._stack.append("}")
+        scanner._expect = _NEXT
+        return scanner
+
+    def scan(self, text: str, final: bool = False, start: int = 0) -> int:
+        """Where, in `text` from `start`, what is certainly part of the value ends: at its end
+        once it closes; before a token more text may complete, or one of `stops` (or a tail
+        that may start one); where it broke. `final`: no more text comes (a number at the end
+        is whole)."""
+        i, n = start, len(text)
+        while i < n and not (self.closed or self.broken or self.stopped):
             if self._in_string:
                 i = _past(_STRING_BODY, text, i)
                 if i == n:
@@ -54,13 +80,24 @@ class JsonPrefix:
                 self.broken = True
                 break
             i = _past(_WHITESPACE, text, i)
-            if i == n:
+            if i == n or (text[i] in self._stop_chars and self._at_stop(text, i, final)):
                 break
             stop = self._token(text, i, final)
             if stop < 0:  # more text needed to read the token at i
                 break
             i = stop
         return i
+
+    def _at_stop(self, text: str, i: int, final: bool) -> bool:
+        """Whether the scan halts at `i`: one of `stops` is there (`stopped`), or, with more
+        text to come, the rest of `text` may start one."""
+        for stop in self._stops:
+            if text.startswith(stop, i):
+                self.stopped = True
+                return True
+            if not final and len(text) - i < len(stop) and stop.startswith(text[i:]):
+                return True
+        return False
 
     def _token(self, text: str, i: int, final: bool) -> int:
         """Past the token at `i` (`self.broken` set where it cannot be one), or -1 to wait."""

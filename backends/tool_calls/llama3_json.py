@@ -9,8 +9,9 @@ separators between calls are markup; an object that is not a call, with the tag 
 before it, is text, and so is the rest of the answer after text resumes.
 
 A call whose name comes first streams: its header once the name (one of the tools) and the
-arguments' `{` are read, then the arguments as they are written; the object's closing `}`
-after them is markup, anything else there is text. Other objects are read whole.
+arguments' `{` are read, then the arguments as they are written; the rest of the object
+after them (its `}`, and any other members) is markup, as the whole call's reading ignores
+them; anything else there is text. Other objects are read whole.
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ class Llama3JsonParser(MarkupParser):
         head = object_head(buffer, start, _KEYS)
         if head is not None and head[0] in self.functions:
             self._mode = _Mode.AFTER_ARGUMENTS
-            return self._open_call(head[0], head[1], ())
+            return self._open_call(head[0], head[1], (), enclosed=True)
         end = self._scan.end(buffer, start, self._offset)
         if end is None:
             return self._as_text(buffer, len(buffer), unfinished=True) if final else None

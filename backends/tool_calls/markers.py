@@ -6,11 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 
-def first_marker(text: str, markers: Iterable[str], start: int = 0) -> tuple[int, str] | None:
-    """The earliest of `markers` in `text` from `start` (the longest at a tie), with its index."""
+def first_marker(
+    text: str, markers: Iterable[str], start: int = 0, end: int | None = None
+) -> tuple[int, str] | None:
+    """The earliest of `markers` in `text[start:end]` (the longest at a tie), with its index."""
     best: tuple[int, str] | None = None
     for marker in markers:
-        index = text.find(marker, start)
+        index = text.find(marker, start, end)
         if index >= 0 and (
             best is None or index < best[0] or (index == best[0] and len(marker) > len(best[1]))
         ):

@@ -1,38 +1,41 @@
 """The arguments of a call whose header (id, name) has been sent: released as the model writes
 them, as far as they are certainly a prefix of valid JSON, never past the markup that ends the
-call nor a tail that may begin it."""
+call nor a tail that may begin it (both only where the JSON is outside a string: inside one
+they are the arguments' text)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from backends.tool_calls.json_prefix import JsonPrefix
-from backends.tool_calls.markers import first_marker, partial_length
 from backends.tool_calls.step import Step
 
 
 class OpenArguments:
     """Steps off the front of a buffer that starts inside an arguments object (at its `{`).
     `done` once the object closed, broke, met one of `ends`, or the answer ended: what was
-    released is then the call's arguments, and the format reads on from there."""
+    released is then the call's arguments, and the format reads on from there. `enclosed`:
+    the arguments are a member of a call object (`{"name": ..., "arguments": {...}}`), whose
+    other members after them are markup, consumed before `done` up to the object's `}` (which
+    the format reads as it would right after the arguments)."""
 
-    __slots__ = ("_ends", "_json", "done")
+    __slots__ = ("_arguments", "_rest", "done")
 
-    def __init__(self, ends: Sequence[str]) -> None:
-        self._ends = ends
-        self._json = JsonPrefix()
+    def __init__(self, ends: Sequence[str], enclosed: bool = False) -> None:
+        self._arguments = JsonPrefix(ends)
+        self._rest = JsonPrefix.rest_of_object(ends) if enclosed else None
         self.done = False
 
     def step(self, buffer: str, final: bool) -> Step | None:
-        found = first_marker(buffer, self._ends) if self._ends else None
-        if found is not None:
-            limit = found[0]
+        arguments, rest = self._arguments, self._rest
+        released = 0 if arguments.closed else arguments.scan(buffer, final)
+        if arguments.closed and rest is not None:
+            consumed = rest.scan(buffer, final, released) - (1 if rest.closed else 0)
+            ended = rest.closed or rest.broken or rest.stopped
         else:
-            limit = len(buffer) - (0 if final else partial_length(buffer, self._ends))
-        ended = final or found is not None
-        released = self._json.scan(buffer[:limit] if limit < len(buffer) else buffer, ended)
-        json = self._json
-        self.done = ended or json.closed or json.broken
-        if not released and not self.done:
+            consumed = released
+            ended = arguments.closed or arguments.broken or arguments.stopped
+        self.done = final or ended
+        if not consumed and not self.done:
             return None
-        return Step(released, arguments=buffer[:released])
+        return Step(consumed, arguments=buffer[:released])

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from backends.reasoning.harmony import HarmonyParser as HarmonyReasoning
+from backends.tool_calls import harmony, markers
 from backends.tool_calls.harmony import HarmonyParser
 from backends.tool_calls.parsed import Parsed
 from tests.backends.reasoning.harmony_samples import SAMPLES, SEARCH_CALL, WEATHER_CALL, Sample
@@ -31,6 +32,11 @@ CUT_HEADER = "<|start|>assistant<|channel|>commentary to=functions.search <|cons
 CASES: list[Case] = [
     *((s.content, s.answer, [*s.calls]) for s in SAMPLES),
     ("Just text, no tools used.", "Just text, no tools used.", []),
+    (  # end markers inside a JSON string are the arguments' text
+        '<|channel|>commentary to=functions.search<|message|>{"q": "<|call|><|start|>"}<|call|>',
+        "",
+        [("search", {"q": "<|call|><|start|>"})],
+    ),
     (RAW_THINKING + WEATHER_CALL, RAW_THINKING, [WEATHER]),
     (
         '<|channel|>commentary to=functions.search <|constrain|>json<|message|>{"q": "z"}<|call|>',
@@ -118,3 +124,24 @@ def test_both_parsers_read_gpt_oss_outputs(sample: Sample) -> None:
 def test_both_parsers_agree_however_split(sample: Sample, points: list[int]) -> None:
     """Random cuts of a gpt-oss output give its thinking, answer and calls."""
     assert _both(cut(sample.output, points)) == _expected(sample)
+
+
+def test_a_waiting_call_body_is_searched_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A body that is not JSON, fed a character at a time, is searched in linear total."""
+    searched = 0
+    search = markers.first_marker
+
+    def counting(
+        text: str, ends: tuple[str, ...], start: int = 0, end: int | None = None
+    ) -> tuple[int, str] | None:
+        nonlocal searched
+        searched += (len(text) if end is None else min(end, len(text))) - start
+        return search(text, ends, start, end)
+
+    monkeypatch.setattr(harmony, "first_marker", counting)
+    body = "x" * 8000
+    parser = _parser()
+    for char in "<|channel|>commentary to=functions.search<|message|>" + body + "<|call|>":
+        parser.feed(char)
+    parser.finish()
+    assert searched < 500 * len(body)  # a header's length per piece, not the body's

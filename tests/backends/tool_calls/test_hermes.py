@@ -23,6 +23,16 @@ def _whole(parser: HermesParser, pieces: list[str]) -> tuple[str, list[tuple[str
 
 CASES = [
     ("Just text, no tools used.", "Just text, no tools used.", []),
+    (  # a closing tag inside a JSON string is the arguments' text, not the call's end
+        '<tool_call>{"name": "search", "arguments": {"q": "</tool_call>"}}</tool_call>ok',
+        "ok",
+        [("search", {"q": "</tool_call>"})],
+    ),
+    (  # members after the arguments are markup, markers in their strings too
+        '<tool_call>{"name": "search", "arguments": {"q": 1}, "x": "</tool_call>"}</tool_call>',
+        "",
+        [("search", {"q": 1})],
+    ),
     (
         '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
         "",

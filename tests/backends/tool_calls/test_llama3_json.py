@@ -17,6 +17,11 @@ BROKEN_CALL = '<|python_tag|>{"name": "get_weather", "parameters": {"city": }} s
 CASES: list[Case] = [
     ("Just text, no tools used.", "Just text, no tools used.", []),
     (WEATHER, "", [("get_weather", {"city": "Paris"})]),
+    (  # members after the arguments are markup, as in the call read whole
+        '{"name": "search", "parameters": {"q": "x"}, "x": {"y": "}"}} tail',
+        " tail",
+        [("search", {"q": "x"})],
+    ),
     (
         '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Oslo"}}; '
         '{"name": "search", "arguments": {"q": "x"}}',

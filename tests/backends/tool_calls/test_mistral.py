@@ -20,6 +20,11 @@ BROKEN_ARGS = '[TOOL_CALLS]get_weather[ARGS]{"city": } sorry'
 CASES: list[Case] = [
     ("Just text, no tools used.", "Just text, no tools used.", []),
     ('[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}', "", [("get_weather", {"city": "Paris"})]),
+    (  # the token inside a JSON string is the arguments' text
+        '[TOOL_CALLS]search[ARGS]{"q": "[TOOL_CALLS]x", "n": [1]}[TOOL_CALLS]get_weather[ARGS]{}',
+        "",
+        [("search", {"q": "[TOOL_CALLS]x", "n": [1]}), ("get_weather", {})],
+    ),
     (ARRAY, "", [("get_weather", {"city": "Oslo"}), ("search", {"q": "[x]"})]),
     (
         '[TOOL_CALLS]get_weather[ARGS]{"city": "Rome"}[TOOL_CALLS]search[ARGS]{"q": "}"}',
