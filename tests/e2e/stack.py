@@ -56,8 +56,9 @@ def start_mock(group: ProcessGroup, *args: str, name: str = "mock-openai") -> in
 
 
 def start_gateway(
-    group: ProcessGroup, backends: str, env: Mapping[str, str], ready_path: str = "/readyz"
+    group: ProcessGroup, backends: str, env: Mapping[str, str], ready_path: str | None = "/readyz"
 ) -> tuple[ManagedProcess, int]:
+    """A gateway on a free port, once `ready_path` answers (at once when it is None)."""
     port = free_port()
     process = group.start(
         ProcessSpec(
@@ -72,7 +73,9 @@ def start_gateway(
             },
         )
     )
-    process.wait_ready(lambda: http_ok(port, ready_path), READY_TIMEOUT_S, ready_path)
+    if ready_path is not None:
+        path = ready_path
+        process.wait_ready(lambda: http_ok(port, path), READY_TIMEOUT_S, path)
     return process, port
 
 

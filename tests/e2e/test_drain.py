@@ -16,8 +16,8 @@ import pytest
 
 from access.caller import key_digest
 from access.key_set import key_set_entry, new_key
-from bench.harness.probes import free_port, http_ok
-from bench.harness.processes import ProcessGroup, ProcessSpec, python_module
+from bench.harness.probes import http_ok
+from bench.harness.processes import ProcessGroup
 from tests.e2e.stack import start_gateway, start_sim
 
 WAIT_S = 60.0
@@ -115,6 +115,21 @@ async def _both_workers(master: int) -> list[int]:
             workers = _workers(master)
             if len(workers) >= 2:
                 return workers
+            await asyncio.sleep(0.05)
+
+
+async def _until_every_worker_admits(port: int, key: str) -> None:
+    """Until `key` is admitted ten times in a row on fresh connections: both workers take
+    connections, so ten in a row say both know it."""
+    models = f"http://127.0.0.1:{port}/v1/models"
+    async with asyncio.timeout(WAIT_S):
+        answered = 0
+        while answered < 10:
+            async with (
+                aiohttp.ClientSession() as fresh,
+                fresh.get(models, headers={"authorization": f"Bearer {key}"}) as response,
+            ):
+                answered = answered + 1 if response.status == 200 else 0
             await asyncio.sleep(0.05)
 
 
@@ -310,18 +325,14 @@ async def test_sighup_to_the_master_has_each_worker_reread_the_keys(tmp_path: Pa
             f"[{key_set_entry(key_digest(old), 'acme')},{key_set_entry(key_digest(added), 'acme')}]"
         )
         gateway.popen.send_signal(signal.SIGHUP)
-        models = f"http://127.0.0.1:{port}/v1/models"
-        async with aiohttp.ClientSession() as session, asyncio.timeout(WAIT_S):
-            answered = 0
-            while answered < 10:  # both workers take connections: ten in a row say both know it
-                async with (
-                    aiohttp.ClientSession() as fresh,
-                    fresh.get(models, headers={"authorization": f"Bearer {added}"}) as response,
-                ):
-                    answered = answered + 1 if response.status == 200 else 0
-                await asyncio.sleep(0.05)
-            async with session.get(models, headers={"authorization": f"Bearer {old}"}) as kept:
-                assert kept.status == 200
+        await _until_every_worker_admits(port, added)
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(
+                f"http://127.0.0.1:{port}/v1/models", headers={"authorization": f"Bearer {old}"}
+            ) as kept,
+        ):
+            assert kept.status == 200
         assert _workers(gateway.pid) == workers
 
 
@@ -334,21 +345,16 @@ async def test_sighup_while_the_workers_start_restarts_none(tmp_path: Path) -> N
     keys.write_text(f"[{key_set_entry(key_digest(old), 'acme')}]")
     with ProcessGroup(tmp_path) as group:
         _, sim_port = start_sim(group)
-        port = free_port()
-        gateway = group.start(
-            ProcessSpec(
-                "gateway",
-                python_module("gateway.cli", "serve"),
-                env={
-                    "GATEWAY_PORT": str(port),
-                    "GATEWAY_BACKENDS": f"sim=grpc://127.0.0.1:{sim_port}",
-                    "GATEWAY_LOG_LEVEL": "warning",
-                    "GATEWAY_WORKERS": "2",
-                    "GATEWAY_API_KEYS_FILE": str(keys),
-                    "GATEWAY_API_KEYS_RELOAD_S": "3600",  # only the signal can explain a reload
-                    "GATEWAY_TOKENIZER_CACHE_DIR": str(tmp_path / "tokenizers"),
-                },
-            )
+        gateway, port = start_gateway(
+            group,
+            f"sim=grpc://127.0.0.1:{sim_port}",
+            {
+                "GATEWAY_WORKERS": "2",
+                "GATEWAY_API_KEYS_FILE": str(keys),
+                "GATEWAY_API_KEYS_RELOAD_S": "3600",  # only the signal can explain a reload
+                "GATEWAY_TOKENIZER_CACHE_DIR": str(tmp_path / "tokenizers"),
+            },
+            ready_path=None,  # the signal must come while the workers start
         )
         workers = await _both_workers(gateway.pid)
         keys.write_text(
@@ -356,17 +362,7 @@ async def test_sighup_while_the_workers_start_restarts_none(tmp_path: Path) -> N
         )
         gateway.popen.send_signal(signal.SIGHUP)
         gateway.wait_ready(lambda: http_ok(port, "/readyz"), WAIT_S, "/readyz")
-        await _both_workers(gateway.pid)
-        models = f"http://127.0.0.1:{port}/v1/models"
-        async with asyncio.timeout(WAIT_S):
-            answered = 0
-            while answered < 10:  # both workers take connections: ten in a row say both know it
-                async with (
-                    aiohttp.ClientSession() as fresh,
-                    fresh.get(models, headers={"authorization": f"Bearer {added}"}) as response,
-                ):
-                    answered = answered + 1 if response.status == 200 else 0
-                await asyncio.sleep(0.05)
+        await _until_every_worker_admits(port, added)
         assert _workers(gateway.pid) == workers
 
 
