@@ -129,7 +129,7 @@ class ResponseEvents:
         is one of the SDK's enum and whose output is every item streamed so far (`_so_far`);
         the failed response is kept too, as OpenAI keeps it: its id was announced
         (`response.created`), so a GET must find it (its `store` says whether one will)."""
-        self._shell.names.rename(error)
+        error = self._shell.names.renamed(error)
         message = error.public_message
         detail = {"code": response_error_code(error), "message": message}
         failed = self._shell.response("failed", self._so_far(), self._usage, error=detail)

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TypeVar
 
 from core.errors import GatewayError
+
+E = TypeVar("E", bound=GatewayError)
 
 _MESSAGE_PARAM = re.compile(r"messages\[(\d+)\](.*)")
 _OUTPUT_FIELDS = {".tool_call_id": ".call_id", ".content": ".output"}
@@ -58,12 +61,20 @@ class ParamNames:
             return param.replace(".function", "", 1)  # Responses' function tools are flat
         return param
 
-    def rename(self, exc: GatewayError) -> None:
-        """Let an error about the chat request name the Responses field the client sent."""
+    def renamed(self, exc: E) -> E:
+        """`exc` naming the Responses field the client sent: a copy when a name changes, as
+        one error object may reach several callers (a coalesced backend call's chat caller
+        must keep its chat names)."""
         param = self.of(exc.param)
-        if exc.param and param and param != exc.param:
-            exc.message = exc.message.replace(exc.param, param)
-        exc.param = param
+        if param == exc.param:
+            return exc
+        twin = type(exc).__new__(type(exc))
+        twin.__dict__.update(exc.__dict__)
+        twin.args = exc.args
+        if exc.param and param:
+            twin.message = exc.message.replace(exc.param, param)
+        twin.param = param
+        return twin
 
 
 NO_ITEMS = ParamNames()

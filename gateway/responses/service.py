@@ -73,8 +73,10 @@ class ResponsesService:
                 request, chat, names, (history, items), (headers, budget, record, caller)
             )
         except GatewayError as exc:  # it names the chat field; the client sent another
-            names.rename(exc)
-            raise
+            renamed = names.renamed(exc)
+            if renamed is exc:
+                raise
+            raise renamed from exc
 
     async def _serve(
         self,

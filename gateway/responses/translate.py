@@ -80,8 +80,7 @@ def chat_request(
     try:
         chat = validate_request(body, ChatCompletionRequest)
     except InvalidRequest as exc:
-        names.rename(exc)
-        raise
+        raise names.renamed(exc) from None
     return chat, names
 
 

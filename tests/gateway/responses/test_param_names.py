@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import InvalidRequest
+from core.errors import BackendRejected, InvalidRequest
 from gateway.responses.param_names import NO_ITEMS, ParamNames
 
 
@@ -56,6 +56,20 @@ def test_rename_rewrites_the_message_too() -> None:
     error = InvalidRequest(
         "response_format cannot be combined with a forced tool_choice.", param="response_format"
     )
-    NO_ITEMS.rename(error)
-    assert error.param == "text.format"
-    assert error.message == "text.format cannot be combined with a forced tool_choice."
+    renamed = NO_ITEMS.renamed(error)
+    assert renamed.param == "text.format"
+    assert renamed.message == "text.format cannot be combined with a forced tool_choice."
+    assert type(renamed) is InvalidRequest and renamed.to_dict()["error"]["param"] == "text.format"
+
+
+def test_the_error_renamed_is_a_copy() -> None:
+    """One error object may reach several callers (a coalesced backend call): the one a
+    chat caller gets keeps its chat names."""
+    shared = BackendRejected("max_tokens is too large for this model.", param="max_tokens")
+    renamed = NO_ITEMS.renamed(shared)
+    assert renamed.param == "max_output_tokens" and renamed.status == shared.status
+    assert (shared.param, shared.message) == (
+        "max_tokens",
+        "max_tokens is too large for this model.",
+    )
+    assert NO_ITEMS.renamed(InvalidRequest("bad", param="model")).param == "model"
