@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import tempfile
 from collections.abc import Collection, Iterable, Mapping
@@ -109,8 +110,12 @@ def check_dir(name: str, path: Path, *, must_exist: bool = False) -> Path:
 def check_writable_dir(name: str, path: Path) -> Path:
     """`path` as a directory this process fills (a cache): created if missing and written to
     once, at startup, so that a path nobody can write stops the gateway naming `name` rather
-    than failing each worker's first use of it."""
+    than failing each worker's first use of it. One that already holds entries passes as it
+    is: a cache filled ahead (baked into an image, a read-only volume) is read, not written."""
     check_dir(name, path)
+    with contextlib.suppress(OSError):
+        if path.is_dir() and any(path.iterdir()):
+            return path
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -97,6 +98,20 @@ def test_a_writable_directory_is_created_and_checked(tmp_path: Path) -> None:
     path = tmp_path / "a" / "b"
     assert check_writable_dir("GATEWAY_X_DIR", path) == path
     assert path.is_dir() and list(path.iterdir()) == []
+
+
+def test_a_filled_cache_is_not_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache directory that already holds entries (baked into an image, a read-only
+    volume) passes without a write; an empty one that cannot be written is refused."""
+
+    def unwritable(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Read-only file system")
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", unwritable)
+    (tmp_path / "filled" / "0a1b").mkdir(parents=True)
+    assert check_writable_dir("GATEWAY_X_DIR", tmp_path / "filled") == tmp_path / "filled"
+    with pytest.raises(SettingsError, match="cannot be created or written"):
+        check_writable_dir("GATEWAY_X_DIR", tmp_path / "empty")
 
 
 @pytest.mark.parametrize("where", ["/proc/1/x", "/proc/1/x/y"])
