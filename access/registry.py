@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
+from access import sighup
 from access.caller import Caller, bearer_token, key_digest, unverified_caller
 from access.key_set import KeySetError, check_no_repeats, parse_key_set
 from access.settings import AccessSettings
@@ -70,8 +71,10 @@ class KeyRegistry:
             loop.add_signal_handler(signal.SIGHUP, self._reload_soon, path)
         except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
             log.info("SIGHUP reload not available here; the key file is polled")
-        else:  # a worker starts with it blocked (`gateway.supervisor`): one sent meanwhile runs now
+        else:  # held until now (`access.sighup`): one sent meanwhile is answered now
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGHUP})
+            if sighup.take():
+                self._reload_soon(path)
 
     async def aclose(self) -> None:
         if self._watcher is not None:

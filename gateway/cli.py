@@ -71,6 +71,7 @@ def serve(*, embedded: bool = False) -> int:
         return 2
     from gateway import supervisor  # imports uvicorn
 
+    supervisor.hold_sighup(settings.access.keys_file is not None)  # before the log thread
     log_config = logging_config(settings.log_level, log_format)
     logging.config.dictConfig(log_config)
     if (warning := unshared_state_warning(settings)) is not None:

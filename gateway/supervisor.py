@@ -18,10 +18,10 @@ drain delay plus the grace plus the bound of its closing stages (`gateway.drain`
 
 uvicorn's supervisor also answers SIGHUP by restarting every worker, which loses their
 in-process caches, stored responses and rate-limit state; SIGHUP means "re-read the key file"
-here, so `DrainingMultiprocess` hands it to the workers, which do (`access.registry`). A worker
-starts with SIGHUP blocked (the supervisor blocks it, and a child inherits the mask), and
-unblocks it once its handler is in place: a SIGHUP that reaches a worker still starting waits
-for the handler instead of killing the worker (the default action).
+here, so `DrainingMultiprocess` hands it to the workers, which do (`access.registry`). Until a
+handler is in place SIGHUP is held (`access.sighup`): a worker starts with it blocked, as the
+supervisor blocks it and a child inherits the mask, so one that reaches a worker still
+starting waits for its handler instead of killing it (the default action).
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from uvicorn.config import STARTUP_FAILURE, Config
 from uvicorn.server import Server
 from uvicorn.supervisors.multiprocess import Multiprocess
 
+from access import sighup
 from gateway.drain import STRAGGLER_MARGIN_S
 from gateway.http_protocol import EdgeConfig
 
@@ -60,10 +61,14 @@ class DrainingMultiprocess(Multiprocess):
         self._reread_keys_on_hup = reread_keys_on_hup
 
     def handle_signals(self) -> None:
-        # SIGHUP is blocked here (see `run`): it is taken from the pending set, not caught.
-        if self._reread_keys_on_hup and signal.SIGHUP in signal.sigpending():
-            signal.sigtimedwait({signal.SIGHUP}, 0)
-            self.handle_hup()
+        # SIGHUP is blocked in this thread (`hold_sighup`): taken from the pending set, or
+        # remembered if it came before uvicorn's handler (or another thread caught it).
+        if self._reread_keys_on_hup:
+            pending = signal.SIGHUP in signal.sigpending()
+            if pending:
+                signal.sigtimedwait({signal.SIGHUP}, 0)
+            if sighup.take() or pending:
+                self.handle_hup()
         super().handle_signals()
 
     def handle_hup(self) -> None:
@@ -106,16 +111,23 @@ class DrainingMultiprocess(Multiprocess):
                 os.kill(process.pid, sig)
 
 
+def hold_sighup(reread_keys: bool) -> None:
+    """SIGHUP until someone handles it: held when there is a key file to re-read
+    (`access.sighup`: caught, remembered and blocked, until the key registry or the
+    supervisor answers it), else ignored (a stray one must not stop the gateway)."""
+    if reread_keys:
+        sighup.hold()
+    else:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+
 def run(app: str, *, stop_within_s: float, reread_keys_on_hup: bool, **kwargs: Any) -> None:
     """`uvicorn.run(app, **kwargs)` with `DrainingMultiprocess` for several workers, which
     waits `stop_within_s` (the drain delay plus the grace) before it kills a worker and hands
     SIGHUP on to the workers when `reread_keys_on_hup`; `kwargs` may hold `EdgeConfig`'s."""
+    hold_sighup(reread_keys_on_hup)
     config = EdgeConfig(app, **kwargs)
     if config.workers <= 1:
-        if not reread_keys_on_hup:  # nothing to re-read: a stray SIGHUP must not stop it
-            signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        else:  # until the key registry's handler is in place, as in a worker
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})
         config.load_app()
         server = Server(config=config)
         with contextlib.suppress(KeyboardInterrupt):
@@ -124,8 +136,6 @@ def run(app: str, *, stop_within_s: float, reread_keys_on_hup: bool, **kwargs: A
             sys.exit(STARTUP_FAILURE)
         return
     sock = config.bind_socket()
-    if reread_keys_on_hup:  # inherited by each worker until its handler is in place
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})
     supervisor = DrainingMultiprocess(
         config, [sock], stop_within_s + STRAGGLER_MARGIN_S, reread_keys_on_hup
     )

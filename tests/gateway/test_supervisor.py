@@ -93,3 +93,38 @@ def test_a_worker_with_invalid_settings_stops_the_gateway(tmp_path: Path, worker
     assert result.returncode == 3, result.stderr[-2000:]
     assert "invalid configuration: GATEWAY_BACKENDS is not set" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+_HOLD_THEN_LOG = """
+import logging.config, os, signal, time
+import numpy  # its OpenBLAS thread starts here, blocking no signal
+from access import sighup
+from gateway import supervisor
+from obs.logs import logging_config
+supervisor.hold_sighup(True)
+logging.config.dictConfig(logging_config("info", "json"))  # starts the log writer thread
+assert len(os.listdir("/proc/self/task")) > 2
+for _ in range(20):
+    os.kill(os.getpid(), signal.SIGHUP)
+deadline = time.monotonic() + 30
+while not (sighup.take() or signal.SIGHUP in signal.sigpending()):
+    assert time.monotonic() < deadline
+    time.sleep(0.01)
+print("alive")
+"""
+
+
+def test_a_sighup_held_kills_no_thread() -> None:
+    """With a key file, a SIGHUP before the key registry handles it is held (`gateway serve`
+    holds it before logging starts its thread): whichever thread it reaches, numpy's native
+    one included, it is remembered or left pending, never the process's end."""
+    result = subprocess.run(
+        [sys.executable, "-c", _HOLD_THEN_LOG],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+    assert result.returncode == 0 and result.stdout.strip() == "alive", result.stderr[-2000:]
