@@ -16,6 +16,8 @@ import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Generic, Protocol, TypeVar
 
+from core.errors import GatewayError
+
 T = TypeVar("T")
 T_contra = TypeVar("T_contra", contravariant=True)
 
@@ -67,6 +69,8 @@ class SingleFlight(Generic[T]):
         flight.waiters += 1
         try:
             return await asyncio.shield(flight.task), shared
+        except GatewayError as exc:  # each caller's own: its holder may name or head it
+            raise exc.twin() from exc
         finally:
             flight.waiters -= 1
             if flight.waiters == 0 and not flight.task.done():
@@ -157,7 +161,7 @@ class Subscription(AsyncIterator[T], Generic[T]):
             if flight.done:
                 self._leave()
                 if flight.error is not None:
-                    raise flight.error
+                    raise _own(flight.error)
                 break
             waiter = flight.waiter()
             try:
@@ -225,7 +229,7 @@ class StreamFlight(Generic[T]):
         if not flight.started:
             subscription._leave()
             assert flight.error is not None
-            raise flight.error
+            raise _own(flight.error)
         return subscription
 
     async def _pump(
@@ -271,3 +275,8 @@ class StreamFlight(Generic[T]):
     def _forget(self, key: str, flight: _Stream[T]) -> None:
         if self._streams.get(key) is flight:
             del self._streams[key]
+
+
+def _own(error: BaseException) -> BaseException:
+    """A subscriber's own copy of the stream's error, when its holder may change it."""
+    return error.twin() if isinstance(error, GatewayError) else error

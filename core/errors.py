@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import orjson
 
@@ -22,6 +22,14 @@ class GatewayError(Exception):
         super().__init__(message)
         self.message = message
         self.param = param
+
+    def twin(self) -> Self:
+        """A copy of this error that its holder may change (param, message, headers): one
+        error object can reach several callers (a coalesced backend call)."""
+        twin = type(self).__new__(type(self))
+        twin.__dict__.update(self.__dict__)
+        twin.args = self.args
+        return twin
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -68,9 +68,7 @@ class ParamNames:
         param = self.of(exc.param)
         if param == exc.param:
             return exc
-        twin = type(exc).__new__(type(exc))
-        twin.__dict__.update(exc.__dict__)
-        twin.args = exc.args
+        twin = exc.twin()
         if exc.param and param:
             twin.message = exc.message.replace(exc.param, param)
         twin.param = param

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cache.coalesce import SingleFlight, StreamFlight, Subscription
+from core.errors import BackendRejected
 
 
 async def settle(done: Callable[[], bool]) -> None:
@@ -92,6 +93,19 @@ async def test_exception_reaches_every_waiter_and_releases_the_key() -> None:
     results = await asyncio.gather(*tasks, return_exceptions=True)
     assert all(isinstance(r, ConnectionError) for r in results)
     assert flight.in_flight == 0
+
+
+async def test_each_waiter_gets_its_own_gateway_error() -> None:
+    """A gateway error reaches each caller as its own copy: one caller naming it otherwise
+    (the Responses API) or heading it (its key's limits) changes no other caller's."""
+    flight, upstream = SingleFlight[str](), Upstream()
+    upstream.error = BackendRejected("max_tokens is too large.", param="max_tokens")
+    tasks = [asyncio.create_task(flight.do("k", upstream)) for _ in range(3)]
+    await upstream.entered.wait()
+    upstream.release.set()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    assert all(isinstance(r, BackendRejected) and r.param == "max_tokens" for r in results)
+    assert len({id(r) for r in results}) == 3
 
 
 async def test_leader_cancellation_does_not_cancel_followers() -> None:
@@ -234,6 +248,20 @@ async def test_error_before_the_first_item_reaches_every_opener() -> None:
     results = await asyncio.gather(*opens, return_exceptions=True)
     assert all(isinstance(r, ConnectionRefusedError) for r in results)
     assert flight.in_flight == 0
+
+
+async def test_each_opener_gets_its_own_gateway_error() -> None:
+    """A failing start's gateway error reaches each opener as its own copy."""
+    flight, starter = StreamFlight[int](), Starter()
+    starter.gate = asyncio.Event()
+    starter.error = BackendRejected("bad", param="max_tokens")
+    opens = [asyncio.create_task(flight.open("k", starter)) for _ in range(3)]
+    await starter.entered.wait()
+    await settle(lambda: flight.followers == 2)
+    starter.gate.set()
+    results = await asyncio.gather(*opens, return_exceptions=True)
+    assert all(isinstance(r, BackendRejected) and r.param == "max_tokens" for r in results)
+    assert len({id(r) for r in results}) == 3
 
 
 async def test_error_after_items_follows_the_unseen_items() -> None:
