@@ -23,20 +23,26 @@ def check_machine(settings: Settings) -> None:
 
 def check_listen_address(host: str, port: int) -> None:
     """`host` resolves to an address of this machine on which `port` is free: bound once
-    and released (with SO_REUSEADDR, as the server binds it)."""
+    and released (with SO_REUSEADDR, as the server binds it). Any of the addresses it
+    resolves to will do, as the server too tries them in turn."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except (socket.gaierror, UnicodeError) as exc:
         raise SettingsError(
             f"GATEWAY_HOST={host!r} does not resolve to an address to listen on ({exc})"
         ) from None
-    family, kind, proto, _, address = infos[0]
-    with socket.socket(family, kind, proto) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    failure: OSError | None = None
+    for family, kind, proto, _, address in infos:
         try:
-            sock.bind(address)
-        except OSError as exc:
-            raise SettingsError(
-                f"cannot listen on GATEWAY_HOST={host!r}, GATEWAY_PORT={port} "
-                f"({exc.strerror or exc}): is the address this machine's, the port free?"
-            ) from None
+            with socket.socket(family, kind, proto) as sock:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind(address)
+        except OSError as exc:  # not this machine's, in use, or a family the kernel lacks
+            failure = failure or exc
+        else:
+            return
+    reason = (failure.strerror or str(failure)) if failure is not None else "no address"
+    raise SettingsError(
+        f"cannot listen on GATEWAY_HOST={host!r}, GATEWAY_PORT={port} ({reason}): "
+        "is the address this machine's, the port free?"
+    )

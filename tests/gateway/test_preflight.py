@@ -25,6 +25,31 @@ def test_an_address_of_another_machine_names_gateway_host() -> None:
         check_listen_address("192.0.2.1", 0)
 
 
+def test_any_address_the_host_resolves_to_will_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name whose first address is not this machine's still passes when another is, as
+    the server tries them in turn."""
+    resolve = socket.getaddrinfo
+    first = resolve("192.0.2.1", 0, type=socket.SOCK_STREAM)[0]
+    monkeypatch.setattr(
+        socket, "getaddrinfo", lambda *args, **kwargs: [first, *resolve("127.0.0.1", 0)]
+    )
+    check_listen_address("gateway.example", 0)
+
+
+def test_an_address_family_the_kernel_lacks_names_gateway_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A socket the kernel cannot make (`::` without IPv6) is a refusal naming the variable,
+    not a traceback."""
+
+    def no_family(*args: object, **kwargs: object) -> socket.socket:
+        raise OSError(97, "Address family not supported by protocol")
+
+    monkeypatch.setattr(socket, "socket", no_family)
+    with pytest.raises(SettingsError, match=r"GATEWAY_HOST='::'.*Address family not supported"):
+        check_listen_address("::", 0)
+
+
 def test_a_port_in_use_names_both_variables() -> None:
     """A port another socket listens on stops startup naming GATEWAY_HOST and GATEWAY_PORT."""
     with socket.socket() as busy:
