@@ -17,7 +17,7 @@ import pytest
 from access.caller import key_digest
 from access.key_set import key_set_entry, new_key
 from bench.harness.probes import http_ok
-from bench.harness.processes import ProcessGroup
+from bench.harness.processes import ManagedProcess, ProcessGroup
 from tests.e2e.stack import start_gateway, start_sim
 
 WAIT_S = 60.0
@@ -116,6 +116,23 @@ async def _both_workers(master: int) -> list[int]:
             if len(workers) >= 2:
                 return workers
             await asyncio.sleep(0.05)
+
+
+def _two_workers_on_a_key_file(
+    group: ProcessGroup, sim_port: int, keys: Path, ready_path: str | None
+) -> tuple[ManagedProcess, int]:
+    """A gateway of two workers reading `keys`, which only a signal makes them re-read."""
+    return start_gateway(
+        group,
+        f"sim=grpc://127.0.0.1:{sim_port}",
+        {
+            "GATEWAY_WORKERS": "2",
+            "GATEWAY_API_KEYS_FILE": str(keys),
+            "GATEWAY_API_KEYS_RELOAD_S": "3600",  # only the signal can explain a reload
+            "GATEWAY_TOKENIZER_CACHE_DIR": str(keys.parent / "tokenizers"),
+        },
+        ready_path=ready_path,
+    )
 
 
 async def _until_every_worker_admits(port: int, key: str) -> None:
@@ -309,16 +326,7 @@ async def test_sighup_to_the_master_has_each_worker_reread_the_keys(tmp_path: Pa
     keys.write_text(f"[{key_set_entry(key_digest(old), 'acme')}]")
     with ProcessGroup(tmp_path) as group:
         _, sim_port = start_sim(group)
-        gateway, port = start_gateway(
-            group,
-            f"sim=grpc://127.0.0.1:{sim_port}",
-            {
-                "GATEWAY_WORKERS": "2",
-                "GATEWAY_API_KEYS_FILE": str(keys),
-                "GATEWAY_API_KEYS_RELOAD_S": "3600",  # only the signal can explain a reload
-                "GATEWAY_TOKENIZER_CACHE_DIR": str(tmp_path / "tokenizers"),
-            },
-        )
+        gateway, port = _two_workers_on_a_key_file(group, sim_port, keys, "/readyz")
         workers = await _both_workers(gateway.pid)
         assert len(workers) == 2, workers
         keys.write_text(
@@ -345,17 +353,8 @@ async def test_sighup_while_the_workers_start_restarts_none(tmp_path: Path) -> N
     keys.write_text(f"[{key_set_entry(key_digest(old), 'acme')}]")
     with ProcessGroup(tmp_path) as group:
         _, sim_port = start_sim(group)
-        gateway, port = start_gateway(
-            group,
-            f"sim=grpc://127.0.0.1:{sim_port}",
-            {
-                "GATEWAY_WORKERS": "2",
-                "GATEWAY_API_KEYS_FILE": str(keys),
-                "GATEWAY_API_KEYS_RELOAD_S": "3600",  # only the signal can explain a reload
-                "GATEWAY_TOKENIZER_CACHE_DIR": str(tmp_path / "tokenizers"),
-            },
-            ready_path=None,  # the signal must come while the workers start
-        )
+        # the signal must come while the workers start: no wait for readiness
+        gateway, port = _two_workers_on_a_key_file(group, sim_port, keys, None)
         workers = await _both_workers(gateway.pid)
         keys.write_text(
             f"[{key_set_entry(key_digest(old), 'acme')},{key_set_entry(key_digest(added), 'acme')}]"
