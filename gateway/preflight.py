@@ -8,17 +8,28 @@ from __future__ import annotations
 import socket
 
 from cache.semantic_packages import check_semantic_packages
-from core.env import SettingsError, check_writable_dir
+from core.env import SettingsError, check_writable_dir, holds_entries
 from gateway.settings import Settings
 
 
 def check_machine(settings: Settings) -> None:
-    """The semantic cache's packages, a tokenizer cache the workers can write, an address
-    to listen on."""
-    check_semantic_packages(settings.cache)
+    """The semantic cache's packages, caches the workers can write, an address to listen on."""
+    check_semantic(settings)
     if settings.backends.fetches_tokenizers:
         check_writable_dir("GATEWAY_TOKENIZER_CACHE_DIR", settings.backends.tokenizer_cache_dir)
     check_listen_address(settings.host, settings.port)
+
+
+def check_semantic(settings: Settings) -> None:
+    """An empty (or missing) embedding cache is filled by the first worker: the ONNX export and
+    the clause judge's model are written there, by packages a serving image may lack."""
+    cache = settings.cache
+    if cache.semantic == "off":
+        return
+    fills = not holds_entries(cache.embedding_cache_dir)
+    if fills and (cache.embedding_backend == "onnx" or cache.semantic_clause_adapter):
+        check_writable_dir("GATEWAY_EMBEDDING_CACHE_DIR", cache.embedding_cache_dir)
+    check_semantic_packages(cache, fills_cache=fills)
 
 
 def check_listen_address(host: str, port: int) -> None:

@@ -25,6 +25,39 @@ def test_what_each_configuration_needs() -> None:
     assert packages.needed_packages(torch)[:2] == ["torch", "sentence_transformers"]
 
 
+def test_an_empty_embedding_cache_needs_what_fills_it() -> None:
+    """Into an empty cache the ONNX backend first exports the model (torch, transformers,
+    sentence-transformers, onnx), and the clause judge's model is built (safetensors)."""
+    on = replace(CacheSettings(), semantic="on", embedding_model="/m")
+    assert packages.needed_packages(on, fills_cache=True) == [
+        "onnxruntime", *packages.EXPORT_PACKAGES, "safetensors"
+    ]  # fmt: skip
+    plain = replace(on, semantic_clause_adapter=False)
+    assert packages.needed_packages(plain, fills_cache=True)[-1] == "onnx"
+    torch = replace(on, embedding_backend="torch")
+    assert packages.needed_packages(torch, fills_cache=True) == [
+        "torch", "sentence_transformers", "safetensors"
+    ]  # fmt: skip
+
+
+def test_a_missing_export_package_says_what_would_fill_the_cache(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A serving image without onnx, on an empty cache, is told to point the variable at a
+    filled cache (or install the extra), not failed in each worker's ONNX export."""
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        "cache.semantic_packages.find_spec", lambda name: None if name == "onnx" else real(name)
+    )
+    settings = replace(CacheSettings(), semantic="on")
+    packages.check_semantic_packages(settings)
+    with pytest.raises(SettingsError) as info:
+        packages.check_semantic_packages(settings, fills_cache=True)
+    message = str(info.value)
+    assert "to fill the empty GATEWAY_EMBEDDING_CACHE_DIR" in message
+    assert "no module onnx)" in message and "cache.embedder_prepare" in message
+
+
 @pytest.mark.parametrize("mode", ["on", "shadow"])
 def test_a_missing_package_names_the_variable_and_the_extra(
     mode: str, monkeypatch: pytest.MonkeyPatch

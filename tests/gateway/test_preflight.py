@@ -70,3 +70,19 @@ def test_an_unwritable_tokenizer_cache_names_its_variable(tmp_path: Path) -> Non
     check_machine(Settings.from_env({**http, "GATEWAY_TOKENIZER_CACHE_DIR": "/proc/1/x"}))
     check_machine(Settings.from_env({**env, "GATEWAY_TOKENIZER_CACHE_DIR": str(tmp_path / "t")}))
     assert (tmp_path / "t").is_dir()
+
+
+def test_an_empty_embedding_cache_must_be_writable(tmp_path: Path) -> None:
+    """The semantic cache's first worker writes its ONNX export into an empty embedding
+    cache: one nobody can create is refused naming the variable; a filled one is only read."""
+    env = {
+        "GATEWAY_BACKENDS": "m=http://h:1/v1",
+        "GATEWAY_PORT": "0",
+        "GATEWAY_SEMANTIC_CACHE": "on",
+    }
+    with pytest.raises(SettingsError, match="GATEWAY_EMBEDDING_CACHE_DIR: /proc/1/x"):
+        check_machine(Settings.from_env({**env, "GATEWAY_EMBEDDING_CACHE_DIR": "/proc/1/x"}))
+    check_machine(Settings.from_env({**env, "GATEWAY_EMBEDDING_CACHE_DIR": str(tmp_path / "e")}))
+    assert (tmp_path / "e").is_dir()
+    off = {**env, "GATEWAY_SEMANTIC_CACHE": "off", "GATEWAY_EMBEDDING_CACHE_DIR": "/proc/1/x"}
+    check_machine(Settings.from_env(off))
