@@ -28,7 +28,7 @@ from backends.replica_urls import ReplicaSpec
 from backends.settings import EMBEDDED_MODEL, ModelSpec
 from cache.factory import build_cache_layer
 from cache.response_store import ResponseStore
-from core.env import SettingsError
+from core.env import SettingsError, check_writable_dir
 from core.errors import GatewayError
 from gateway.answer_stamp import AnswerStamp
 from gateway.drain import WRITEBACK_DRAIN_S, DrainSettings, intercept_sigterm
@@ -177,7 +177,7 @@ def check_embedded_standin(env: Mapping[str, str]) -> None:
     here, at startup."""
     from standin.vllm.tokenizer_files import default_cache_root
 
-    default_cache_root(env)
+    check_writable_dir("GATEWAY_SIM_CACHE_DIR", default_cache_root(env))
     embedded_standin_config(env)
 
 

@@ -327,12 +327,16 @@ async def test_embeddings_float_and_base64(base_url: str) -> None:
 
 
 def test_the_embedded_stand_in_cache_at_a_file_is_refused(tmp_path: Path) -> None:
-    """GATEWAY_SIM_CACHE_DIR (where the embedded stand-in builds its tokenizer) at a file is a
-    SettingsError naming it, checked before the workers start it."""
+    """GATEWAY_SIM_CACHE_DIR (where the embedded stand-in builds its tokenizer) at a file, or
+    where nobody can create it, is a SettingsError naming it, checked before the workers
+    start it."""
     (tmp_path / "file").touch()
     with pytest.raises(SettingsError, match="GATEWAY_SIM_CACHE_DIR must be a directory"):
         check_embedded_standin({"GATEWAY_SIM_CACHE_DIR": str(tmp_path / "file")})
+    with pytest.raises(SettingsError, match="GATEWAY_SIM_CACHE_DIR: /proc/1/x cannot be"):
+        check_embedded_standin({"GATEWAY_SIM_CACHE_DIR": "/proc/1/x"})
     check_embedded_standin({"GATEWAY_SIM_CACHE_DIR": str(tmp_path / "new")})
+    assert (tmp_path / "new").is_dir()
 
 
 def test_the_embedded_stand_in_takes_its_knobs_from_the_environment() -> None:
