@@ -487,6 +487,31 @@ async def test_health_falls_back_to_models(
             await backend.aclose()
 
 
+async def test_a_health_probe_without_answer_is_missed_and_an_error_is_not(
+    odd_server: Callable[[dict[str, Handler]], Awaitable[str]],
+) -> None:
+    """No answer within the probe's timeout is a missed probe (only several in a row eject a
+    healthy replica); an answer that says unhealthy is not missed."""
+    never = asyncio.Event()
+
+    async def silent(request: web.Request) -> web.Response:
+        await never.wait()
+        return web.Response(status=200)
+
+    async def failing(request: web.Request) -> web.Response:
+        return web.Response(status=500)
+
+    for handler, missed in ((silent, True), (failing, False)):
+        backend = OpenAIHTTPBackend(await odd_server({"/health": handler}), model="mock")
+        await backend.start()
+        try:
+            health = await backend.health(0.2)
+            assert not health.healthy and health.missed is missed, health.detail
+        finally:
+            await backend.aclose()
+    never.set()  # the server's cleanup waits for its handlers
+
+
 async def test_health_before_start_and_after_failure_never_raises(
     odd_server: Callable[[dict[str, Handler]], Awaitable[str]],
 ) -> None:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from backends.base import GenerationProbe
 from backends.vllm_grpc.client import VllmGrpcBackend
 from standin.vllm.config import SimConfig
+from standin.vllm.health import NOT_SERVING, HealthServicer
 from standin.vllm.server import SimServer
 from tests.standin.vllm.helpers import wait_until
 
@@ -64,3 +67,35 @@ async def test_an_engine_that_answers_an_error_is_not_hung(
     """An error status is an answer: a broken engine is the outlier count's, not a hang."""
     sim.configure(error_rate=1.0)
     assert await backend.probe_generation("chat", 5.0)
+
+
+async def test_a_health_check_without_answer_is_missed_and_not_serving_is_not(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A health check unanswered by its deadline is a missed probe (only several in a row
+    eject a healthy replica); NOT_SERVING is an answer, not a miss."""
+    never = asyncio.Event()
+
+    async def silent(self: HealthServicer, request: Any, context: Any) -> Any:
+        await never.wait()
+
+    for check, missed in ((silent, True), (None, False)):
+        if check is not None:
+            monkeypatch.setattr(HealthServicer, "check", check)
+        else:
+            monkeypatch.undo()
+            monkeypatch.setattr(HealthServicer, "status", lambda self, service: NOT_SERVING)
+        server = SimServer(SimConfig(port=0))
+        await server.start()
+        client = VllmGrpcBackend(
+            f"grpc://{server.address}", model="sim", channels=1, tokenizer_dir=None,
+            tokenizer_cache_dir=tmp_path,
+        )  # fmt: skip
+        try:
+            await client.start()
+            health = await client.health(0.2)
+            assert not health.healthy and health.missed is missed, health.detail
+        finally:
+            never.set()
+            await client.aclose()
+            await server.stop(grace=0)
