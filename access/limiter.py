@@ -22,43 +22,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
-import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
 
-from access.caller import Caller, KeyLimits
+from access.caller import Caller
 from access.gcra import Decision, Limit, LocalLimiter
+from access.key_limits import caller_limits, whose
 from access.limit_headers import duration, limit_headers
+from access.redis_debts import RedisDebts
+from access.reservation import Reservation, check_fits
 from access.shared_limiter import SharedLimiter
 from core.breaker import DependencyUnavailable
-from core.errors import RateLimited, RequestTooLarge, TokensRateLimited
+from core.errors import RateLimited, TokensRateLimited
 
 log = logging.getLogger("gateway.limits")
 
-MINUTE_S, DAY_S = 60.0, 86_400.0
 REFUND_INTERVAL_S = 0.05
 UNSEEN_USED = 0.5  # how spent a limit Redis never reported to this process starts locally
-
-
-class Reservation(NamedTuple):
-    """The tokens a request reserves: its prompt (estimated) and up to `per_choice` for each
-    of its `choices` (`n` for each prompt), with the fields the client sent for each, so a
-    request too large for a whole limit can name the one to lower."""
-
-    prompt: int
-    per_choice: int = 0
-    choices: int = 0
-    n: int = 1
-    prompt_param: str = "prompt"
-    output_param: str = "max_tokens"
-
-    @property
-    def tokens(self) -> int:
-        return self.prompt + self.per_choice * self.choices
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,37 +60,6 @@ class Admission:
 UNLIMITED = Admission()
 
 
-@functools.lru_cache(maxsize=4096)
-def caller_limits(caller: Caller) -> tuple[Limit, ...]:
-    """The key's limits, then its tenant's (shared by every key of the tenant); built once per
-    key set entry (a caller is an immutable value). Every one carries the hash tag its Redis
-    state is filed under (the tenant's when the tenant has limits), so a debt or a refund owed
-    to a limit finds its Redis key from the limit alone."""
-    tenant = _limits(caller.tenant_limits, f"tenant:{caller.tenant}", "")
-    tag = f"tenant:{caller.tenant}" if tenant else ""
-    return (*_limits(caller.limits, f"key:{caller.key_id}", tag), *tenant)
-
-
-def _limits(limits: KeyLimits, owner: str, tag: str) -> list[Limit]:
-    found = []
-    if limits.requests_per_minute:
-        found.append(
-            Limit(
-                "requests_per_minute", "requests", limits.requests_per_minute, MINUTE_S, owner,
-                tag=tag,
-            )
-        )  # fmt: skip
-    if limits.tokens_per_minute:
-        found.append(
-            Limit("tokens_per_minute", "tokens", limits.tokens_per_minute, MINUTE_S, owner, tag=tag)
-        )
-    if limits.tokens_per_day:
-        found.append(
-            Limit("tokens_per_day", "tokens", limits.tokens_per_day, DAY_S, owner, tag=tag)
-        )
-    return found
-
-
 class RateLimiter:
     """Admits requests within their key's limits; `shared` is None without Redis."""
 
@@ -123,8 +74,7 @@ class RateLimiter:
         self._clock = clock
         self._local = LocalLimiter(clock, UNSEEN_USED if shared is not None else 0.0)
         self._refunds: dict[Limit, int] = {}
-        self._owed: dict[Limit, float] = {}  # whole limit -> TAT of what was admitted alone
-        self._paying: asyncio.Task[None] | None = None
+        self._debts = RedisDebts(shared, clock) if shared is not None else None
         self._flusher: asyncio.Task[None] | None = None
         self.local_decisions = 0  # taken by this replica alone while Redis was unreachable
         self._deciding_locally = False
@@ -149,7 +99,7 @@ class RateLimiter:
             if isinstance(reservation, int):
                 reservation = Reservation(0, reservation, 1)
             tokens = reservation.tokens
-            _check_fits(caller, limits, reservation)
+            check_fits(caller, limits, reservation)
         costs = [1 if limit.unit == "requests" else tokens for limit in limits]
         decision, shared = await self._decide(limits, costs)
         if not decision.allowed:
@@ -182,14 +132,14 @@ class RateLimiter:
         if not admission.shared:
             for limit in _shares(admission.token_limits, self._replicas):
                 self._local.refund(limit, unused)
-            if self._shared is None:
+            if self._debts is None:
                 return
             # Still owed to Redis: what it is owed is the real usage, not the reservation.
             # Already paid (Redis answered again before this answer ended), or never owed: the
             # rest is settled in Redis like any reservation, excess included (the next request
             # may be decided there).
-            owed = tuple(limit for limit in to_redis if limit in self._owed)
-            self._owe(owed, [-unused] * len(owed))
+            owed = tuple(limit for limit in to_redis if limit in self._debts)
+            self._debts.add(owed, [-unused] * len(owed))
             to_redis = tuple(limit for limit in to_redis if limit not in owed)
         # Refunds to Redis are gathered and sent together every REFUND_INTERVAL_S, so a
         # request costs one Redis round trip (its admission), not two.
@@ -213,13 +163,13 @@ class RateLimiter:
         if self._flusher is not None:
             await self._flusher
         await self.flush()
-        if self._shared is None:
+        if self._shared is None or self._debts is None:
             return
-        if self._owed or (self._paying is not None and not self._paying.done()):
+        if self._debts.pending:
             try:
-                await self._pay_owed()
+                await self._debts.pay()
             except DependencyUnavailable as exc:
-                log.warning("%d limits' debts to Redis lost at shutdown: %s", len(self._owed), exc)
+                log.warning("%d limits' debts to Redis lost at shutdown: %s", len(self._debts), exc)
         await self._shared.aclose()
 
     async def _flush_refunds(self) -> None:
@@ -227,10 +177,10 @@ class RateLimiter:
         await self.flush()
 
     async def _decide(self, limits: tuple[Limit, ...], costs: list[int]) -> tuple[Decision, bool]:
-        if self._shared is not None:
+        if self._shared is not None and self._debts is not None:
             try:
-                if self._owed or (self._paying is not None and not self._paying.done()):
-                    await self._pay_owed()
+                if self._debts.pending:
+                    await self._debts.pay()
                 decision = await self._shared.admit(limits, costs)
             except DependencyUnavailable as exc:
                 self.local_decisions += 1
@@ -241,61 +191,14 @@ class RateLimiter:
                 if self._deciding_locally:
                     self._deciding_locally = False
                     log.info("rate limits shared through Redis again")
-                owed = self._owed
                 for state in decision.states:
-                    more = bool(owed) and state.limit in owed
+                    more = state.limit in self._debts
                     self._local.observe(state.limit, state.reset_s, decision.at, more)
                 return decision, True
         decision = self._local.admit(_shares(limits, self._replicas), costs)
-        if decision.allowed and self._shared is not None:
-            self._owe(limits, costs)
+        if decision.allowed and self._debts is not None:
+            self._debts.add(limits, costs)
         return decision, False
-
-    def _owe(self, limits: Sequence[Limit], costs: Sequence[int]) -> None:
-        """Charges Redis has not seen, kept as a TAT per whole limit so what rests meanwhile
-        is not charged when they are paid."""
-        now = self._clock()
-        for limit, cost in zip(limits, costs, strict=True):
-            tat = max(self._owed.get(limit, now), now) + cost * limit.interval_s
-            if tat > now:
-                self._owed[limit] = tat
-            else:
-                self._owed.pop(limit, None)
-
-    async def _pay_owed(self) -> None:
-        """Charge Redis what was admitted alone and has not rested yet, before the first
-        decision taken there again; concurrent requests wait for the one payment. Raises
-        `DependencyUnavailable` when Redis is still gone (the debt is kept, and charged twice
-        at worst if the call timed out after all). A payment that has ended is never awaited
-        again (its failure was told to those who waited): a new one starts."""
-        paying = self._paying
-        if paying is None or paying.done():
-            paying = self._paying = asyncio.get_running_loop().create_task(self._send_owed())
-            paying.add_done_callback(self._paid)
-        await asyncio.shield(paying)
-
-    def _paid(self, paying: asyncio.Task[None]) -> None:
-        if self._paying is paying:
-            self._paying = None
-        if not paying.cancelled():
-            paying.exception()  # retrieved: whoever waited was told, or went away
-
-    async def _send_owed(self) -> None:
-        assert self._shared is not None
-        now, owed, self._owed = self._clock(), self._owed, {}
-        charges = [
-            (limit, math.ceil((tat - now) / limit.interval_s - 1e-9)) for limit, tat in owed.items()
-        ]
-        charges = [(limit, units) for limit, units in charges if units > 0]
-        if not charges:
-            return
-        try:
-            await self._shared.refund([(limit, -units) for limit, units in charges])
-        except BaseException:  # unreachable, a bug, or cancelled: the debt is kept either way
-            for limit, units in charges:
-                self._owe((limit,), (units,))
-            raise
-        log.info("charged Redis for %d limits' requests admitted alone", len(charges))
 
     def _refusal(self, caller: Caller, decision: Decision, costs: list[int]) -> RateLimited:
         limit = decision.limited_by
@@ -304,56 +207,13 @@ class RateLimiter:
         position = next(i for i, s in enumerate(decision.states) if s.limit.key == limit.key)
         state, requested = decision.states[position], costs[position]
         message = (
-            f"Rate limit reached for {limit.name.replace('_', ' ')} for {_whose(caller, limit)}: "
+            f"Rate limit reached for {limit.name.replace('_', ' ')} for {whose(caller, limit)}: "
             f"limit {limit.configured}, remaining "
             f"{state.remaining}, requested {requested}. Please try again in "
             f"{duration(decision.retry_after_s)}."
         )
         error = TokensRateLimited if limit.unit == "tokens" else RateLimited
         return error(message, headers=limit_headers(decision))
-
-
-def _check_fits(caller: Caller, limits: tuple[Limit, ...], reservation: Reservation) -> None:
-    """A reservation no full bucket of a token limit could hold is a 400, since waiting could
-    never let it through: naming `n` where a single choice for each prompt would fit, else the
-    output field where a token for each choice would, else the prompt's field."""
-    tokens = reservation.tokens
-    for limit in limits:
-        if limit.unit == "tokens" and tokens > limit.amount:
-            raise _too_large(caller, limit, reservation)
-
-
-def _too_large(caller: Caller, limit: Limit, reservation: Reservation) -> RequestTooLarge:
-    prompt, per_choice, choices, n = reservation[:4]
-    room = limit.amount - prompt  # what the limit leaves beside the prompt
-    per_n = per_choice * (choices // n) if n else 0  # the tokens one more n adds
-    if n > 1 and 0 < per_n <= room:
-        param = "n"
-        advice = f"Lower n to at most {room // per_n}, or {reservation.output_param}."
-    elif choices and choices <= room:
-        param = reservation.output_param
-        each = f" for each of {choices} choices" if choices > 1 else ""
-        advice = f"Lower {param} to at most {room // choices}{each}."
-    else:
-        param = reservation.prompt_param
-        advice = f"Shorten {param}."
-    if not choices:
-        parts = f"about {prompt} for the input"
-    elif choices == 1:
-        parts = f"about {prompt} for the prompt and {per_choice} for the answer"
-    else:
-        parts = f"about {prompt} for the prompt and {per_choice} for each of {choices} choices"
-    return RequestTooLarge(
-        f"Request too large for {limit.name.replace('_', ' ')} of {_whose(caller, limit)}: "
-        f"limit {limit.amount}, requested {reservation.tokens} ({parts}). {advice}",
-        param=param,
-    )
-
-
-def _whose(caller: Caller, limit: Limit) -> str:
-    if limit.owner.startswith("tenant:"):
-        return f"tenant {caller.tenant}"
-    return f"API key {caller.name or caller.key_id}"
 
 
 def _shares(limits: tuple[Limit, ...], replicas: int) -> tuple[Limit, ...]:

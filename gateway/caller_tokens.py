@@ -6,7 +6,8 @@ from __future__ import annotations
 import orjson
 
 from access.caller import Caller
-from access.limiter import Admission, Reservation
+from access.limiter import Admission
+from access.reservation import Reservation
 from core.errors import InvalidRequest
 from core.protocol import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
 from core.token_estimate import prompt_tokens

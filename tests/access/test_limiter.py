@@ -13,7 +13,8 @@ import pytest
 
 from access.caller import Caller, KeyLimits
 from access.gcra import Decision, Limit, state_after
-from access.limiter import UNLIMITED, RateLimiter, Reservation
+from access.limiter import UNLIMITED, RateLimiter
+from access.reservation import Reservation
 from access.shared_limiter import SharedLimiter
 from bench.harness.probes import free_port
 from core.breaker import CircuitBreaker, DependencyUnavailable
@@ -90,42 +91,6 @@ async def test_a_request_larger_than_a_whole_limit_is_a_400() -> None:
         await limiter.admit(caller, lambda: 301)
     assert raised.value.param == "max_tokens" and raised.value.status == 400
     assert (await limiter.admit(caller, lambda: 300)).reserved_tokens == 300
-
-
-async def test_too_many_choices_for_the_whole_limit_is_a_400_naming_n() -> None:
-    """A reservation no full bucket could hold only because of its n choices is a 400 naming
-    n that states the limit and how many choices would fit."""
-    limiter, caller = RateLimiter(None), _caller(tokens_per_minute=300)
-    asked = Reservation(prompt=5, per_choice=50, choices=30, n=30)
-    with pytest.raises(RequestTooLarge) as raised:
-        await limiter.admit(caller, lambda: asked)
-    error = raised.value
-    assert error.status == 400 and error.code == "request_too_large" and error.param == "n"
-    assert "limit 300, requested 1505" in error.message and "n to at most 5" in error.message
-    batch = Reservation(prompt=5, per_choice=50, choices=30, n=10)  # three prompts, n=10
-    with pytest.raises(RequestTooLarge, match="n to at most 1") as raised:
-        await limiter.admit(caller, lambda: batch)
-    assert raised.value.param == "n"
-
-
-async def test_a_single_choice_too_large_names_the_field_that_made_it() -> None:
-    """When one choice cannot fit either, the 400 names the output field the client sent;
-    when the prompt alone cannot, the prompt's field (an embedding's input)."""
-    limiter, caller = RateLimiter(None), _caller(tokens_per_minute=300)
-    output = Reservation(
-        prompt=5, per_choice=400, choices=2, n=2, output_param="max_completion_tokens"
-    )
-    with pytest.raises(RequestTooLarge, match="max_completion_tokens to at most 147") as raised:
-        await limiter.admit(caller, lambda: output)
-    assert raised.value.param == "max_completion_tokens"
-    prompt = Reservation(prompt=300, per_choice=10, choices=1, prompt_param="messages")
-    with pytest.raises(RequestTooLarge, match="limit 300") as raised:
-        await limiter.admit(caller, lambda: prompt)
-    assert raised.value.param == "messages"
-    inputs = Reservation(prompt=900, prompt_param="input")
-    with pytest.raises(RequestTooLarge, match="limit 300, requested 900") as raised:
-        await limiter.admit(caller, lambda: inputs)
-    assert raised.value.param == "input"
 
 
 async def test_choices_within_the_limit_but_beyond_what_is_left_are_a_429() -> None:

@@ -8,7 +8,8 @@ import orjson
 import pytest
 
 from access.caller import Caller, KeyLimits
-from access.limiter import Admission, Reservation
+from access.limiter import Admission
+from access.reservation import Reservation
 from core.errors import InvalidRequest
 from core.protocol import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
 from core.request_parsing import parse_request
