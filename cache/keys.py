@@ -146,6 +146,9 @@ def canonical_chat(body: ChatCompletionRequest) -> dict[str, Any]:
         # Only when set, so the keys of requests without them did not change when they came.
         **({"reasoning_effort": body.reasoning_effort} if body.reasoning_effort else {}),
         **({"verbosity": body.verbosity} if body.verbosity else {}),
+        # Chat logprobs became those of the content's tokens alone (a reasoning model's used
+        # to hold its thinking's and its calls' markup): an entry made before must not serve.
+        **({"logprobs_of": "content"} if body.logprobs else {}),
         # A vLLM server behind the gateway leaves the thinking out of what it answers (and so
         # of the entry): an answer without it must not serve a request that wants it.
         **({} if body.include_reasoning else {"include_reasoning": False}),

@@ -15,6 +15,8 @@ from core.protocol import ReasoningEffort
 from core.request_model import RequestModel
 
 _FORMAT_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+OUTPUT_TEXT_LOGPROBS = "message.output_text.logprobs"
+INCLUDABLE = frozenset({OUTPUT_TEXT_LOGPROBS})  # what `include` may ask for
 
 
 class TextFormat(RequestModel):
@@ -84,12 +86,19 @@ class ResponsesRequest(RequestModel):
     stream_options: StreamOptions | None = None
     background: bool = False
     include: list[str] | None = None
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
     metadata: Metadata | None = None
     truncation: Literal["disabled", "auto"] | None = None
     user: str | None = None
     safety_identifier: str | None = None
     prompt_cache_key: str | None = None
     service_tier: Literal["auto", "default"] | None = None
+
+    @property
+    def logprobs(self) -> bool:
+        """Whether the output text shows its tokens' logprobs: asked for with `include`, as
+        at OpenAI (`top_logprobs` alone says how many alternatives, and shows none)."""
+        return OUTPUT_TEXT_LOGPROBS in (self.include or ())
 
     @model_validator(mode="after")
     def _check(self) -> ResponsesRequest:
@@ -106,10 +115,12 @@ class ResponsesRequest(RequestModel):
                 "truncation 'auto' is not supported; the gateway never drops input silently.",
                 param="truncation",
             )
-        if self.include:
-            raise UnsupportedParameter(
-                f"include {self.include[0]!r} is not supported.", param="include"
-            )
+        for i, value in enumerate(self.include or ()):
+            if value not in INCLUDABLE:
+                raise UnsupportedParameter(
+                    f"include {value!r} is not supported (only {OUTPUT_TEXT_LOGPROBS!r}).",
+                    param=f"include[{i}]",
+                )
         for i, tool in enumerate(self.tools or ()):
             _check_tool(tool, i)
         if isinstance(self.tool_choice, str) and self.tool_choice not in (

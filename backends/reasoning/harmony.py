@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from enum import Enum, auto
 
 from backends.reasoning.parsed import Split
+from backends.text_origin import WRITTEN, Piece
 
 HARMONY = "harmony"
 START, END, MESSAGE = "<|start|>", "<|end|>", "<|message|>"
@@ -103,6 +104,8 @@ class HarmonyParser:
         self._cut = False  # the output ended at `max_tokens`: a marker's start is dropped
         self._reasoning: list[str] = []
         self._content: list[str] = []
+        self._origin: list[Piece] = []  # where each piece of content came from
+        self._fed = 0  # characters fed so far: the buffer ends there
 
     @property
     def in_reasoning(self) -> bool:
@@ -110,6 +113,7 @@ class HarmonyParser:
 
     def feed(self, text: str) -> Split:
         self._buffer += text
+        self._fed += len(text)
         return self._drain(final=False)
 
     def finish(self, cut: bool = False) -> Split:
@@ -128,8 +132,8 @@ class HarmonyParser:
                 moved = self._between(final)
             if not moved:
                 break
-        split = Split("".join(self._reasoning), "".join(self._content))
-        self._reasoning, self._content = [], []
+        split = Split("".join(self._reasoning), "".join(self._content), tuple(self._origin))
+        self._reasoning, self._content, self._origin = [], [], []
         return split
 
     def _header(self, final: bool) -> bool:
@@ -161,7 +165,9 @@ class HarmonyParser:
         end = index + len(MESSAGE)
         kind = _kind(Header.read(buffer[:index]))
         if kind is _Kind.MARKUP:
-            self._content.append((START if self._started else START + ASSISTANT) + buffer[:end])
+            written = START if self._started else START + ASSISTANT
+            self._content.append(written + buffer[:end])
+            self._origin += ((WRITTEN, len(written)), (self._at(), end))
         self._buffer = buffer[end:]
         self._open(kind)
         return True
@@ -182,6 +188,7 @@ class HarmonyParser:
         else:
             if self._kind is _Kind.MARKUP:
                 self._content.append(marker)
+                self._origin.append((self._at() + index, len(marker)))
             self._buffer = buffer[index + len(marker) :]
         self._where = _Where.BETWEEN
         return True
@@ -211,8 +218,13 @@ class HarmonyParser:
     def _open(self, kind: _Kind) -> None:
         self._where, self._kind, self._due = _Where.BODY, kind, True
 
+    def _at(self) -> int:
+        """Where the buffer starts in the output."""
+        return self._fed - len(self._buffer)
+
     def _say(self, text: str) -> None:
-        """Text of the current body, after a newline if an earlier message said the same kind."""
+        """Text of the current body (the front of the buffer), after a newline if an earlier
+        message said the same kind."""
         if not text:
             return
         kind = self._kind
@@ -220,9 +232,13 @@ class HarmonyParser:
         if kind is not _Kind.MARKUP:
             if self._due and kind in self._said:
                 out.append("\n")
+                if kind is _Kind.CONTENT:
+                    self._origin.append((WRITTEN, 1))
             self._said.add(kind)
         self._due = False
         out.append(text)
+        if kind is not _Kind.REASONING:
+            self._origin.append((self._at(), len(text)))
 
 
 def _first(text: str, markers: tuple[str, ...]) -> tuple[int, str] | None:

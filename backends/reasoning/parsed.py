@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
+
+from backends.text_origin import Origin
 
 
 @dataclass(frozen=True, slots=True)
 class Split:
-    """Text that became known from some more output: thinking, and text meant as the answer."""
+    """Text that became known from some more output: thinking, and text meant as the answer,
+    with where the answer's text came from in the output (`backends.text_origin`)."""
 
     reasoning: str = ""
     content: str = ""
+    origin: Origin = field(default=(), compare=False)  # where the text was, not what it is
 
 
 class ReasoningParser(Protocol):

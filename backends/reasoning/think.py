@@ -28,6 +28,7 @@ from __future__ import annotations
 from enum import Enum, auto
 
 from backends.reasoning.parsed import Split
+from backends.text_origin import Origin
 
 OPEN, CLOSE = "<think>", "</think>"
 DEEPSEEK_R1, QWEN3 = "deepseek_r1", "qwen3"
@@ -62,6 +63,7 @@ class ThinkParser:
         self._fresh = True  # at the start of the current part: its leading newlines go
         self._may_open = True  # a `<think>` at the start of reasoning is still to be dropped
         self._buffer = ""
+        self._fed = 0  # characters fed so far: the buffer ends there
 
     @property
     def in_reasoning(self) -> bool:
@@ -69,8 +71,10 @@ class ThinkParser:
 
     def feed(self, text: str) -> Split:
         self._buffer += text
+        self._fed += len(text)
         reasoning: list[str] = []
         content: list[str] = []
+        origin: Origin = ()
         while self._buffer:
             if self._where is _Where.BEFORE:
                 if not self._before():
@@ -82,9 +86,11 @@ class ThinkParser:
                 if self._fresh:
                     self._buffer = self._buffer.lstrip("\n")
                     self._fresh = not self._buffer
-                content.append(self._buffer)
+                if self._buffer:
+                    content.append(self._buffer)
+                    origin += ((self._fed - len(self._buffer), len(self._buffer)),)
                 self._buffer = ""
-        return Split("".join(reasoning), "".join(content))
+        return Split("".join(reasoning), "".join(content), origin)
 
     def finish(self, cut: bool = False) -> Split:
         """The rest: a held tail is reasoning inside reasoning, else content; `cut` (the output
@@ -92,7 +98,7 @@ class ThinkParser:
         rest, self._buffer = ("" if cut else self._buffer), ""
         if self._where is _Where.REASONING:
             return Split(reasoning=rest)
-        return Split(content=rest)
+        return Split(content=rest, origin=((self._fed - len(rest), len(rest)),) if rest else ())
 
     def _before(self) -> bool:
         """Opens reasoning at a leading `<think>`, or decides the output is all content; False

@@ -77,7 +77,7 @@ class ForcedCallsParser:
         the calls' JSON only: no markup around it to drop)."""
         text = "".join(self._text)
         calls = self._calls(text)
-        return Parsed(calls=calls) if calls else Parsed(text)
+        return Parsed(calls=calls) if calls else Parsed(text, origin=((0, len(text)),))
 
     def _calls(self, text: str) -> tuple[ParsedCall, ...]:
         try:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from backends.text_origin import Piece
 from backends.tool_calls.functions import Functions, ToolsLike
 from backends.tool_calls.markers import first_marker, partial_length
 from backends.tool_calls.open_arguments import OpenArguments
@@ -65,6 +66,7 @@ class MarkupParser:
 
     def _drain(self, final: bool, cut: bool = False) -> Parsed:
         content: list[str] = []
+        origin: list[Piece] = []
         calls: list[ParsedCall] = []
         more: list[str] = []  # arguments of a call begun before this text
         while self._buffer:
@@ -77,11 +79,13 @@ class MarkupParser:
             if step is None:
                 if final:  # never lose text, whatever a format leaves undecided
                     content.append(self._buffer)
+                    origin.append((self._offset, len(self._buffer)))
                     self._offset += len(self._buffer)
                     self._buffer = ""
                 break
-            if not (cut and step.unfinished):
-                content.append(step.content)
+            if step.content and not (cut and step.unfinished):
+                content.append(step.content)  # a copy of the front of the buffer
+                origin.append((self._offset, len(step.content)))
             calls.extend(step.calls)
             if step.arguments and calls:
                 last = calls[-1]
@@ -90,7 +94,7 @@ class MarkupParser:
                 more.append(step.arguments)
             self._buffer = self._buffer[step.consumed :]
             self._offset += step.consumed
-        return Parsed("".join(content), tuple(calls), "".join(more))
+        return Parsed("".join(content), tuple(calls), "".join(more), tuple(origin))
 
     def _open_call(
         self, name: str, consumed: int, ends: Sequence[str], enclosed: bool = False

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from backends.text_origin import Origin
 from core.answers import new_call_id
 
 
@@ -22,11 +23,13 @@ class ParsedCall:
 class Parsed:
     """What became known from some more text: content to show, calls begun (their arguments
     so far: all of them, or a start that more `arguments` continue), and `arguments`: more of
-    the arguments of the call begun last before this text (they come before these `calls`)."""
+    the arguments of the call begun last before this text (they come before these `calls`).
+    `origin`: where the content came from in the parser's input (`backends.text_origin`)."""
 
     content: str = ""
     calls: tuple[ParsedCall, ...] = ()
     arguments: str = ""
+    origin: Origin = field(default=(), compare=False)  # where the text was, not what it is
 
 
 class ToolCallParser(Protocol):

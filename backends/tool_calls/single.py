@@ -32,4 +32,4 @@ class FirstCallOnly:
         arguments = parsed.arguments if self._begun == 1 else ""
         calls = parsed.calls[:1] if self._begun == 0 else ()
         self._begun += len(parsed.calls)
-        return Parsed(parsed.content, calls, arguments)
+        return Parsed(parsed.content, calls, arguments, parsed.origin)

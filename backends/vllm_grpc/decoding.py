@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from backends.reasoning.parsed import ReasoningParser
+from backends.text_origin import Piece
 from backends.tool_calls.parsed import Parsed, ToolCallParser
+from backends.vllm_grpc.content_origin import ContentOrigin
 from backends.vllm_grpc.detokenizer import IncrementalDetokenizer
 from backends.vllm_grpc.held_logprobs import HeldLogprobs
 from backends.vllm_grpc.logprobs import (
@@ -21,6 +23,8 @@ from backends.vllm_grpc.logprobs import (
 from backends.vllm_grpc.stop_checker import StopChecker
 from backends.vllm_grpc.tokenizer_store import TokenizerBundle
 from core.answers import ChoiceDelta, Endpoint, Usage
+
+Pieces = list[Piece]  # characters of the output: see `backends.text_origin`
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +49,7 @@ class ChoiceDecoder:
         "_hidden",
         "_loose_space",
         "_offsets",
+        "_origin",
         "_reasoning",
         "_stop",
         "_stopped",
@@ -87,7 +92,11 @@ class ChoiceDecoder:
         # its logprob is shown.
         self._hidden = options.hidden_ids
         self._stop = StopChecker(stops, include_stop_str) if stops else None
-        self._held = HeldLogprobs() if stops else None  # logprobs wait for their text
+        # Logprobs wait for their text: it may yet turn out to be a stop string, thinking or
+        # a call's markup (a chat choice's logprobs are those of its content's tokens).
+        parsed = tools is not None or reasoning is not None
+        self._held = HeldLogprobs() if stops or parsed else None
+        self._origin = ContentOrigin(relayed=tools is not None and reasoning is not None)
         self._stopped = False
         self._token_text = token_text
         self._echo = echo
@@ -127,7 +136,6 @@ class ChoiceDecoder:
         if held is not None:
             assert raw is not None
             held.add(output_logprobs, [len(piece) for piece in raw])
-            logprobs = self._release(held, len(text), ended=self._stopped)
         elif with_logprobs:
             shown = None if len(token_ids) == count else len(token_ids)
             logprobs = format_logprobs(
@@ -136,13 +144,19 @@ class ChoiceDecoder:
         if prompt_logprobs is not None and self._echo and self._endpoint == "completion":
             prompt = format_prompt_logprobs(prompt_logprobs, self._token_text)
             logprobs = joined_logprobs([prompt, logprobs])
+        origin = self._origin.decoded(len(text)) if held is not None else None
         reasoning = ""
         if self._reasoning is not None:
-            reasoning, text = self._separate(self._reasoning, pieces or [text], count)
+            reasoning, text, origin = self._separate(
+                self._reasoning, pieces or [text], count, origin
+            )
         calls = None
         if self._tools is not None:
-            text, calls = self._parsed(self._tools.feed(text))
-            text = self._beside_calls(text, calls, last=False)
+            text, calls, origin = self._parsed(self._tools.feed(text), origin)
+            text, origin = self._beside_calls(text, calls, origin, last=False)
+        if held is not None:
+            assert origin is not None
+            logprobs = self._show(held, origin, ended=self._stopped)
         return ChoiceDelta(
             self.index,
             self._take_echo() + text,
@@ -153,11 +167,15 @@ class ChoiceDecoder:
             reasoning,
         )
 
-    def _separate(self, parser: ReasoningParser, pieces: list[str], count: int) -> tuple[str, str]:
-        """Thinking and answer of some text; a piece decoded while the parser was inside the
-        thinking before and after it counts as thinking (so the markers' tokens do not)."""
+    def _separate(
+        self, parser: ReasoningParser, pieces: list[str], count: int, origin: Pieces | None
+    ) -> tuple[str, str, Pieces | None]:
+        """Thinking and answer of some text (and where the answer came from, when `origin`
+        is followed); a piece decoded while the parser was inside the thinking before and
+        after it counts as thinking (so the markers' tokens do not)."""
         thought: list[str] = []
         answer: list[str] = []
+        answered: list[Piece] = []
         tokens = 1 if len(pieces) > 1 else count
         for piece in pieces:
             thinking = parser.in_reasoning
@@ -168,7 +186,11 @@ class ChoiceDecoder:
                     self.reasoning_tokens += tokens
             thought.append(split.reasoning)
             answer.append(split.content)
-        return "".join(thought), "".join(answer)
+            if origin is not None:
+                answered.extend(split.origin)
+        if origin is not None:
+            origin = self._origin.answered(answered)
+        return "".join(thought), "".join(answer), origin
 
     def finish(self, finish_reason: str) -> ChoiceDelta:
         """The last delta: whatever text was held back, and why the choice ended.
@@ -179,22 +201,31 @@ class ChoiceDecoder:
         text = self._apply_stop(self._detok.flush().rstrip("\ufffd"))
         if self._stop is not None and not self._stopped:
             text += self._stop.finish()
-        logprobs = None
-        if self._held is not None:
-            logprobs = self._release(self._held, len(text), ended=True)
+        held = self._held
+        origin = self._origin.decoded(len(text)) if held is not None else None
         reasoning = ""
         if self._reasoning is not None:
             split = self._reasoning.feed(text)
             last = self._reasoning.finish(cut=finish_reason == "length")
             reasoning, text = split.reasoning + last.reasoning, split.content + last.content
+            if origin is not None:
+                origin = self._origin.answered(split.origin + last.origin)
         calls = None
         if self._tools is not None:
-            text, calls = self._parsed(self._tools.feed(text))
-            rest, more = self._parsed(self._tools.finish(cut=finish_reason == "length"))
+            text, calls, origin = self._parsed(self._tools.feed(text), origin)
+            rest, more, tail = self._parsed(
+                self._tools.finish(cut=finish_reason == "length"), origin
+            )
             text, calls = text + rest, (calls or []) + (more or []) or None
-            text = self._beside_calls(text, calls, last=True)
+            if origin is not None and tail is not None:
+                origin = origin + tail
+            text, origin = self._beside_calls(text, calls, origin, last=True)
             if self._calls and finish_reason == "stop":
                 finish_reason = self._tools.finish_reason
+        logprobs = None
+        if held is not None:
+            assert origin is not None
+            logprobs = self._show(held, origin, ended=True)
         return ChoiceDelta(
             self.index,
             self._take_echo() + text,
@@ -206,33 +237,49 @@ class ChoiceDecoder:
             self._thought,
         )
 
-    def _release(self, held: HeldLogprobs, shown: int, *, ended: bool) -> Any:
-        """The logprobs of the tokens whose text is now all shown (`shown` more characters)."""
-        positions = held.release(shown, ended=ended)
+    def _show(self, held: HeldLogprobs, origin: Pieces, *, ended: bool) -> Any:
+        """The logprobs of the tokens whose text is now all shown, the output's characters
+        in `origin` being shown now."""
+        positions = held.show(origin, ended=ended)
         if positions is None:
             return None
         return format_positions(self._endpoint, *positions, self._token_text, self._offsets)
 
-    def _beside_calls(self, text: str, calls: list[dict[str, Any]] | None, *, last: bool) -> str:
-        """Content as shown once call markup is out. Trailing whitespace is held back until
-        more text follows, and dropped if a call follows it or the answer ends having made
-        calls: the line break before or between calls is not content (vLLM leaves it out),
-        whatever pieces the text arrived in."""
+    def _beside_calls(
+        self,
+        text: str,
+        calls: list[dict[str, Any]] | None,
+        origin: Pieces | None,
+        *,
+        last: bool,
+    ) -> tuple[str, Pieces | None]:
+        """Content as shown once call markup is out (and where it came from, when `origin`
+        is followed). Trailing whitespace is held back until more text follows, and dropped
+        if a call follows it or the answer ends having made calls: the line break before or
+        between calls is not content (vLLM leaves it out), whatever pieces the text arrived
+        in."""
         body = text.rstrip()
         shown = self._loose_space + body if body else ""
         self._loose_space = text[len(body) :] if body else self._loose_space + text
-        if calls or (last and self._calls):
+        drop = bool(calls) or (last and self._calls > 0)
+        if drop:
             self._loose_space = ""
         if last:
             shown, self._loose_space = shown + self._loose_space, ""
-        return shown
+        if origin is not None:
+            origin = self._origin.beside_calls(list(origin), len(body), drop_loose=drop, last=last)
+        return shown, origin
 
-    def _parsed(self, parsed: Parsed) -> tuple[str, list[dict[str, Any]] | None]:
+    def _parsed(
+        self, parsed: Parsed, origin: Pieces | None
+    ) -> tuple[str, list[dict[str, Any]] | None, Pieces | None]:
         """Content, and the calls in OpenAI's delta shape: more arguments of the call begun
         last (its index and the text), then each call begun (index, id, type, name and its
-        arguments so far)."""
+        arguments so far); where the content came from, when `origin` is followed."""
+        if origin is not None:
+            origin = self._origin.parsed(parsed.origin)
         if not parsed.calls and not parsed.arguments:
-            return parsed.content, None
+            return parsed.content, None, origin
         calls: list[dict[str, Any]] = []
         if parsed.arguments:
             calls.append({"index": self._calls - 1, "function": {"arguments": parsed.arguments}})
@@ -246,7 +293,7 @@ class ChoiceDecoder:
                 }
             )
             self._calls += 1
-        return parsed.content, calls
+        return parsed.content, calls, origin
 
     def _apply_stop(self, text: str) -> str:
         if self._stop is None:

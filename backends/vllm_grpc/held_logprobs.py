@@ -1,27 +1,45 @@
-"""The logprobs of a choice with stop strings, held until the text of their tokens is shown.
+"""The logprobs of a chat choice's content tokens (or of a choice's shown text), held until
+the text of their tokens is shown.
 
-vLLM's engine keeps every sampled token, so its own server's logprobs cover the tokens of a
-matched stop string too (it trims only the text). Here a choice's logprobs cover the tokens
-of the text it shows, so that their bytes join into that text and never into a stop string:
-text that may begin a stop string is held back (`StopChecker`), and so are the logprobs of its
-tokens; a token is released once all of its text is shown, and those holding any of a matched
-stop string are dropped with it (one that holds text before it too: the text is then a few
-characters longer than its tokens).
+vLLM's engine keeps every sampled token, and its own server's logprobs list them all: the
+tokens of a matched stop string (it trims only the text), a reasoning model's thinking and the
+markup of its tool calls (its parsers split the text, not the logprobs). Here a choice's
+logprobs cover exactly the tokens whose text it shows as its text (chat: its `content`), so
+that their bytes join into that text: the decoder says which characters of the decoded output
+went there (`show`), in order, and a token is released once all of its characters have; a
+token any of whose characters went elsewhere (a stop string, the thinking, a call's markup,
+newlines a parser dropped) is dropped, one that straddles the boundary included (the text is
+then a few characters longer than its tokens, as where a token holds both text and the start
+of a stop string). A token that decoded to nothing (the first bytes of a character another
+token completes) shares the fate of the character that follows it.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterable, Sequence
 from typing import Any
+
+from backends.text_origin import Piece
 
 Positions = tuple[list[int], list[float], list[Any]]  # token ids, logprobs, top alternatives
 
 
 class HeldLogprobs:
-    """Logprob positions not shown yet, each with where its token's text ends."""
+    """Logprob positions not decided yet, each with the characters its token decoded to."""
 
-    __slots__ = ("_ended", "_ends", "_fed", "_ids", "_shown", "_tops", "_values")
+    __slots__ = (
+        "_ended",
+        "_ends",
+        "_fed",
+        "_first",
+        "_ids",
+        "_reach",
+        "_shown",
+        "_spans",
+        "_tops",
+        "_values",
+    )
 
     def __init__(self) -> None:
         self._ids: list[int] = []
@@ -29,7 +47,10 @@ class HeldLogprobs:
         self._tops: list[Any] = []
         self._ends: list[int] = []  # characters decoded up to the end of each held token
         self._fed = 0  # characters the tokens so far decoded to
-        self._shown = 0  # characters of those that were shown
+        self._first = 0  # where the first held token's characters start
+        self._spans: deque[list[int]] = deque()  # shown characters: [start, end), merged
+        self._reach = 0  # the end of the last shown character: nothing before it will be
+        self._shown = 0  # characters shown by `release`
         self._ended = False
 
     def add(self, output_logprobs: Any, lengths: Sequence[int]) -> None:
@@ -47,15 +68,54 @@ class HeldLogprobs:
             self._ends.append(self._fed)
 
     def release(self, shown: int, *, ended: bool) -> Positions | None:
-        """The positions whose text is all shown once `shown` more characters are; `ended`:
-        no more text will be (a stop string matched, or the choice finished), so the others
-        are dropped, and so is any position added later."""
+        """As `show`, for a choice whose text is the output as decoded but for its end (a stop
+        string): `shown` more characters of it are shown."""
+        start = self._shown
         self._shown += shown
-        count = bisect_right(self._ends, self._shown)
-        taken = (self._ids[:count], self._values[:count], self._tops[:count]) if count else None
+        return self.show(((start, shown),), ended=ended)
+
+    def show(self, pieces: Iterable[Piece], *, ended: bool) -> Positions | None:
+        """The positions decided to be shown once the output's characters in `pieces`
+        (`(start, length)`, after those shown before) are; `ended`: no more will be (a stop
+        string matched, or the choice finished), so every other position is dropped, and so
+        is any added later."""
+        spans = self._spans
+        for start, length in pieces:
+            if length <= 0:
+                continue
+            end = start + length
+            if spans and spans[-1][1] == start:
+                spans[-1][1] = end
+            else:
+                spans.append([start, end])
+            self._reach = end
+        taken = self._decide(ended)
         if ended:
             self._ended = True
-            count = len(self._ids)
-        if count:
-            del self._ids[:count], self._values[:count], self._tops[:count], self._ends[:count]
+            del self._ids[:], self._values[:], self._tops[:], self._ends[:]
+            spans.clear()
         return taken
+
+    def _decide(self, ended: bool) -> Positions | None:
+        """Takes the decided positions off the front; returns those that are shown."""
+        spans, ends = self._spans, self._ends
+        ids: list[int] = []
+        values: list[float] = []
+        tops: list[Any] = []
+        start, count = self._first, 0
+        for end in ends:
+            last = end if end > start else start + 1  # an empty token: the next character
+            if last > self._reach and not ended:
+                break
+            while spans and spans[0][1] <= start:
+                spans.popleft()
+            if spans and spans[0][0] <= start and last <= spans[0][1]:
+                ids.append(self._ids[count])
+                values.append(self._values[count])
+                tops.append(self._tops[count])
+            count += 1
+            start = end
+        if count:
+            del self._ids[:count], self._values[:count], self._tops[:count], ends[:count]
+            self._first = start
+        return (ids, values, tops) if ids else None

@@ -23,7 +23,7 @@ import orjson
 
 from core.answers import ChoiceDelta, StreamChunk, Usage
 from core.errors import GatewayError
-from gateway.responses.objects import ResponseShell, output_text, status_of
+from gateway.responses.objects import ResponseShell, content_logprobs, output_text, status_of
 
 # Stores the final response object (`store: true`); says whether it was stored.
 Keep = Callable[[dict[str, Any]], Awaitable[bool]]
@@ -68,6 +68,7 @@ class ResponseEvents:
         "_keep",
         "_last_call",
         "_live",
+        "_logprobs",
         "_output",
         "_parts",
         "_sequence",
@@ -84,6 +85,7 @@ class ResponseEvents:
         self._output: list[dict[str, Any]] = []  # every item so far, in order, open or done
         self._item: int | None = None  # where the open reasoning or message item is
         self._parts: list[str] = []  # its text so far
+        self._logprobs: list[Any] = []  # a message's tokens' logprobs so far (if asked for)
         # Calls not done yet by their chat `index`, in the order they started. A pass-through
         # backend may interleave two calls' fragments; each goes to its own.
         self._calls: dict[int, _OpenCall] = {}
@@ -147,7 +149,11 @@ class ResponseEvents:
             if self._kind() != "message":
                 item = self._shell.message_item("", "in_progress", self._next("message"))
                 self._open_text(item, events)
-            self._text_delta("response.output_text.delta", delta.text, events, logprobs=[])
+            # A delta's logprobs are its text's (a pass-through backend's thinking or call
+            # deltas may carry their own tokens': they are no message's).
+            logprobs = content_logprobs(delta.logprobs)
+            self._logprobs.extend(logprobs)
+            self._text_delta("response.output_text.delta", delta.text, events, logprobs=logprobs)
         for call in delta.tool_calls or ():
             self._call(call, events)
         if delta.finish_reason is not None:
@@ -263,7 +269,9 @@ class ResponseEvents:
         text = "".join(self._parts)
         if self._kind() == "message":
             events.append(
-                self._event("response.output_text.done", self._at(text=text, logprobs=[]))
+                self._event(
+                    "response.output_text.done", self._at(text=text, logprobs=self._logprobs)
+                )
             )
             status = "incomplete" if status_of(self._finish)[0] == "incomplete" else "completed"
         else:
@@ -273,11 +281,12 @@ class ResponseEvents:
         self._done(position, self._text_item(status), events)
         self._item = None
         self._parts = []
+        self._logprobs = []
 
     def _part(self, text: str) -> dict[str, Any]:
         """The open item's content part holding `text`."""
         if self._kind() == "message":
-            return output_text(text)
+            return output_text(text, self._logprobs)
         return {"type": "reasoning_text", "text": text}
 
     def _text_item(self, status: str) -> dict[str, Any]:
@@ -285,7 +294,8 @@ class ResponseEvents:
         assert self._item is not None
         item, text = self._output[self._item], "".join(self._parts)
         if item["type"] == "message":
-            return {**self._shell.message_item(text, status), "id": item["id"]}
+            message = self._shell.message_item(text, status, logprobs=self._logprobs)
+            return {**message, "id": item["id"]}
         return {**self._shell.reasoning_item(text), "id": item["id"], "status": status}
 
     def _so_far(self) -> list[dict[str, Any]]:

@@ -85,7 +85,11 @@ class ResponseShell:
         }
 
     def message_item(
-        self, text: str, status: str = "completed", ordinal: int = 0
+        self,
+        text: str,
+        status: str = "completed",
+        ordinal: int = 0,
+        logprobs: list[Any] | None = None,
     ) -> dict[str, Any]:
         """`status` in_progress (no content yet), completed, or incomplete (cut short)."""
         return {
@@ -93,7 +97,7 @@ class ResponseShell:
             "id": self.message_id(ordinal),
             "status": status,
             "role": "assistant",
-            "content": [] if status == "in_progress" else [output_text(text)],
+            "content": [] if status == "in_progress" else [output_text(text, logprobs)],
         }
 
     def call_item(
@@ -117,7 +121,9 @@ class ResponseShell:
         if choice.text or not (choice.tool_calls or cut):
             # Cut before any text, there is no message (as at OpenAI): an empty one would
             # read as the answer.
-            items.append(self.message_item(choice.text, "incomplete" if cut else "completed"))
+            status = "incomplete" if cut else "completed"
+            logprobs = content_logprobs(choice.logprobs)
+            items.append(self.message_item(choice.text, status, logprobs=logprobs))
         for i, call in enumerate((choice.tool_calls or [])[: self.request.max_tool_calls]):
             function = call.get("function") or {}
             items.append(
@@ -152,8 +158,18 @@ def status_of(finish_reason: str | None) -> tuple[str, str | None]:
     return "completed", None
 
 
-def output_text(text: str) -> dict[str, Any]:
-    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+def output_text(text: str, logprobs: list[Any] | None = None) -> dict[str, Any]:
+    """An `output_text` part; `logprobs` are its tokens' (chat's `logprobs.content` entries,
+    which hold every field of OpenAI's Responses `Logprob`), none unless asked for."""
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": logprobs or []}
+
+
+def content_logprobs(logprobs: Any) -> list[Any]:
+    """The entries of chat logprobs (`{"content": [...]}`), or none."""
+    if not isinstance(logprobs, dict):
+        return []
+    content = logprobs.get("content")
+    return content if isinstance(content, list) else []
 
 
 def usage_object(usage: Usage) -> dict[str, Any]:

@@ -64,6 +64,9 @@ def chat_request(
         "verbosity": request.text.verbosity if request.text else None,
     }
     body.update({key: value for key, value in optional.items() if value is not None})
+    if request.logprobs:
+        body["logprobs"] = True
+        body["top_logprobs"] = request.top_logprobs or 0
     if request.tools:
         body["tools"] = [_chat_tool(tool) for tool in request.tools]
     if request.tool_choice is not None:

@@ -223,3 +223,12 @@ def test_shared_canonical_form_gives_same_results_and_is_not_modified() -> None:
     assert exact_key(body, CTX, form) == exact_key(body, CTX)
     assert semantic_query(body, CTX, form) == semantic_query(body, CTX)
     assert orjson.dumps(form) == snapshot
+
+
+def test_logprobs_keys_are_those_of_content_logprobs() -> None:
+    """A chat request with logprobs is keyed as one whose logprobs cover the content alone,
+    so an entry whose logprobs held a reasoning model's thinking is never served again; the
+    keys of requests without logprobs did not change."""
+    asked = canonical(_chat(logprobs=True, top_logprobs=2))
+    assert asked["logprobs_of"] == "content"
+    assert "logprobs_of" not in canonical(_chat())

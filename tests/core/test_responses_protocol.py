@@ -98,3 +98,22 @@ def test_max_tool_calls_is_a_positive_integer(value: Any) -> None:
     with pytest.raises(InvalidRequest) as caught:
         _parse(max_tool_calls=value)
     assert caught.value.param == "max_tool_calls"
+
+
+@pytest.mark.parametrize("value", [-1, 21])
+def test_top_logprobs_is_0_to_20(value: int) -> None:
+    """`top_logprobs` out of OpenAI's range is a 400 naming it."""
+    with pytest.raises(InvalidRequest) as caught:
+        _parse(top_logprobs=value)
+    assert caught.value.param == "top_logprobs"
+
+
+def test_output_text_logprobs_are_the_one_thing_to_include() -> None:
+    """`message.output_text.logprobs` asks for logprobs; anything else in `include` is a 400
+    naming its place."""
+    request = _parse(include=["message.output_text.logprobs"], top_logprobs=20)
+    assert request.logprobs and request.top_logprobs == 20
+    assert not _parse(top_logprobs=2).logprobs
+    with pytest.raises(InvalidRequest) as caught:
+        _parse(include=["message.output_text.logprobs", "reasoning.encrypted_content"])
+    assert caught.value.param == "include[1]"

@@ -20,6 +20,7 @@ SETTINGS = {
         verbosity="low",
         extra_args={"prompt_cache_key": "weather", "safety_identifier": "u1"},
     ),
+    "top_logprobs": ModelSettings(top_logprobs=2),
 }
 
 
@@ -27,7 +28,8 @@ SETTINGS = {
 @pytest.mark.parametrize("api", ["responses", "chat_completions"])
 async def test_an_agent_calls_its_tool_and_finishes(stack: Stack, api: str, settings: str) -> None:
     """The tool runs once with the arguments the model chose, and the run ends with text;
-    the settings an agent may carry (effort, store, verbosity, hints) work over both APIs."""
+    the settings an agent may carry (effort, store, verbosity, hints, logprobs) work over
+    both APIs."""
     seen: list[str] = []
 
     @function_tool

@@ -192,3 +192,65 @@ async def test_an_answer_cut_while_thinking_has_null_content(thinking: Stack) ->
     )
     contents = [c.choices[0].delta.content async for c in chunks if c.choices]
     assert not any(contents)
+
+
+def _joined(logprobs: Any) -> str:
+    """The text the tokens of some logprobs add up to."""
+    return bytes(
+        b for entry in logprobs or () for b in getattr(entry, "bytes", None) or ()
+    ).decode()
+
+
+@pytest.mark.parametrize("tools", [False, True])
+async def test_chat_logprobs_are_the_contents_tokens(thinking: Stack, tools: bool) -> None:
+    """Neither the thinking's tokens nor a call's markup have logprobs: the tokens add up to
+    the content, whole and streamed, each chunk's to its own text."""
+    client = _client(thinking)
+    ask: list[ChatCompletionMessageParam] = [{"role": "user", "content": "Weather in Paris?"}]
+    extra: dict[str, Any] = {"tools": [WEATHER]} if tools else {}
+    whole = await client.chat.completions.create(
+        model="sim", messages=ask, seed=4, logprobs=True, top_logprobs=2, **extra
+    )
+    choice = whole.choices[0]
+    assert _reasoning(choice.message) and bool(choice.message.tool_calls) == tools
+    assert choice.logprobs is not None
+    assert _joined(choice.logprobs.content) == (choice.message.content or "")
+    stream = await client.chat.completions.create(
+        model="sim", messages=ask, seed=4, logprobs=True, top_logprobs=2, stream=True, **extra
+    )
+    content = ""
+    async for chunk in stream:
+        if not chunk.choices:
+            continue
+        delta, logprobs = chunk.choices[0].delta, chunk.choices[0].logprobs
+        assert _joined(logprobs.content if logprobs else None) == (delta.content or "")
+        content += delta.content or ""
+    assert content == (choice.message.content or "")
+
+
+async def test_the_responses_api_shows_the_output_texts_logprobs(thinking: Stack) -> None:
+    """With `include` and `top_logprobs`, the official client reads each text delta's logprobs
+    and the output text's, those of the message's tokens alone (not the thinking's), with
+    `top_logprobs` alternatives each; without `include` there are none."""
+    client = _client(thinking)
+    asked: dict[str, Any] = {"include": ["message.output_text.logprobs"], "top_logprobs": 2}
+    whole = await client.responses.create(model="sim", input="Why?", **asked)
+    (message,) = [item for item in whole.output if item.type == "message"]
+    part = message.content[0]
+    assert part.type == "output_text" and part.text and part.logprobs
+    assert _joined(part.logprobs) == part.text
+    assert all(len(lp.top_logprobs) == 2 for lp in part.logprobs)
+    stream = await client.responses.create(model="sim", input="Why?", stream=True, **asked)
+    streamed: list[Any] = []
+    text = ""
+    async for event in stream:
+        if event.type == "response.output_text.delta":
+            assert [lp.token for lp in event.logprobs] and event.delta
+            streamed.extend(event.logprobs)
+            text += event.delta
+        elif event.type == "response.output_text.done":
+            assert [lp.token for lp in event.logprobs] == [lp.token for lp in streamed]
+    assert _joined(streamed) == text  # the events carry chat's `bytes` too
+    plain = await client.responses.create(model="sim", input="Why?")
+    (message,) = [item for item in plain.output if item.type == "message"]
+    assert message.content[0].type == "output_text" and message.content[0].logprobs == []

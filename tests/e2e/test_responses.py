@@ -294,3 +294,54 @@ def _error(exc: openai.APIStatusError) -> dict[str, Any]:
     assert isinstance(body, dict)
     error: dict[str, Any] = body.get("error", body)
     return error
+
+
+def _output_text(output: Any) -> Any:
+    """The `output_text` part of a response's message."""
+    (message,) = [item for item in output if item.type == "message"]
+    part = message.content[0]
+    assert part.type == "output_text"
+    return part
+
+
+def _joined(logprobs: Any) -> str:
+    """The text the tokens of some logprobs add up to."""
+    return bytes(b for entry in logprobs for b in getattr(entry, "bytes", None) or ()).decode()
+
+
+@pytest.mark.parametrize("model", ["sim", "mock"])
+async def test_logprobs_are_shown_when_included_and_cached_apart(stack: Stack, model: str) -> None:
+    """`include` output text logprobs with `top_logprobs`: the output text holds its tokens'
+    logprobs, whole and streamed, over gRPC and over HTTP; the same request answered from the
+    exact cache shows them too, and one without them is its own entry, without logprobs."""
+    client = _client(stack)
+    asked: Any = {"model": model, "input": "logprobs please", "temperature": 0}
+    included = {**asked, "include": ["message.output_text.logprobs"], "top_logprobs": 1}
+    caches: list[str] = []
+    for _ in range(2):
+        raw = await client.responses.with_raw_response.create(**included)
+        caches.append(raw.headers["x-cache"])
+        part = _output_text(raw.parse().output)
+        assert part.logprobs
+        assert all(len(lp.top_logprobs) == 1 for lp in part.logprobs)
+        if model == "sim":  # over gRPC a token's bytes are its own: they join into the text
+            assert _joined(part.logprobs) == part.text
+    assert caches[-1] == "hit-exact"
+    async with client.responses.stream(**included) as stream:
+        deltas = [event async for event in stream if event.type == "response.output_text.delta"]
+        final = await stream.get_final_response()
+    assert all(event.logprobs for event in deltas)
+    part = _output_text(final.output)
+    assert [lp.token for lp in part.logprobs or ()] == [
+        lp.token for event in deltas for lp in event.logprobs
+    ]
+    raw = await client.responses.with_raw_response.create(**asked)
+    assert raw.headers["x-cache"] != "hit-exact"
+    assert _output_text(raw.parse().output).logprobs == []
+
+
+async def test_top_logprobs_out_of_range_is_a_400(stack: Stack) -> None:
+    """`top_logprobs` above 20 is refused naming it, as OpenAI refuses it."""
+    with pytest.raises(openai.BadRequestError) as refused:
+        await _client(stack).responses.create(model="sim", input="x", top_logprobs=21)
+    assert refused.value.body["param"] == "top_logprobs"  # type: ignore[index]

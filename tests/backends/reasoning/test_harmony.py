@@ -23,6 +23,7 @@ from backends.reasoning.harmony import (
     Header,
 )
 from backends.reasoning.parsed import Split
+from tests.backends.origins import copied
 from tests.backends.reasoning.harmony_samples import SAMPLES
 
 THINK = "<|channel|>analysis<|message|>"  # the first message, thinking
@@ -264,3 +265,18 @@ def test_a_cut_drops_a_marker_begun(output: str, reasoning: str, content: str) -
         splits = [parser.feed(piece) for piece in pieces] + [parser.finish(cut=True)]
         got = Split("".join(s.reasoning for s in splits), "".join(s.content for s in splits))
         assert got == Split(reasoning, content)
+
+
+@given(st.sampled_from(CASES), st.lists(st.integers(0, 400), max_size=10))
+def test_content_is_the_outputs_text_or_what_the_parser_wrote(
+    case: tuple[str, str, str], cuts: list[int]
+) -> None:
+    """Each piece of content comes with where it stands in the output; the only text the
+    parser writes itself is the newline joining two messages and the `<|start|>assistant` a
+    passed-on call gets back, so the answer's tokens can be told from the markers'."""
+    output = case[0]
+    parser = HarmonyParser()
+    splits = [parser.feed(piece) for piece in _pieces(output, cuts)]
+    splits.append(parser.finish())
+    content = "".join(s.content for s in splits)
+    copied(output, content, [p for s in splits for p in s.origin], {"\n", START, PASSED})

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from backends.reasoning.parsed import Split
 from backends.reasoning.think import CLOSE, DEEPSEEK_R1, OPEN, QWEN3, ThinkParser
+from tests.backends.origins import copied
 
 R1, R1_OPEN = (DEEPSEEK_R1, False), (DEEPSEEK_R1, True)
 Q3, Q3_OPEN = (QWEN3, False), (QWEN3, True)
@@ -185,3 +186,26 @@ def test_a_cut_drops_a_marker_begun(
         splits = [parser.feed(piece) for piece in pieces] + [parser.finish(cut=True)]
         got = Split("".join(s.reasoning for s in splits), "".join(s.content for s in splits))
         assert got == Split(reasoning, content)
+
+
+@pytest.mark.parametrize("starts_inside", [False, True])
+@given(st.text(alphabet="ab\n<>/thinkg", max_size=30), st.lists(st.integers(0, 40), max_size=6))
+def test_content_is_a_copy_of_the_output_where_it_says(
+    starts_inside: bool, output: str, cuts: list[int]
+) -> None:
+    """Each piece of content comes with where it stands in the output: the answer's text is
+    the output's own, so its tokens can be told from the thinking's and the markers'."""
+    parser = ThinkParser(QWEN3, starts_inside=starts_inside)
+    bounds = [0, *sorted(min(c, len(output)) for c in cuts), len(output)]
+    splits = [parser.feed(output[a:b]) for a, b in itertools.pairwise(bounds)]
+    splits.append(parser.finish())
+    content = "".join(s.content for s in splits)
+    copied(output, content, [p for s in splits for p in s.origin], written=set())
+
+
+def test_the_answer_after_the_thinking_starts_after_its_newlines() -> None:
+    """`<think>\\nabc\\n</think>\\n\\nAnswer`: the answer is the output's last six characters."""
+    output = "<think>\nabc\n</think>\n\nAnswer"
+    parser = ThinkParser(QWEN3, starts_inside=False)
+    split = parser.feed(output)
+    assert split.content == "Answer" and split.origin == ((len(output) - 6, 6),)

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from backends.tool_calls.choice import PARSERS
+from tests.backends.origins import copied
 from tests.backends.tool_calls.helpers import TOOLS, cut, parse_pieces
 
 FRAGMENTS = [
@@ -46,3 +47,19 @@ def test_any_text_gives_one_result_however_split(name: str, data: st.DataObject)
     assert parse_pieces(PARSERS[name](TOOLS), list(text)) == whole
     if not whole[1]:
         assert whole[0] == text
+
+
+@pytest.mark.parametrize("name", sorted(PARSERS))
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_content_is_a_copy_of_the_text_where_it_says(name: str, data: st.DataObject) -> None:
+    """Every piece of content comes with where it stands in the text (never written by the
+    parser), so that a call's markup tokens can be told from the content's."""
+    text = "".join(data.draw(st.lists(st.sampled_from(FRAGMENTS), max_size=25)))
+    points = data.draw(st.lists(st.integers(min_value=0), max_size=10))
+    cut_short = data.draw(st.booleans())
+    parser = PARSERS[name](TOOLS)
+    results = [parser.feed(piece) for piece in cut(text, points)]
+    results.append(parser.finish(cut=cut_short))
+    content = "".join(r.content for r in results)
+    copied(text, content, [p for r in results for p in r.origin], written=set())

@@ -4,6 +4,8 @@ are parsed from the answer alone."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from backends.reasoning.think import ThinkParser
@@ -89,3 +91,51 @@ def test_a_cut_inside_a_marker_shows_none_of_it(bundle: TokenizerBundle) -> None
         reasoning, content, thought = _cut(bundle, tokens)
         assert "<" not in reasoning and not content.startswith("<"), tokens
         assert thought == (tokens >= opened), tokens
+
+
+def _content_logprobs(bundle: TokenizerBundle, output: str, step: int, tools: bool) -> list[str]:
+    """The text of the logprobs of each delta of `output` fed `step` ids at a time, and then
+    the whole content, last."""
+    options = DecodeOptions(
+        skip_special_tokens=True, spaces_between_special_tokens=True, prompt_ids=[]
+    )
+    decoder = ResponseDecoder(
+        bundle, "chat", n=1, stops=[], include_stop_str=False, options=options, echo="",
+        token_text=TokenTexts(bundle.tokenizer),
+        tools=(lambda: HermesParser(["get_weather"])) if tools else lambda: None,
+        reasoning=lambda: ThinkParser("qwen3", starts_inside=False),
+    )  # fmt: skip
+    choice = decoder.choices[0]
+    ids = bundle.encode(output, add_special_tokens=False)
+    logprobs = SimpleNamespace(token_ids=ids, token_logprobs=[-0.5] * len(ids), top_logprobs=[])
+    deltas = [
+        choice.feed(
+            ids[i : i + step],
+            SimpleNamespace(
+                token_ids=ids[i : i + step],
+                token_logprobs=logprobs.token_logprobs[i : i + step],
+                top_logprobs=[],
+            ),
+        )
+        for i in range(0, len(ids), step)
+    ]
+    deltas.append(choice.finish("stop"))
+    shown = [
+        bytes(b for entry in (d.logprobs or {"content": []})["content"] for b in entry["bytes"])
+        for d in deltas
+    ]
+    assert all(d.logprobs is None or d.text for d in deltas)  # logprobs come with their text
+    return [piece.decode() for piece in shown] + ["".join(d.text for d in deltas)]
+
+
+@pytest.mark.parametrize("step", [1, 3, 10_000])
+@pytest.mark.parametrize("tools", [False, True])
+def test_logprobs_are_the_contents_tokens_alone(
+    bundle: TokenizerBundle, step: int, tools: bool
+) -> None:
+    """Neither the thinking's tokens nor the markers' nor the call's markup have logprobs:
+    the tokens' bytes join into the content, whatever the ids per message."""
+    *shown, content = _content_logprobs(bundle, OUTPUT, step, tools)
+    assert "".join(shown) == content
+    expected = "Let me check." if tools else OUTPUT[OUTPUT.index("Let") :]
+    assert content == expected

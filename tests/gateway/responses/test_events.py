@@ -443,3 +443,49 @@ async def test_max_tool_calls_caps_the_calls_a_response_holds(whole_calls: bool)
     assert streamed == shell.output(Choice(0, "", "tool_calls", None, calls))
     assert [item["arguments"] for item in streamed] == ['{"n":0}', '{"n":1}']
     assert parsed[-1]["response"]["max_tool_calls"] == 2
+
+
+def _entry(token: str, logprob: float = -0.5) -> dict[str, Any]:
+    """One token's chat logprob entry, with an alternative."""
+    raw = list(token.encode())
+    alternative = {"token": token.upper(), "logprob": -2.0, "bytes": list(token.upper().encode())}
+    return {"token": token, "logprob": logprob, "bytes": raw, "top_logprobs": [alternative]}
+
+
+async def test_text_deltas_carry_their_tokens_logprobs() -> None:
+    """Each `output_text.delta` holds its text's logprobs; the done event, the part and the
+    final response hold them all, in the shapes the official client reads; a thinking delta's
+    logprobs (a pass-through backend's) are no message's."""
+    events = ResponseEvents(SHELL)
+    raw = events.render(
+        StreamChunk([ChoiceDelta(0, reasoning="Hm", logprobs={"content": [_entry("Hm")]})])
+    )
+    raw += events.render(StreamChunk([ChoiceDelta(0, "Hi", logprobs={"content": [_entry("Hi")]})]))
+    raw += events.render(
+        StreamChunk([ChoiceDelta(0, " there", logprobs={"content": [_entry(" there")]})])
+    )
+    raw += events.render(StreamChunk([ChoiceDelta(0, finish_reason="stop")], Usage(1, 3)))
+    raw += await events.close()
+    adapter: TypeAdapter[ResponseStreamEvent] = TypeAdapter(ResponseStreamEvent)
+    parsed = [adapter.validate_python(e) for e in _events(raw)]
+    deltas = [e for e in parsed if e.type == "response.output_text.delta"]
+    assert [[lp.token for lp in e.logprobs] for e in deltas] == [["Hi"], [" there"]]
+    assert deltas[0].logprobs[0].top_logprobs is not None
+    assert deltas[0].logprobs[0].top_logprobs[0].token == "HI"
+    (done,) = [e for e in parsed if e.type == "response.output_text.done"]
+    assert [lp.token for lp in done.logprobs] == ["Hi", " there"]
+    final = parsed[-1]
+    assert final.type == "response.completed"
+    message = final.response.output[-1]
+    assert message.type == "message" and message.content[0].type == "output_text"
+    logprobs = message.content[0].logprobs
+    assert logprobs is not None and [lp.token for lp in logprobs] == ["Hi", " there"]
+    assert bytes(b for lp in logprobs for b in lp.bytes).decode() == "Hi there"
+
+
+def test_a_whole_answers_text_holds_its_logprobs() -> None:
+    """The whole response's `output_text` holds the choice's content logprobs."""
+    choice = Choice(0, "Hi", "stop", {"content": [_entry("Hi")]}, reasoning="Hm")
+    output = SHELL.output(choice)
+    assert output[-1]["content"][0]["logprobs"] == [_entry("Hi")]
+    assert SHELL.output(Choice(0, "Hi", "stop"))[-1]["content"][0]["logprobs"] == []

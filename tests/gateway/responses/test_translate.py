@@ -272,3 +272,18 @@ def test_answered_and_cut_calls_need_no_output_now() -> None:
     chat, _ = chat_request(request, history, input_items(request))
     assert [m.role for m in chat.messages] == ["user", "assistant", "tool", "user"]
     assert chat.messages[-1].content == "And tomorrow?"
+
+
+def test_logprobs_are_asked_of_chat_when_included() -> None:
+    """`include` output text logprobs asks chat for logprobs with `top_logprobs`
+    alternatives (none unless said); `top_logprobs` alone asks for none."""
+    included = ["message.output_text.logprobs"]
+    cases: list[tuple[dict[str, Any], tuple[bool | None, int | None]]] = [
+        ({"include": included, "top_logprobs": 3}, (True, 3)),
+        ({"include": included}, (True, 0)),
+        ({"top_logprobs": 3}, (False, None)),
+    ]
+    for fields, expected in cases:
+        request = ResponsesRequest.model_validate({"model": "m", "input": "x", **fields})
+        chat = chat_request(request, [], input_items(request))[0]
+        assert (chat.logprobs, chat.top_logprobs) == expected
