@@ -175,9 +175,9 @@ def check_embedded_standin(env: Mapping[str, str]) -> None:
     """GATEWAY_BACKENDS=embedded: the stand-in's own variables that would stop it in each
     worker (its tokenizer's cache directory, its `GATEWAY_SIM_*` knobs) are a SettingsError
     here, at startup."""
-    from standin.vllm.tokenizer_files import default_cache_root
+    from standin.vllm.tokenizer_files import CACHE_DIR_VARIABLE, default_cache_root
 
-    check_writable_dir("GATEWAY_SIM_CACHE_DIR", default_cache_root(env))
+    check_writable_dir(CACHE_DIR_VARIABLE, default_cache_root(env))
     embedded_standin_config(env)
 
 

@@ -225,10 +225,13 @@ def write_tokenizer_dir(directory: Path, thinking: bool = False, harmony: bool =
     return directory
 
 
+CACHE_DIR_VARIABLE = "GATEWAY_SIM_CACHE_DIR"
+
+
 def default_cache_root(env: Mapping[str, str]) -> Path:
     """`GATEWAY_SIM_CACHE_DIR`, else `$TMPDIR/llm-gateway-sim`; a path that cannot be a
     directory (an existing file, say) is a SettingsError naming the variable."""
-    return env_dir(env, "GATEWAY_SIM_CACHE_DIR", Path(tempfile.gettempdir()) / "llm-gateway-sim")
+    return env_dir(env, CACHE_DIR_VARIABLE, Path(tempfile.gettempdir()) / "llm-gateway-sim")
 
 
 def tokenizer_dir(
