@@ -30,7 +30,9 @@ class DecodeOptions:
     skip_special_tokens: bool
     spaces_between_special_tokens: bool
     prompt_ids: Sequence[int]
-    hidden_ids: frozenset[int] = frozenset()  # end-of-sequence ids, shown as nothing
+    # The tokens the engine stops on (EOS, `stop_token_ids`) whose text is not shown.
+    hidden_ids: frozenset[int] = frozenset()
+    min_tokens: int = 0  # no stop string or stop token ends the answer within these tokens
 
 
 class ChoiceDecoder:
@@ -44,6 +46,7 @@ class ChoiceDecoder:
         "_held",
         "_hidden",
         "_loose_space",
+        "_min_tokens",
         "_offsets",
         "_reasoning",
         "_stop",
@@ -83,9 +86,8 @@ class ChoiceDecoder:
             prompt_ids=options.prompt_ids,
             added_tokens=bundle.added_tokens,
         )
-        # The EOS the engine stopped on: neither its text (where special tokens are kept) nor
-        # its logprob is shown.
         self._hidden = options.hidden_ids
+        self._min_tokens = options.min_tokens
         self._stop = StopChecker(stops, include_stop_str) if stops else None
         self._held = HeldLogprobs() if stops else None  # logprobs wait for their text
         self._stopped = False
@@ -101,28 +103,37 @@ class ChoiceDecoder:
         """Decode new tokens into a delta (possibly with empty text); `prompt_logprobs` come
         with the first delta of a completion that echoes its prompt."""
         count = len(token_ids)
+        # This chunk's tokens among the first `min_tokens`: no stop string ends in their text.
+        unchecked = min(count, max(0, self._min_tokens - self.completion_tokens))
         self.completion_tokens += count
-        if self._hidden and count and token_ids[-1] in self._hidden:
-            # The engine stopped on it (the last id of its output): neither its text nor its
-            # logprob is shown.
+        hid = (
+            count > 0
+            and token_ids[-1] in self._hidden
+            and self.completion_tokens >= self._min_tokens
+        )
+        if hid:
+            # The engine stopped on it (a stop token ends its output): like vLLM, its text is
+            # not shown unless `include_stop_str_in_output`; its logprob is.
             token_ids = token_ids[:-1]
         with_logprobs = output_logprobs is not None and len(output_logprobs.token_ids) > 0
         held = self._held if with_logprobs else None
         pieces = raw = None
-        if len(token_ids) > 1 and (self._reasoning is not None or held is not None):
-            # Token by token, so that each token counts as thinking or as answer, and each
-            # token's logprob waits for its own text.
+        split = 0 < unchecked < len(token_ids)
+        if len(token_ids) > 1 and (self._reasoning is not None or held is not None or split):
+            # Token by token, so that each token counts as thinking or as answer, each
+            # token's logprob waits for its own text, and the first `min_tokens` end no match.
             raw = [self._detok.feed([token_id]) for token_id in token_ids]
             if self._reasoning is not None:
-                pieces = [self._apply_stop(piece) for piece in raw]
+                pieces = [self._apply_stop(piece, i >= unchecked) for i, piece in enumerate(raw)]
                 text = "".join(pieces)
             else:
-                text = self._apply_stop("".join(raw))
+                text = self._apply_stop("".join(raw[:unchecked]), False)
+                text += self._apply_stop("".join(raw[unchecked:]))
         else:
             text = self._detok.feed(token_ids) if token_ids else ""
             if held is not None:
                 raw = [text] if token_ids else []
-            text = self._apply_stop(text)
+            text = self._apply_stop(text, unchecked == 0)
         logprobs = None
         if held is not None:
             assert raw is not None
@@ -248,12 +259,12 @@ class ChoiceDecoder:
             self._calls += 1
         return parsed.content, calls
 
-    def _apply_stop(self, text: str) -> str:
+    def _apply_stop(self, text: str, check: bool = True) -> str:
         if self._stop is None:
             return text
         if self._stopped:
             return ""
-        visible, matched = self._stop.feed(text)
+        visible, matched = self._stop.feed(text, check=check)
         if matched:
             self._stopped = True
         return visible

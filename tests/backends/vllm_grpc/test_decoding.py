@@ -25,12 +25,16 @@ def _decoder(
     endpoint: Endpoint = "chat",
     stops: list[str] | None = None,
     include_stop_str: bool = False,
+    *,
+    hidden_ids: frozenset[int] | None = None,
+    min_tokens: int = 0,
 ) -> ChoiceDecoder:
     options = DecodeOptions(
         skip_special_tokens=True,
         spaces_between_special_tokens=True,
         prompt_ids=bundle.tokenizer.encode("Say it:", add_special_tokens=False).ids,
-        hidden_ids=frozenset(bundle.eos_token_ids),
+        hidden_ids=frozenset(bundle.eos_token_ids) if hidden_ids is None else hidden_ids,
+        min_tokens=min_tokens,
     )
     return ChoiceDecoder(
         0,
@@ -123,3 +127,41 @@ def test_a_stop_string_kept_in_the_text_keeps_its_logprobs(bundle: TokenizerBund
     )
     assert "".join(delta.text for delta in deltas) == "The quick"
     assert _shown("chat", joined_logprobs([delta.logprobs for delta in deltas])) == "The quick"
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize(
+    ("stops", "text"),
+    [
+        (["quick"], "The quick brown fox"),  # ends in the 3rd token: within min_tokens
+        (["quick brown"], "The "),  # starts within min_tokens, ends after: a match
+    ],
+)
+def test_no_stop_string_ends_within_min_tokens(
+    bundle: TokenizerBundle, streamed: bool, stops: list[str], text: str
+) -> None:
+    """Like vLLM, a stop string ending in the text of the first `min_tokens` tokens is no
+    match; one that begins there and ends later is."""
+    ids = _ids(bundle, "The quick brown fox")
+    deltas = _decode(_decoder(bundle, stops=stops, min_tokens=3), ids, streamed=streamed)
+    assert "".join(delta.text for delta in deltas) == text
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_stop_token_is_left_out_of_the_text(bundle: TokenizerBundle, streamed: bool) -> None:
+    """The `stop_token_ids` entry the engine stopped on is not shown (vLLM skips it unless
+    `include_stop_str_in_output`), though it counts in the usage."""
+    ids = _ids(bundle, "The quick brown fox")
+    decoder = _decoder(bundle, hidden_ids=frozenset({ids[-1]}))
+    deltas = _decode(decoder, ids, streamed=streamed)
+    assert "".join(delta.text for delta in deltas) == "The quick brown"
+    assert sum(delta.token_count for delta in deltas) == len(ids)
+
+
+def test_a_stop_token_within_min_tokens_is_text(bundle: TokenizerBundle) -> None:
+    """A stop token among the first `min_tokens` did not stop the engine (vLLM's check), so
+    it is text like any other."""
+    ids = _ids(bundle, "The quick brown fox")
+    decoder = _decoder(bundle, hidden_ids=frozenset({ids[2]}), min_tokens=4)
+    deltas = _decode(decoder, ids[:3], streamed=True)
+    assert "".join(delta.text for delta in deltas) == "The quick"
