@@ -137,12 +137,11 @@ class ChoiceDecoder:
         logprobs = None
         if held is not None:
             assert raw is not None
-            held.add(output_logprobs, [len(piece) for piece in raw])
+            held.add(output_logprobs, [len(piece) for piece in raw] + ([0] if hid else []))
             logprobs = self._release(held, len(text), ended=self._stopped)
         elif with_logprobs:
-            shown = None if len(token_ids) == count else len(token_ids)
             logprobs = format_logprobs(
-                self._endpoint, output_logprobs, self._token_text, self._offsets, shown
+                self._endpoint, output_logprobs, self._token_text, self._offsets
             )
         if prompt_logprobs is not None and self._echo and self._endpoint == "completion":
             prompt = format_prompt_logprobs(prompt_logprobs, self._token_text)
@@ -218,8 +217,11 @@ class ChoiceDecoder:
         )
 
     def _release(self, held: HeldLogprobs, shown: int, *, ended: bool) -> Any:
-        """The logprobs of the tokens whose text is now all shown (`shown` more characters)."""
-        positions = held.release(shown, ended=ended)
+        """The logprobs of the tokens whose text is now all shown (`shown` more characters);
+        once the choice ended, of every token up to the one that ended it, as vLLM lists
+        them (`HeldLogprobs`)."""
+        stop_past = self._stop.trimmed if self._stop is not None and self._stopped else None
+        positions = held.release(shown, ended=ended, stop_past=stop_past)
         if positions is None:
             return None
         return format_positions(self._endpoint, *positions, self._token_text, self._offsets)

@@ -1,17 +1,18 @@
 """The logprobs of a choice with stop strings, held until the text of their tokens is shown.
 
-vLLM's engine keeps every sampled token, so its own server's logprobs cover the tokens of a
-matched stop string too (it trims only the text). Here a choice's logprobs cover the tokens
-of the text it shows, so that their bytes join into that text and never into a stop string:
-text that may begin a stop string is held back (`StopChecker`), and so are the logprobs of its
-tokens; a token is released once all of its text is shown, and those holding any of a matched
-stop string are dropped with it (one that holds text before it too: the text is then a few
-characters longer than its tokens).
+vLLM's engine keeps every sampled token and its server lists them all in the logprobs, up to
+the one that completed a stop string (it trims only the text). So does this gateway, while
+streaming no token's logprob before its text: text that may begin a stop string is held back
+(`StopChecker`), and so are the logprobs of its tokens; a token is released once all of its
+text is shown. When a stop string matches, the tokens up to the one whose text completed it
+are released (their text then runs past the shown text: the trimmed stop string, or the rest
+of a token the stop string ends inside) and any later token is dropped; when the choice
+finishes, every token held is released.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,15 +47,21 @@ class HeldLogprobs:
             self._fed += length
             self._ends.append(self._fed)
 
-    def release(self, shown: int, *, ended: bool) -> Positions | None:
-        """The positions whose text is all shown once `shown` more characters are; `ended`:
-        no more text will be (a stop string matched, or the choice finished), so the others
-        are dropped, and so is any position added later."""
+    def release(self, shown: int, *, ended: bool, stop_past: int | None = None) -> Positions | None:
+        """The positions whose text is all shown once `shown` more characters are. `ended`:
+        no more text will be, so every position held is released, and any added later is
+        dropped; but where a stop string matched, ending `stop_past` characters past the
+        shown text (0 where it is shown), only those up to the token that completed it."""
         self._shown += shown
-        count = bisect_right(self._ends, self._shown)
+        if not ended:
+            count = bisect_right(self._ends, self._shown)
+        else:
+            self._ended = True
+            count = len(self._ids)
+            if stop_past is not None:
+                count = min(count, bisect_left(self._ends, self._shown + stop_past) + 1)
         taken = (self._ids[:count], self._values[:count], self._tops[:count]) if count else None
         if ended:
-            self._ended = True
             count = len(self._ids)
         if count:
             del self._ids[:count], self._values[:count], self._tops[:count], self._ends[:count]
