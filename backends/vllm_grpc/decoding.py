@@ -33,6 +33,7 @@ class DecodeOptions:
     # The tokens the engine stops on (EOS, `stop_token_ids`) whose text is not shown.
     hidden_ids: frozenset[int] = frozenset()
     min_tokens: int = 0  # no stop string or stop token ends the answer within these tokens
+    echo_only: bool = False  # the echoed prompt is the answer: the engine's tokens are dropped
 
 
 class ChoiceDecoder:
@@ -42,6 +43,7 @@ class ChoiceDecoder:
         "_calls",
         "_detok",
         "_echo",
+        "_echo_only",
         "_endpoint",
         "_held",
         "_hidden",
@@ -88,6 +90,7 @@ class ChoiceDecoder:
         )
         self._hidden = options.hidden_ids
         self._min_tokens = options.min_tokens
+        self._echo_only = options.echo_only
         self._stop = StopChecker(stops, include_stop_str) if stops else None
         self._held = HeldLogprobs() if stops else None  # logprobs wait for their text
         self._stopped = False
@@ -102,6 +105,8 @@ class ChoiceDecoder:
     ) -> ChoiceDelta:
         """Decode new tokens into a delta (possibly with empty text); `prompt_logprobs` come
         with the first delta of a completion that echoes its prompt."""
+        if self._echo_only:
+            token_ids, output_logprobs = (), None
         count = len(token_ids)
         # This chunk's tokens among the first `min_tokens`: no stop string ends in their text.
         unchecked = min(count, max(0, self._min_tokens - self.completion_tokens))
@@ -186,6 +191,8 @@ class ChoiceDecoder:
         Like vLLM, bytes of an incomplete character at the very end are dropped rather than
         shown as U+FFFD.
         """
+        if self._echo_only:
+            finish_reason = "length"  # `max_tokens: 0`, as OpenAI ends it
         text = self._apply_stop(self._detok.flush().rstrip("\ufffd"))
         if self._stop is not None and not self._stopped:
             text += self._stop.finish()

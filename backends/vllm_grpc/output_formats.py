@@ -60,6 +60,7 @@ class OutputFormats:
             prompt_ids=prepared.prompt_ids,
             hidden_ids=_hidden_stop_ids(body, bundle),
             min_tokens=body.min_tokens or 0,
+            echo_only=isinstance(body, CompletionRequest) and body.echo_only,
         )
         return ResponseDecoder(
             bundle,

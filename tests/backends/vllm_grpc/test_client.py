@@ -128,6 +128,31 @@ async def test_logprobs_run_to_the_token_that_ended_the_answer(
         assert shown[len(text) :].startswith("quick")
 
 
+@pytest.mark.parametrize("logprobs", [None, 1])
+async def test_an_echo_alone_is_the_prompt(backend: VllmGrpcBackend, logprobs: int | None) -> None:
+    """`echo` with `max_tokens: 0`, whole or streamed: the prompt, with its logprobs when
+    asked, nothing generated (the engine's one token is dropped, and not counted)."""
+    fields: dict[str, Any] = {"prompt": "one two three", "echo": True, "max_tokens": 0}
+    fields["logprobs"] = logprobs
+    whole = await backend.complete(_completion("e-1", **fields), Deadline.after(30))
+    text, tokens, usage = "", list[str](), None
+    stream = backend.stream(_completion("e-2", stream=True, **fields), Deadline.after(30))
+    async for chunk in stream:
+        for delta in chunk.deltas:
+            text += delta.text
+            tokens += (delta.logprobs or {}).get("tokens") or []
+        usage = chunk.usage or usage
+    (choice,) = whole.choices
+    assert choice.text == text == "one two three" and choice.finish_reason == "length"
+    assert whole.usage.completion_tokens == 0 and usage is not None
+    assert usage.completion_tokens == 0 and usage.prompt_tokens == whole.usage.prompt_tokens
+    if logprobs is None:
+        assert choice.logprobs is None and not tokens
+    else:
+        assert "".join(choice.logprobs["tokens"]) == "".join(tokens) == "one two three"
+        assert choice.logprobs["token_logprobs"][0] is None
+
+
 async def test_unwatched_whole_answer_is_the_same(
     sim: SimServer, backend: VllmGrpcBackend, tmp_path: Path
 ) -> None:
