@@ -232,6 +232,7 @@ class ChatCompletionRequest(_Sampling):
 
 class CompletionRequest(_Sampling):
     prompt: str | list[str] | list[TokenId] | list[list[TokenId]]
+    max_tokens: int | None = Field(default=None, ge=0, le=INT32_MAX)  # 0: see `echo_only`
     echo: bool = False
     logprobs: int | None = Field(default=None, ge=0, le=20)
     best_of: int | None = Field(default=None, ge=1, le=128)
@@ -244,6 +245,12 @@ class CompletionRequest(_Sampling):
 
     @model_validator(mode="after")
     def _check_combinations(self) -> CompletionRequest:
+        if self.max_tokens == 0 and not self.echo:
+            raise InvalidRequest(
+                "max_tokens must be at least 1, got 0 (0 is allowed only with echo, which "
+                "returns the prompt alone).",
+                param="max_tokens",
+            )
         self._check_min_tokens(self.max_output_tokens, "max_tokens")
         if self.suffix:
             raise UnsupportedParameter("suffix is not supported.", param="suffix")
@@ -285,6 +292,12 @@ class CompletionRequest(_Sampling):
     def max_tokens_param(self) -> str:
         """The field that sets the output cap, for the errors that name it."""
         return "max_tokens"
+
+    @property
+    def echo_only(self) -> bool:
+        """`echo` with `max_tokens: 0`: the answer is the prompt (with its logprobs when
+        asked), nothing generated, as vLLM's server and OpenAI's legacy API serve it."""
+        return self.echo and self.max_tokens == 0
 
     @property
     def prompts(self) -> list[str | list[int]]:

@@ -20,6 +20,11 @@ class ContentOrigin:
         self._relay = Relay() if relayed else None
         self._loose: list[Piece] = []  # the whitespace held beside calls
 
+    @property
+    def length(self) -> int:
+        """The characters of the output read so far."""
+        return self._decoded
+
     def decoded(self, length: int) -> list[Piece]:
         """The next `length` characters of the output, read as they are."""
         piece = (self._decoded, length)

@@ -34,7 +34,10 @@ class DecodeOptions:
     skip_special_tokens: bool
     spaces_between_special_tokens: bool
     prompt_ids: Sequence[int]
-    hidden_ids: frozenset[int] = frozenset()  # end-of-sequence ids, shown as nothing
+    # The tokens the engine stops on (EOS, `stop_token_ids`) whose text is not shown.
+    hidden_ids: frozenset[int] = frozenset()
+    min_tokens: int = 0  # no stop string or stop token ends the answer within these tokens
+    echo_only: bool = False  # the echoed prompt is the answer: the engine's tokens are dropped
 
 
 class ChoiceDecoder:
@@ -44,14 +47,17 @@ class ChoiceDecoder:
         "_calls",
         "_detok",
         "_echo",
+        "_echo_only",
         "_endpoint",
         "_held",
         "_hidden",
         "_loose_space",
+        "_min_tokens",
         "_offsets",
         "_origin",
         "_reasoning",
         "_stop",
+        "_stop_token",
         "_stopped",
         "_thought",
         "_token_text",
@@ -88,9 +94,9 @@ class ChoiceDecoder:
             prompt_ids=options.prompt_ids,
             added_tokens=bundle.added_tokens,
         )
-        # The EOS the engine stopped on: neither its text (where special tokens are kept) nor
-        # its logprob is shown.
         self._hidden = options.hidden_ids
+        self._min_tokens = options.min_tokens
+        self._echo_only = options.echo_only
         self._stop = StopChecker(stops, include_stop_str) if stops else None
         # Logprobs wait for their text: it may yet turn out to be a stop string, thinking or
         # a call's markup (a chat choice's logprobs are those of its content's tokens).
@@ -98,6 +104,7 @@ class ChoiceDecoder:
         self._held = HeldLogprobs() if stops or parsed else None
         self._origin = ContentOrigin(relayed=tools is not None and reasoning is not None)
         self._stopped = False
+        self._stop_token = False  # the engine ended on a stop token whose text is hidden
         self._token_text = token_text
         self._echo = echo
         self._offsets = TextOffsets(len(echo))
@@ -109,37 +116,48 @@ class ChoiceDecoder:
     ) -> ChoiceDelta:
         """Decode new tokens into a delta (possibly with empty text); `prompt_logprobs` come
         with the first delta of a completion that echoes its prompt."""
+        if self._echo_only:
+            token_ids, output_logprobs = (), None
         count = len(token_ids)
+        # This chunk's tokens among the first `min_tokens`: no stop string ends in their text.
+        unchecked = min(count, max(0, self._min_tokens - self.completion_tokens))
         self.completion_tokens += count
-        if self._hidden and count and token_ids[-1] in self._hidden:
-            # The engine stopped on it (the last id of its output): neither its text nor its
-            # logprob is shown.
+        hid = (
+            count > 0
+            and token_ids[-1] in self._hidden
+            and self.completion_tokens >= self._min_tokens
+        )
+        if hid:
+            # The engine stopped on it (a stop token ends its output): like vLLM, its text is
+            # not shown unless `include_stop_str_in_output`; its logprob is.
             token_ids = token_ids[:-1]
         with_logprobs = output_logprobs is not None and len(output_logprobs.token_ids) > 0
         held = self._held if with_logprobs else None
         pieces = raw = None
-        if len(token_ids) > 1 and (self._reasoning is not None or held is not None):
-            # Token by token, so that each token counts as thinking or as answer, and each
-            # token's logprob waits for its own text.
+        split = 0 < unchecked < len(token_ids)
+        if len(token_ids) > 1 and (self._reasoning is not None or held is not None or split):
+            # Token by token, so that each token counts as thinking or as answer, each
+            # token's logprob waits for its own text, and the first `min_tokens` end no match.
             raw = [self._detok.feed([token_id]) for token_id in token_ids]
             if self._reasoning is not None:
-                pieces = [self._apply_stop(piece) for piece in raw]
+                pieces = [self._apply_stop(piece, i >= unchecked) for i, piece in enumerate(raw)]
                 text = "".join(pieces)
             else:
-                text = self._apply_stop("".join(raw))
+                text = self._apply_stop("".join(raw[:unchecked]), False)
+                text += self._apply_stop("".join(raw[unchecked:]))
         else:
             text = self._detok.feed(token_ids) if token_ids else ""
             if held is not None:
                 raw = [text] if token_ids else []
-            text = self._apply_stop(text)
+            text = self._apply_stop(text, unchecked == 0)
         logprobs = None
         if held is not None:
             assert raw is not None
-            held.add(output_logprobs, [len(piece) for piece in raw])
+            held.add(output_logprobs, [len(piece) for piece in raw] + ([0] if hid else []))
+            self._stop_token = hid
         elif with_logprobs:
-            shown = None if len(token_ids) == count else len(token_ids)
             logprobs = format_logprobs(
-                self._endpoint, output_logprobs, self._token_text, self._offsets, shown
+                self._endpoint, output_logprobs, self._token_text, self._offsets
             )
         if prompt_logprobs is not None and self._echo and self._endpoint == "completion":
             prompt = format_prompt_logprobs(prompt_logprobs, self._token_text)
@@ -198,6 +216,8 @@ class ChoiceDecoder:
         Like vLLM, bytes of an incomplete character at the very end are dropped rather than
         shown as U+FFFD.
         """
+        if self._echo_only:
+            finish_reason = "length"  # `max_tokens: 0`, as OpenAI ends it
         text = self._apply_stop(self._detok.flush().rstrip("\ufffd"))
         if self._stop is not None and not self._stopped:
             text += self._stop.finish()
@@ -239,8 +259,12 @@ class ChoiceDecoder:
 
     def _show(self, held: HeldLogprobs, origin: Pieces, *, ended: bool) -> Any:
         """The logprobs of the tokens whose text is now all shown, the output's characters
-        in `origin` being shown now."""
-        positions = held.show(origin, ended=ended)
+        in `origin` being shown now; once the choice ended, up to the token that ended it,
+        as vLLM lists them (`HeldLogprobs`)."""
+        stop = None
+        if self._stop is not None and self._stopped:
+            stop = (self._origin.length, self._stop.trimmed)
+        positions = held.show(origin, ended=ended, stop=stop, stop_token=self._stop_token)
         if positions is None:
             return None
         return format_positions(self._endpoint, *positions, self._token_text, self._offsets)
@@ -295,12 +319,12 @@ class ChoiceDecoder:
             self._calls += 1
         return parsed.content, calls, origin
 
-    def _apply_stop(self, text: str) -> str:
+    def _apply_stop(self, text: str, check: bool = True) -> str:
         if self._stop is None:
             return text
         if self._stopped:
             return ""
-        visible, matched = self._stop.feed(text)
+        visible, matched = self._stop.feed(text, check=check)
         if matched:
             self._stopped = True
         return visible

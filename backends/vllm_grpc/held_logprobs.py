@@ -12,6 +12,11 @@ newlines a parser dropped) is dropped, one that straddles the boundary included 
 then a few characters longer than its tokens, as where a token holds both text and the start
 of a stop string). A token that decoded to nothing (the first bytes of a character another
 token completes) shares the fate of the character that follows it.
+
+Where the answer ended, vLLM's list is followed: a matched stop string's tokens are listed up
+to the one that completed it (whose text may run past the stop string's end: only its
+characters before that end must be shown or the stop string's), and so is the stop token the
+engine stopped on (an EOS or a `stop_token_ids` entry, whose text is hidden); none after.
 """
 
 from __future__ import annotations
@@ -67,18 +72,24 @@ class HeldLogprobs:
             self._fed += length
             self._ends.append(self._fed)
 
-    def release(self, shown: int, *, ended: bool) -> Positions | None:
-        """As `show`, for a choice whose text is the output as decoded but for its end (a stop
-        string): `shown` more characters of it are shown."""
-        start = self._shown
-        self._shown += shown
-        return self.show(((start, shown),), ended=ended)
-
-    def show(self, pieces: Iterable[Piece], *, ended: bool) -> Positions | None:
+    def show(
+        self,
+        pieces: Iterable[Piece],
+        *,
+        ended: bool,
+        stop: Piece | None = None,
+        stop_token: bool = False,
+    ) -> Positions | None:
         """The positions decided to be shown once the output's characters in `pieces`
         (`(start, length)`, after those shown before) are; `ended`: no more will be (a stop
         string matched, or the choice finished), so every other position is dropped, and so
-        is any added later."""
+        is any added later. `stop`: the matched stop string's characters (`(start, length)`,
+        length 0 where the text shows it), listed up to the token that completed it;
+        `stop_token`: the last position held is the stop token the engine ended on."""
+        stop_end = None
+        if stop is not None:
+            pieces = (*pieces, stop)
+            stop_end = stop[0] + stop[1]
         spans = self._spans
         for start, length in pieces:
             if length <= 0:
@@ -89,27 +100,30 @@ class HeldLogprobs:
             else:
                 spans.append([start, end])
             self._reach = end
-        taken = self._decide(ended)
+        taken = self._decide(ended, stop_end, stop_token and ended)
         if ended:
             self._ended = True
             del self._ids[:], self._values[:], self._tops[:], self._ends[:]
             spans.clear()
         return taken
 
-    def _decide(self, ended: bool) -> Positions | None:
+    def _decide(self, ended: bool, stop_end: int | None, stop_token: bool) -> Positions | None:
         """Takes the decided positions off the front; returns those that are shown."""
         spans, ends = self._spans, self._ends
         ids: list[int] = []
         values: list[float] = []
         tops: list[Any] = []
         start, count = self._first, 0
+        final = len(ends) - 1 if stop_token else -1
         for end in ends:
             last = end if end > start else start + 1  # an empty token: the next character
+            if stop_end is not None and start < stop_end < last:
+                last = stop_end  # it completed the stop string: what follows does not count
             if last > self._reach and not ended:
                 break
             while spans and spans[0][1] <= start:
                 spans.popleft()
-            if spans and spans[0][0] <= start and last <= spans[0][1]:
+            if count == final or (spans and spans[0][0] <= start and last <= spans[0][1]):
                 ids.append(self._ids[count])
                 values.append(self._values[count])
                 tops.append(self._tops[count])

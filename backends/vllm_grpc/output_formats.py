@@ -16,7 +16,9 @@ from backends.vllm_grpc.decoding import DecodeOptions, ResponseDecoder
 from backends.vllm_grpc.logprobs import TokenTexts
 from backends.vllm_grpc.request_builder import PreparedPrompt
 from backends.vllm_grpc.tokenizer_store import TokenizerBundle
-from core.protocol import ChatCompletionRequest
+from core.protocol import ChatCompletionRequest, CompletionRequest
+
+Body = ChatCompletionRequest | CompletionRequest
 
 
 class OutputFormats:
@@ -56,8 +58,9 @@ class OutputFormats:
             skip_special_tokens=skip_special_tokens,
             spaces_between_special_tokens=body.spaces_between_special_tokens,
             prompt_ids=prepared.prompt_ids,
-            # The engine stops on these; like vLLM, their text is never shown.
-            hidden_ids=frozenset() if body.ignore_eos else frozenset(bundle.eos_token_ids),
+            hidden_ids=_hidden_stop_ids(body, bundle),
+            min_tokens=body.min_tokens or 0,
+            echo_only=isinstance(body, CompletionRequest) and body.echo_only,
         )
         return ResponseDecoder(
             bundle,
@@ -84,3 +87,13 @@ class OutputFormats:
 
 def _none() -> None:
     return None
+
+
+def _hidden_stop_ids(body: Body, bundle: TokenizerBundle) -> frozenset[int]:
+    """The tokens the engine stops on (`stop_token_ids`, and the model's EOS ids unless
+    `ignore_eos`) whose text vLLM leaves out: all of them, unless
+    `include_stop_str_in_output` asks for the stop in the text."""
+    if body.include_stop_str_in_output:
+        return frozenset()
+    eos = () if body.ignore_eos else bundle.eos_token_ids
+    return frozenset((*eos, *(body.stop_token_ids or ())))

@@ -90,6 +90,10 @@ def prepare(
             "completion). Please reduce the prompt or the completion length.",
             param=body.max_tokens_param,
         )
+    if max_tokens == 0:
+        # Echo alone (`echo_only`): the engine generates at least one token (vLLM's server
+        # asks for 1 too), which the decoder drops; the prompt's logprobs come with it.
+        max_tokens = 1
     message = vllm_engine_pb2.GenerateRequest(
         request_id=backend_request_id,
         tokenized=vllm_engine_pb2.TokenizedInput(original_text=text, input_ids=ids),

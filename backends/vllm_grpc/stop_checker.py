@@ -78,6 +78,11 @@ class StopChecker:
         self._held = len(buffer) - emit_to
         return buffer[emit_from:emit_to], False
 
+    @property
+    def trimmed(self) -> int:
+        """How many characters of the matched stop string the text leaves out."""
+        return 0 if self.matched is None or self._include else len(self.matched)
+
     def finish(self) -> str:
         """Release held-back text: the sequence ended without (further) stop strings."""
         if self.matched is not None or not self._held:

@@ -71,6 +71,23 @@ def test_max_completion_tokens_wins() -> None:
     assert body.max_output_tokens == 7
 
 
+def test_max_tokens_0_is_for_an_echo_alone() -> None:
+    """A text completion may ask for `max_tokens: 0` with `echo` (the prompt alone, as vLLM
+    and OpenAI's legacy API serve it); without echo, or in chat, it is a 400 naming it."""
+    body = {"model": "m", "prompt": "hi", "max_tokens": 0}
+    echo = parse_request(orjson.dumps({**body, "echo": True}), CompletionRequest)
+    assert echo.echo_only and echo.max_output_tokens == 0
+    assert not parse_request(
+        orjson.dumps({**body, "max_tokens": 1, "echo": True}), CompletionRequest
+    ).echo_only
+    with pytest.raises(InvalidRequest) as info:
+        parse_request(orjson.dumps(body), CompletionRequest)
+    assert info.value.param == "max_tokens" and "echo" in info.value.message
+    with pytest.raises(InvalidRequest) as chat:
+        parse_request(_chat(max_tokens=0), ChatCompletionRequest)
+    assert chat.value.param == "max_tokens"
+
+
 def test_completion_prompt_forms() -> None:
     """A completion prompt may be text, token ids, or a one-element list of either."""
     for prompt, expected in [("hi", "hi"), ([1, 2], [1, 2]), (["hi"], "hi"), ([[3]], [3])]:

@@ -241,6 +241,43 @@ def test_an_echoed_prompt_comes_with_its_logprobs(stack: Stack, stream: bool) ->
     assert "".join(tokens[:prompt_tokens]) == prompt and offsets[prompt_tokens] == len(prompt)
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_stop_string_ending_inside_a_token_keeps_its_logprobs(stack: Stack, stream: bool) -> None:
+    """A stop string that ends inside a token (its first half shown) still gives logprobs to
+    the official client: the tokens up to the one that completed it, as vLLM lists them."""
+    bundle = load_tokenizer_bundle(tokenizer_dir())
+    body = ChatCompletionRequest.model_validate({"model": "sim", "messages": list(MESSAGES)})
+    prompt_ids = bundle.encode(render_chat_request(bundle, body), add_special_tokens=False)
+    ids = expected_generation(prompt_ids, SamplingSpec(seed=3, max_tokens=8)).token_ids
+    first, second = (bundle.tokenizer.decode(list(ids[:k])) for k in (1, 2))
+    stop = first[-1] + second[len(first)]  # ends in the second token's first character
+    client = openai.OpenAI(base_url=stack.api_url, api_key="k")
+    ask: dict[str, Any] = {"model": "sim", "messages": MESSAGES, "seed": 3, "max_tokens": 8}
+    ask.update(stop=[stop], logprobs=True)
+    if stream:
+        parts = [c.choices[0] for c in client.chat.completions.create(stream=True, **ask)]
+        text = "".join(part.delta.content or "" for part in parts)
+        content = [t for part in parts if part.logprobs for t in part.logprobs.content or []]
+    else:
+        choice = client.chat.completions.create(**ask).choices[0]
+        assert choice.logprobs is not None and choice.logprobs.content is not None
+        text, content = choice.message.content or "", choice.logprobs.content
+    assert text == first[:-1]
+    assert bytes(b for entry in content for b in entry.bytes or []).decode() == second
+
+
+def test_an_echo_alone_scores_the_prompt(stack: Stack) -> None:
+    """`echo` with `max_tokens=0`: the prompt and its logprobs, nothing generated."""
+    client = openai.OpenAI(base_url=stack.api_url, api_key="k")
+    answer = client.completions.create(
+        model="sim", prompt="Once upon a café", echo=True, logprobs=1, max_tokens=0
+    )
+    choice = answer.choices[0]
+    assert choice.text == "Once upon a café" and choice.finish_reason == "length"
+    assert choice.logprobs is not None and "".join(choice.logprobs.tokens or []) == choice.text
+    assert answer.usage is not None and answer.usage.completion_tokens == 0
+
+
 @pytest.mark.parametrize("count", [2, 5])
 def test_tokens_of_part_of_a_character_keep_their_own_top_logprobs(
     stack: Stack, count: int

@@ -104,12 +104,12 @@ async def test_whole_answer_equals_the_streamed_one(backend: VllmGrpcBackend) ->
 
 
 @pytest.mark.parametrize("stop", [None, ["quick"]])
-async def test_logprobs_are_those_of_the_text(
+async def test_logprobs_run_to_the_token_that_ended_the_answer(
     backend: VllmGrpcBackend, stop: list[str] | None
 ) -> None:
-    """Whole or streamed, a choice's logprobs cover the tokens of its text: not the EOS it
-    ended on, nor a trimmed stop string's tokens; their bytes join into the text (all of it
-    when no stop string cut a token)."""
+    """Whole or streamed, a choice's logprobs list every token up to the one that ended it,
+    as vLLM's: their bytes join into the text, then the EOS it hides or the stop string it
+    trims (and what the token that completed it holds after it)."""
     messages = [{"role": "user", "content": "Explain gateways in detail please"}]
     fields: dict[str, Any] = {"messages": messages, "logprobs": True, "stop": stop}
     fields.update(max_tokens=40, temperature=0)
@@ -121,11 +121,36 @@ async def test_logprobs_are_those_of_the_text(
             logprobs += (delta.logprobs or {}).get("content") or []
     assert whole.text == text and whole.logprobs["content"] == logprobs
     shown = bytes(b for entry in logprobs for b in entry["bytes"]).decode()
-    assert whole.finish_reason == "stop" and text.startswith(shown)
+    assert whole.finish_reason == "stop" and shown.startswith(text)
     if stop is None:
-        assert shown == text
+        assert shown == text + "<|im_end|>"
     else:
-        assert "quick" not in shown and len(text) - len(shown) <= 1
+        assert shown[len(text) :].startswith("quick")
+
+
+@pytest.mark.parametrize("logprobs", [None, 1])
+async def test_an_echo_alone_is_the_prompt(backend: VllmGrpcBackend, logprobs: int | None) -> None:
+    """`echo` with `max_tokens: 0`, whole or streamed: the prompt, with its logprobs when
+    asked, nothing generated (the engine's one token is dropped, and not counted)."""
+    fields: dict[str, Any] = {"prompt": "one two three", "echo": True, "max_tokens": 0}
+    fields["logprobs"] = logprobs
+    whole = await backend.complete(_completion("e-1", **fields), Deadline.after(30))
+    text, tokens, usage = "", list[str](), None
+    stream = backend.stream(_completion("e-2", stream=True, **fields), Deadline.after(30))
+    async for chunk in stream:
+        for delta in chunk.deltas:
+            text += delta.text
+            tokens += (delta.logprobs or {}).get("tokens") or []
+        usage = chunk.usage or usage
+    (choice,) = whole.choices
+    assert choice.text == text == "one two three" and choice.finish_reason == "length"
+    assert whole.usage.completion_tokens == 0 and usage is not None
+    assert usage.completion_tokens == 0 and usage.prompt_tokens == whole.usage.prompt_tokens
+    if logprobs is None:
+        assert choice.logprobs is None and not tokens
+    else:
+        assert "".join(choice.logprobs["tokens"]) == "".join(tokens) == "one two three"
+        assert choice.logprobs["token_logprobs"][0] is None
 
 
 async def test_unwatched_whole_answer_is_the_same(

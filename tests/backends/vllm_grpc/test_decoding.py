@@ -1,5 +1,6 @@
-"""A choice's logprobs cover exactly the tokens of the text it shows: never the end-of-sequence
-token it hides, nor the tokens of a stop string it trims, streamed or whole."""
+"""A choice's text and logprobs around its end, streamed or whole: as vLLM, the logprobs list
+every token up to the one that ended the answer (a stop token it hides, the token that
+completed a stop string it trims), each streamed no sooner than its text."""
 
 from __future__ import annotations
 
@@ -25,12 +26,16 @@ def _decoder(
     endpoint: Endpoint = "chat",
     stops: list[str] | None = None,
     include_stop_str: bool = False,
+    *,
+    hidden_ids: frozenset[int] | None = None,
+    min_tokens: int = 0,
 ) -> ChoiceDecoder:
     options = DecodeOptions(
         skip_special_tokens=True,
         spaces_between_special_tokens=True,
         prompt_ids=bundle.tokenizer.encode("Say it:", add_special_tokens=False).ids,
-        hidden_ids=frozenset(bundle.eos_token_ids),
+        hidden_ids=frozenset(bundle.eos_token_ids) if hidden_ids is None else hidden_ids,
+        min_tokens=min_tokens,
     )
     return ChoiceDecoder(
         0,
@@ -71,32 +76,56 @@ def _ids(bundle: TokenizerBundle, text: str) -> list[int]:
 
 @pytest.mark.parametrize("endpoint", ["chat", "completion"])
 @pytest.mark.parametrize("streamed", [False, True])
-def test_the_end_of_sequence_token_has_no_logprob(
+def test_the_stop_token_has_a_logprob_though_its_text_is_hidden(
     bundle: TokenizerBundle, endpoint: Endpoint, streamed: bool
 ) -> None:
-    """The engine's last token on a natural stop is the EOS, which the text never shows
-    (<|im_end|>): its logprob is left out too, so the tokens are those of the text."""
+    """The engine's last token on a natural stop is the EOS, which the text does not show
+    (<|im_end|>): vLLM lists its logprob all the same, last."""
     ids = [*_ids(bundle, "Hello world"), bundle.eos_token_ids[0]]
     deltas = _decode(_decoder(bundle, endpoint), ids, streamed=streamed)
     logprobs = joined_logprobs([delta.logprobs for delta in deltas])
     assert "".join(delta.text for delta in deltas) == "Hello world"
-    assert _shown(endpoint, logprobs) == "Hello world"
-    assert sum(delta.token_count for delta in deltas) == len(ids)  # usage still counts it
+    assert _shown(endpoint, logprobs) == "Hello world<|im_end|>"
+    assert sum(delta.token_count for delta in deltas) == len(ids)
 
 
 @pytest.mark.parametrize("endpoint", ["chat", "completion"])
 @pytest.mark.parametrize("streamed", [False, True])
-def test_a_stop_strings_tokens_have_no_logprobs(
+def test_logprobs_run_through_the_token_that_completed_a_stop_string(
     bundle: TokenizerBundle, endpoint: Endpoint, streamed: bool
 ) -> None:
-    """Trimmed with the stop string, the tokens holding any of it lose their logprobs too;
-    streamed, each delta's logprobs are those of its own text."""
+    """The text is trimmed at the stop string, but the logprobs list the tokens up to the one
+    that completed it (vLLM's engine stopped there), none after; streamed, that token's
+    logprob comes with the delta the match ends."""
     ids = _ids(bundle, "The quick brown fox")
-    deltas = _decode(_decoder(bundle, endpoint, ["quick"]), ids[:3], streamed=streamed)
+    deltas = _decode(_decoder(bundle, endpoint, ["quick"]), ids, streamed=streamed)
     assert "".join(delta.text for delta in deltas) == "The "
-    assert _shown(endpoint, joined_logprobs([delta.logprobs for delta in deltas])) == "The"
+    assert _shown(endpoint, joined_logprobs([d.logprobs for d in deltas])) == "The quick"
     if streamed:
-        assert [_shown(endpoint, delta.logprobs) for delta in deltas] == ["T", "he", "", ""]
+        assert [_shown(endpoint, d.logprobs) for d in deltas] == ["T", "he", " quick", "", "", ""]
+
+
+@pytest.mark.parametrize("endpoint", ["chat", "completion"])
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize(
+    ("stop", "include", "text"),
+    [("k ", False, "quic"), (" ", True, "quick "), ("ick t", True, "quick t")],
+)
+def test_a_stop_string_ending_inside_a_token_keeps_that_tokens_logprob(
+    bundle: TokenizerBundle,
+    endpoint: Endpoint,
+    streamed: bool,
+    stop: str,
+    include: bool,
+    text: str,
+) -> None:
+    """A stop string that ends inside a token's text (shown or trimmed) lists that token too:
+    the logprobs are never empty, and their bytes join into the text, then the rest of it."""
+    ids = _ids(bundle, "quick third")
+    decoder = _decoder(bundle, endpoint, [stop], include_stop_str=include)
+    deltas = _decode(decoder, ids, streamed=streamed)
+    assert "".join(delta.text for delta in deltas) == text
+    assert _shown(endpoint, joined_logprobs([d.logprobs for d in deltas])) == "quick third"
 
 
 @pytest.mark.parametrize("streamed", [False, True])
@@ -123,3 +152,42 @@ def test_a_stop_string_kept_in_the_text_keeps_its_logprobs(bundle: TokenizerBund
     )
     assert "".join(delta.text for delta in deltas) == "The quick"
     assert _shown("chat", joined_logprobs([delta.logprobs for delta in deltas])) == "The quick"
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize(
+    ("stops", "text"),
+    [
+        (["quick"], "The quick brown fox"),  # ends in the 3rd token: within min_tokens
+        (["quick brown"], "The "),  # starts within min_tokens, ends after: a match
+    ],
+)
+def test_no_stop_string_ends_within_min_tokens(
+    bundle: TokenizerBundle, streamed: bool, stops: list[str], text: str
+) -> None:
+    """Like vLLM, a stop string ending in the text of the first `min_tokens` tokens is no
+    match; one that begins there and ends later is."""
+    ids = _ids(bundle, "The quick brown fox")
+    deltas = _decode(_decoder(bundle, stops=stops, min_tokens=3), ids, streamed=streamed)
+    assert "".join(delta.text for delta in deltas) == text
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_stop_token_is_left_out_of_the_text(bundle: TokenizerBundle, streamed: bool) -> None:
+    """The `stop_token_ids` entry the engine stopped on is not shown (vLLM skips it unless
+    `include_stop_str_in_output`), though it counts in the usage and has its logprob."""
+    ids = _ids(bundle, "The quick brown fox")
+    decoder = _decoder(bundle, hidden_ids=frozenset({ids[-1]}))
+    deltas = _decode(decoder, ids, streamed=streamed)
+    assert "".join(delta.text for delta in deltas) == "The quick brown"
+    assert sum(delta.token_count for delta in deltas) == len(ids)
+    assert _shown("chat", joined_logprobs([d.logprobs for d in deltas])) == "The quick brown fox"
+
+
+def test_a_stop_token_within_min_tokens_is_text(bundle: TokenizerBundle) -> None:
+    """A stop token among the first `min_tokens` did not stop the engine (vLLM's check), so
+    it is text like any other."""
+    ids = _ids(bundle, "The quick brown fox")
+    decoder = _decoder(bundle, hidden_ids=frozenset({ids[2]}), min_tokens=4)
+    deltas = _decode(decoder, ids[:3], streamed=True)
+    assert "".join(delta.text for delta in deltas) == "The quick"

@@ -76,6 +76,16 @@ def test_a_completion_without_max_tokens_gets_16(bundle: TokenizerBundle) -> Non
     assert chat.message.sampling_params.max_tokens == room
 
 
+def test_an_echo_alone_asks_the_engine_for_one_token(bundle: TokenizerBundle) -> None:
+    """`echo` with `max_tokens: 0` sends `max_tokens: 1` (the engine cannot generate none;
+    vLLM's server asks for 1 too), with the prompt's logprobs when they are asked for."""
+    echo = prepare(
+        _completion(prompt="hi", echo=True, max_tokens=0, logprobs=2), bundle, FACTS, "r1"
+    )
+    params = echo.message.sampling_params
+    assert params.max_tokens == 1 and params.prompt_logprobs == 2 and echo.echo_text == "hi"
+
+
 class _CountingTokenizer:
     """Delegates to a tokenizer and counts the texts it was asked to encode."""
 
