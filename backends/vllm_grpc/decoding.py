@@ -57,7 +57,6 @@ class ChoiceDecoder:
         "_origin",
         "_reasoning",
         "_stop",
-        "_stop_token",
         "_stopped",
         "_thought",
         "_token_text",
@@ -104,7 +103,6 @@ class ChoiceDecoder:
         self._held = HeldLogprobs() if stops or parsed else None
         self._origin = ContentOrigin(relayed=tools is not None and reasoning is not None)
         self._stopped = False
-        self._stop_token = False  # the engine ended on a stop token whose text is hidden
         self._token_text = token_text
         self._echo = echo
         self._offsets = TextOffsets(len(echo))
@@ -129,7 +127,8 @@ class ChoiceDecoder:
         )
         if hid:
             # The engine stopped on it (a stop token ends its output): like vLLM, its text is
-            # not shown unless `include_stop_str_in_output`; its logprob is.
+            # not shown unless `include_stop_str_in_output`; nor is its logprob, so that the
+            # logprobs' bytes join into the text (vLLM lists it).
             token_ids = token_ids[:-1]
         with_logprobs = output_logprobs is not None and len(output_logprobs.token_ids) > 0
         held = self._held if with_logprobs else None
@@ -153,11 +152,11 @@ class ChoiceDecoder:
         logprobs = None
         if held is not None:
             assert raw is not None
-            held.add(output_logprobs, [len(piece) for piece in raw] + ([0] if hid else []))
-            self._stop_token = hid
+            held.add(output_logprobs, [len(piece) for piece in raw])
         elif with_logprobs:
+            shown = len(token_ids) if hid else None
             logprobs = format_logprobs(
-                self._endpoint, output_logprobs, self._token_text, self._offsets
+                self._endpoint, output_logprobs, self._token_text, self._offsets, shown
             )
         if prompt_logprobs is not None and self._echo and self._endpoint == "completion":
             prompt = format_prompt_logprobs(prompt_logprobs, self._token_text)
@@ -259,12 +258,12 @@ class ChoiceDecoder:
 
     def _show(self, held: HeldLogprobs, origin: Pieces, *, ended: bool) -> Any:
         """The logprobs of the tokens whose text is now all shown, the output's characters
-        in `origin` being shown now; once the choice ended, up to the token that ended it,
-        as vLLM lists them (`HeldLogprobs`)."""
+        in `origin` being shown now; once a stop string matched, up to the token that
+        completed it, as vLLM lists them (`HeldLogprobs`)."""
         stop = None
         if self._stop is not None and self._stopped:
             stop = (self._origin.length, self._stop.trimmed)
-        positions = held.show(origin, ended=ended, stop=stop, stop_token=self._stop_token)
+        positions = held.show(origin, ended=ended, stop=stop)
         if positions is None:
             return None
         return format_positions(self._endpoint, *positions, self._token_text, self._offsets)

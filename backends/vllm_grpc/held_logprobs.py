@@ -13,10 +13,12 @@ then a few characters longer than its tokens, as where a token holds both text a
 of a stop string). A token that decoded to nothing (the first bytes of a character another
 token completes) shares the fate of the character that follows it.
 
-Where the answer ended, vLLM's list is followed: a matched stop string's tokens are listed up
-to the one that completed it (whose text may run past the stop string's end: only its
-characters before that end must be shown or the stop string's), and so is the stop token the
-engine stopped on (an EOS or a `stop_token_ids` entry, whose text is hidden); none after.
+Where a stop string ended the answer, vLLM's list is followed: its tokens are listed up to
+the one that completed it (whose text may run past the stop string's end: only its characters
+before that end must be shown or the stop string's), none after, so that an answer a stop
+string cut inside its first token still has that token's logprob. The stop token the engine
+ended on (an EOS, a `stop_token_ids` entry) is never held: its text is hidden, and so is its
+logprob (vLLM lists it).
 """
 
 from __future__ import annotations
@@ -78,14 +80,12 @@ class HeldLogprobs:
         *,
         ended: bool,
         stop: Piece | None = None,
-        stop_token: bool = False,
     ) -> Positions | None:
         """The positions decided to be shown once the output's characters in `pieces`
         (`(start, length)`, after those shown before) are; `ended`: no more will be (a stop
         string matched, or the choice finished), so every other position is dropped, and so
         is any added later. `stop`: the matched stop string's characters (`(start, length)`,
-        length 0 where the text shows it), listed up to the token that completed it;
-        `stop_token`: the last position held is the stop token the engine ended on."""
+        length 0 where the text shows it), listed up to the token that completed it."""
         stop_end = None
         if stop is not None:
             pieces = (*pieces, stop)
@@ -100,21 +100,20 @@ class HeldLogprobs:
             else:
                 spans.append([start, end])
             self._reach = end
-        taken = self._decide(ended, stop_end, stop_token and ended)
+        taken = self._decide(ended, stop_end)
         if ended:
             self._ended = True
             del self._ids[:], self._values[:], self._tops[:], self._ends[:]
             spans.clear()
         return taken
 
-    def _decide(self, ended: bool, stop_end: int | None, stop_token: bool) -> Positions | None:
+    def _decide(self, ended: bool, stop_end: int | None) -> Positions | None:
         """Takes the decided positions off the front; returns those that are shown."""
         spans, ends = self._spans, self._ends
         ids: list[int] = []
         values: list[float] = []
         tops: list[Any] = []
         start, count = self._first, 0
-        final = len(ends) - 1 if stop_token else -1
         for end in ends:
             last = end if end > start else start + 1  # an empty token: the next character
             if stop_end is not None and start < stop_end < last:
@@ -123,7 +122,7 @@ class HeldLogprobs:
                 break
             while spans and spans[0][1] <= start:
                 spans.popleft()
-            if count == final or (spans and spans[0][0] <= start and last <= spans[0][1]):
+            if spans and spans[0][0] <= start and last <= spans[0][1]:
                 ids.append(self._ids[count])
                 values.append(self._values[count])
                 tops.append(self._tops[count])

@@ -77,11 +77,15 @@ def format_logprobs(
     output_logprobs: Any,
     token_text: TokenTexts,
     offsets: TextOffsets,
+    count: int | None = None,
 ) -> Any:
-    """OpenAI logprobs for one delta; None when the backend sent none."""
+    """OpenAI logprobs for one delta (its first `count` positions, if given); None when the
+    backend sent none."""
     ids = list(output_logprobs.token_ids)
     values = list(output_logprobs.token_logprobs)
     tops = list(output_logprobs.top_logprobs)
+    if count is not None:
+        del ids[count:], values[count:], tops[count:]
     if not ids:
         return None
     return format_positions(endpoint, ids, values, tops, token_text, offsets)

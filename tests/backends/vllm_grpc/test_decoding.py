@@ -1,6 +1,6 @@
 """A choice's text and logprobs around its end, streamed or whole: as vLLM, the logprobs list
-every token up to the one that ended the answer (a stop token it hides, the token that
-completed a stop string it trims), each streamed no sooner than its text."""
+every token up to the one that completed a stop string it trims, but not the stop token it
+hides; each is streamed no sooner than its text."""
 
 from __future__ import annotations
 
@@ -76,16 +76,16 @@ def _ids(bundle: TokenizerBundle, text: str) -> list[int]:
 
 @pytest.mark.parametrize("endpoint", ["chat", "completion"])
 @pytest.mark.parametrize("streamed", [False, True])
-def test_the_stop_token_has_a_logprob_though_its_text_is_hidden(
+def test_the_end_of_sequence_token_has_no_logprob(
     bundle: TokenizerBundle, endpoint: Endpoint, streamed: bool
 ) -> None:
     """The engine's last token on a natural stop is the EOS, which the text does not show
-    (<|im_end|>): vLLM lists its logprob all the same, last."""
+    (<|im_end|>): its logprob is left out too, so the tokens join into the text."""
     ids = [*_ids(bundle, "Hello world"), bundle.eos_token_ids[0]]
     deltas = _decode(_decoder(bundle, endpoint), ids, streamed=streamed)
     logprobs = joined_logprobs([delta.logprobs for delta in deltas])
     assert "".join(delta.text for delta in deltas) == "Hello world"
-    assert _shown(endpoint, logprobs) == "Hello world<|im_end|>"
+    assert _shown(endpoint, logprobs) == "Hello world"
     assert sum(delta.token_count for delta in deltas) == len(ids)
 
 
@@ -175,13 +175,13 @@ def test_no_stop_string_ends_within_min_tokens(
 @pytest.mark.parametrize("streamed", [False, True])
 def test_a_stop_token_is_left_out_of_the_text(bundle: TokenizerBundle, streamed: bool) -> None:
     """The `stop_token_ids` entry the engine stopped on is not shown (vLLM skips it unless
-    `include_stop_str_in_output`), though it counts in the usage and has its logprob."""
+    `include_stop_str_in_output`), nor its logprob, though it counts in the usage."""
     ids = _ids(bundle, "The quick brown fox")
     decoder = _decoder(bundle, hidden_ids=frozenset({ids[-1]}))
     deltas = _decode(decoder, ids, streamed=streamed)
     assert "".join(delta.text for delta in deltas) == "The quick brown"
     assert sum(delta.token_count for delta in deltas) == len(ids)
-    assert _shown("chat", joined_logprobs([d.logprobs for d in deltas])) == "The quick brown fox"
+    assert _shown("chat", joined_logprobs([d.logprobs for d in deltas])) == "The quick brown"
 
 
 def test_a_stop_token_within_min_tokens_is_text(bundle: TokenizerBundle) -> None:
