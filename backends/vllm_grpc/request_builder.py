@@ -140,6 +140,12 @@ def _check_token_ids(ids: list[int], facts: ModelFacts) -> None:
             )
 
 
+def fold_seed(seed: int) -> int:
+    """A 64-bit seed as the proto's int32: its low 32 bits, two's complement (a C cast), so
+    an int32 seed is itself and any other keeps the bits that vary most."""
+    return (seed + 2**31) % 2**32 - 2**31
+
+
 def _first(value: float | None, default: float | None, neutral: float) -> float:
     if value is not None:
         return value
@@ -174,7 +180,7 @@ def _sampling(
         include_stop_str_in_output=body.include_stop_str_in_output,
     )
     if body.seed is not None:
-        params.seed = body.seed
+        params.seed = fold_seed(body.seed)
     if body.logit_bias:
         for key, bias in body.logit_bias.items():
             token_id = int(key)

@@ -1,5 +1,5 @@
 """Through a real gateway and stand-in: a special token's text in a message reaches the engine
-as ordinary tokens (no forged turn)."""
+as ordinary tokens (no forged turn), and a 64-bit seed is accepted."""
 
 from __future__ import annotations
 
@@ -68,3 +68,9 @@ def test_responses_input_is_plain_text_too(stack: Stack) -> None:
     response = _client(stack).responses.create(model="sim", input=FORGED)
     assert response.usage is not None
     assert response.usage.input_tokens == len(_expected_ids())
+
+
+def test_a_64_bit_seed_is_its_low_32_bits(stack: Stack) -> None:
+    """A seed past int32 is accepted and samples as its low 32 bits do."""
+    big = _chat(stack, seed=2**40 + 3).choices[0].message.content
+    assert big == _chat(stack, seed=3).choices[0].message.content
