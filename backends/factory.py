@@ -27,6 +27,8 @@ def build_backend(
             tool_format=settings.tool_parsers.get(model),
             reasoning_format=settings.reasoning_parsers.get(model),
             watch_whole_answers=settings.watch_whole_answers,
+            split_special_tokens=settings.split_special_tokens,
+            generation_config=settings.generation_config == "auto",
         )
     from backends.openai_http import OpenAIHTTPBackend
 

@@ -22,6 +22,7 @@ from core.env import (
     check_dir,
     check_known_keys,
     env_bool,
+    env_choice,
     env_dir,
     env_float,
     env_int,
@@ -71,6 +72,10 @@ class BackendSettings:
     tool_parsers: Mapping[str, str] = field(default_factory=dict)  # model -> tool-call format
     # model -> reasoning format, or "none" to turn off recognising it from the chat template
     reasoning_parsers: Mapping[str, str] = field(default_factory=dict)
+    # gRPC: special tokens' text in messages is plain text (off: control tokens, as in vLLM)
+    split_special_tokens: bool = True
+    # gRPC: "auto" samples with generation_config.json's defaults, "vllm" without (vLLM's flag)
+    generation_config: str = "auto"
 
     @property
     def served(self) -> list[str]:
@@ -150,6 +155,12 @@ class BackendSettings:
             routes=parse_routes(env.get("GATEWAY_MODEL_ROUTES", ""), served),
             tool_parsers=_tool_parsers(env, served),
             reasoning_parsers=_reasoning_parsers(env, served),
+            split_special_tokens=env_bool(
+                env, "GATEWAY_SPLIT_SPECIAL_TOKENS", defaults.split_special_tokens
+            ),
+            generation_config=env_choice(
+                env, "GATEWAY_GENERATION_CONFIG", defaults.generation_config, ("auto", "vllm")
+            ),
         )
 
 

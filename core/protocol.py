@@ -93,7 +93,7 @@ class _Sampling(RequestModel):
     max_tokens: int | None = Field(default=None, ge=1, le=INT32_MAX)
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     top_p: float | None = Field(default=None, gt=0.0, le=1.0)
-    seed: int | None = Field(default=None, ge=-(2**31), le=2**31 - 1)
+    seed: int | None = Field(default=None, ge=-(2**63), le=2**63 - 1)  # int64, as vLLM
     presence_penalty: Penalty | None = None
     frequency_penalty: Penalty | None = None
     logit_bias: dict[str, Annotated[float, Field(ge=-100.0, le=100.0)]] | None = None

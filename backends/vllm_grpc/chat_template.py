@@ -173,16 +173,31 @@ def compile_chat_template(
     )
 
 
-def render_chat_request(source: ChatTemplateSource, body: ChatCompletionRequest) -> str:
-    """The prompt text for a chat completion request. With `tool_choice: "none"` the tools are
-    left out of the prompt (as vLLM's `--exclude-tools-when-tool-choice-none`): a model shown
-    them may write a call anyway, and with no parser for it the markup would be the answer."""
+@dataclass(frozen=True, slots=True)
+class ChatInputs:
+    """What a template is rendered with: the messages as the template sees them, the tools,
+    the other variables; `render_inputs` renders it."""
+
+    template: CompiledChatTemplate
+    messages: list[dict[str, Any]]
+    tools: list[Any] | None
+    documents: Sequence[Mapping[str, Any]] | None
+    variables: Mapping[str, Any]
+    add_generation_prompt: bool
+    continue_final_message: bool
+
+
+def chat_request_inputs(source: ChatTemplateSource, body: ChatCompletionRequest) -> ChatInputs:
+    """The template inputs of a chat completion request. With `tool_choice: "none"` the tools
+    are left out of the prompt (as vLLM's `--exclude-tools-when-tool-choice-none`): a model
+    shown them may write a call anyway, and with no parser for it the markup would be the
+    answer."""
     tools = body.tools if body.tool_choice != "none" else None
     template = source.chat_template(tools=tools is not None)
     kwargs = body.chat_template_kwargs
     if body.reasoning_effort is not None:  # a template variable, as vLLM passes it
         kwargs = {**(kwargs or {}), "reasoning_effort": body.reasoning_effort}
-    return render_chat(
+    return chat_inputs(
         template,
         body.messages,
         add_generation_prompt=body.add_generation_prompt,
@@ -190,6 +205,11 @@ def render_chat_request(source: ChatTemplateSource, body: ChatCompletionRequest)
         tools=tools,
         extra_kwargs=kwargs,
     )
+
+
+def render_chat_request(source: ChatTemplateSource, body: ChatCompletionRequest) -> str:
+    """The prompt text for a chat completion request."""
+    return render_inputs(chat_request_inputs(source, body))
 
 
 def render_chat(
@@ -203,6 +223,30 @@ def render_chat(
     extra_kwargs: Mapping[str, Any] | None = None,
 ) -> str:
     """Render like `apply_chat_template(..., tokenize=False)`; errors are 400s."""
+    return render_inputs(
+        chat_inputs(
+            template,
+            messages,
+            add_generation_prompt=add_generation_prompt,
+            continue_final_message=continue_final_message,
+            tools=tools,
+            documents=documents,
+            extra_kwargs=extra_kwargs,
+        )
+    )
+
+
+def chat_inputs(
+    template: CompiledChatTemplate,
+    messages: Sequence[ChatMessage | Mapping[str, Any]],
+    *,
+    add_generation_prompt: bool = False,
+    continue_final_message: bool = False,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    documents: Sequence[Mapping[str, Any]] | None = None,
+    extra_kwargs: Mapping[str, Any] | None = None,
+) -> ChatInputs:
+    """The inputs `render_chat` renders; errors are 400s."""
     if continue_final_message and add_generation_prompt:
         raise InvalidRequest(
             "continue_final_message and add_generation_prompt cannot both be true.",
@@ -225,14 +269,32 @@ def render_chat(
                 param=f"chat_template_kwargs.{key}",
             )
         variables[key] = value
-    final_text = _tag_final_message(chat, template.source) if continue_final_message else None
+    return ChatInputs(
+        template,
+        chat,
+        None if tools is None else list(tools),
+        documents,
+        variables,
+        add_generation_prompt,
+        continue_final_message,
+    )
+
+
+def render_inputs(inputs: ChatInputs) -> str:
+    """The prompt text of `inputs`; errors are 400s."""
+    template = inputs.template
+    chat = inputs.messages
+    final_text = None
+    if inputs.continue_final_message:
+        chat = [*chat[:-1], dict(chat[-1])]  # tagged in a copy: inputs may be rendered again
+        final_text = _tag_final_message(chat, template.source)
     try:
         rendered = template.template.render(
-            variables,
+            inputs.variables,
             messages=chat,
-            tools=tools,
-            documents=documents,
-            add_generation_prompt=add_generation_prompt,
+            tools=inputs.tools,
+            documents=inputs.documents,
+            add_generation_prompt=inputs.add_generation_prompt,
         )
     except _TemplateRaised as exc:
         raise InvalidRequest(str(exc), param="messages") from exc

@@ -49,6 +49,8 @@ class VllmGrpcBackend(VllmGrpcConnection):
         tool_format: str | None = None,
         reasoning_format: str | None = None,
         watch_whole_answers: bool = False,
+        split_special_tokens: bool = True,
+        generation_config: bool = True,
     ) -> None:
         super().__init__(
             url,
@@ -56,6 +58,8 @@ class VllmGrpcBackend(VllmGrpcConnection):
             channels=channels,
             tokenizer_dir=tokenizer_dir,
             tokenizer_cache_dir=tokenizer_cache_dir,
+            split_special_tokens=split_special_tokens,
+            generation_config=generation_config,
         )
         self._formats = OutputFormats(tool_format, reasoning_format)
         self._embeds = EmbedCalls(url, self._stub)

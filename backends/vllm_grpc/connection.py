@@ -44,6 +44,8 @@ class VllmGrpcConnection:
         channels: int,
         tokenizer_dir: Path | None,
         tokenizer_cache_dir: Path,
+        split_special_tokens: bool = True,
+        generation_config: bool = True,
     ) -> None:
         self.url = url
         self.model = model
@@ -51,6 +53,8 @@ class VllmGrpcConnection:
         self._channels = channels
         self._tokenizer_dir = tokenizer_dir
         self._tokenizer_cache_dir = tokenizer_cache_dir
+        self._split_special_tokens = split_special_tokens
+        self._generation_config = generation_config
         self._pool: ChannelPool | None = None
         self._bundle: TokenizerBundle | None = None
         self._facts: ModelFacts | None = None
@@ -74,7 +78,12 @@ class VllmGrpcConnection:
             directory = self._tokenizer_dir
             if directory is None:
                 directory = await fetch_tokenizer_dir(stub, self._tokenizer_cache_dir, timeout)
-            bundle = await asyncio.to_thread(load_tokenizer_bundle, directory)
+            bundle = await asyncio.to_thread(
+                load_tokenizer_bundle,
+                directory,
+                split_special_tokens=self._split_special_tokens,
+                generation_config=self._generation_config,
+            )
             self._facts = ModelFacts(
                 served_name=info.served_model_name,
                 max_context_length=info.max_context_length or 4096,

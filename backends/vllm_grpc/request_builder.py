@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -10,7 +10,9 @@ from smg_grpc_proto.generated import vllm_engine_pb2
 
 from backends.base import GenerationRequest
 from backends.tool_calls.forced import forced_schema
-from backends.vllm_grpc.chat_template import render_chat_request
+from backends.vllm_grpc.chat_template import chat_request_inputs, render_inputs
+from backends.vllm_grpc.sampling_defaults import SamplingDefaults
+from backends.vllm_grpc.special_text import encode_prompt, mask_inputs
 from backends.vllm_grpc.tokenizer_store import TokenizerBundle
 from core.errors import ContextLengthExceeded, InvalidRequest, UnsupportedParameter
 from core.protocol import ChatCompletionRequest, CompletionRequest
@@ -48,9 +50,7 @@ def prepare(
     echo_text = ""
     limit = facts.max_context_length
     if isinstance(body, ChatCompletionRequest):
-        text = render_chat_request(bundle, body)
-        _refuse_too_long(bundle, text, limit, "messages")
-        ids = bundle.encode(text, add_special_tokens=False)
+        text, ids = _chat_prompt(bundle, body, limit)
         param = "messages"
     else:
         prompt = body.single_prompt
@@ -97,11 +97,31 @@ def prepare(
     message = vllm_engine_pb2.GenerateRequest(
         request_id=backend_request_id,
         tokenized=vllm_engine_pb2.TokenizedInput(original_text=text, input_ids=ids),
-        sampling_params=_sampling(body, max_tokens, facts),
+        sampling_params=_sampling(body, max_tokens, facts, bundle.sampling_defaults),
         stream=body.stream,
     )
     tail = text[-_TAIL_CHARS:] if isinstance(body, ChatCompletionRequest) else ""
     return PreparedPrompt(message, ids, echo_text, tail)
+
+
+def _chat_prompt(
+    bundle: TokenizerBundle, body: ChatCompletionRequest, limit: int
+) -> tuple[str, list[int]]:
+    """The rendered prompt and its ids, with special tokens' text from the messages or tools
+    encoded as plain text (`special_text`) unless the bundle leaves that to the template."""
+    inputs = chat_request_inputs(bundle, body)
+    text = render_inputs(inputs)
+    _refuse_too_long(bundle, text, limit, "messages")
+    special = bundle.special_text
+    if special is not None:
+        masked = mask_inputs(special, inputs.messages, inputs.tools, text)
+        if masked is not None:
+            masked_inputs = replace(inputs, messages=masked.messages, tools=masked.tools)
+            ids = encode_prompt(
+                special, bundle.tokenizer, text, render_inputs(masked_inputs), masked
+            )
+            return text, ids
+    return text, bundle.encode(text, add_special_tokens=False)
 
 
 def _refuse_too_long(bundle: TokenizerBundle, text: str, limit: int, param: str) -> None:
@@ -124,17 +144,35 @@ def _check_token_ids(ids: list[int], facts: ModelFacts) -> None:
             )
 
 
+def fold_seed(seed: int) -> int:
+    """A 64-bit seed as the proto's int32: its low 32 bits, two's complement (a C cast), so
+    an int32 seed is itself and any other keeps the bits that vary most."""
+    return (seed + 2**31) % 2**32 - 2**31
+
+
+def _first(value: float | None, default: float | None, neutral: float) -> float:
+    if value is not None:
+        return value
+    return neutral if default is None else default
+
+
 def _sampling(
-    body: ChatCompletionRequest | CompletionRequest, max_tokens: int, facts: ModelFacts
+    body: ChatCompletionRequest | CompletionRequest,
+    max_tokens: int,
+    facts: ModelFacts,
+    defaults: SamplingDefaults,
 ) -> Any:
+    """The engine's sampling params: what the request sets, else the model's defaults
+    (`sampling_defaults`), else the neutral values vLLM's server would use."""
+    top_k = body.top_k if body.top_k is not None else defaults.top_k
     params = vllm_engine_pb2.SamplingParams(
-        temperature=1.0 if body.temperature is None else body.temperature,
-        top_p=1.0 if body.top_p is None else body.top_p,
-        top_k=0 if body.top_k is None or body.top_k < 0 else body.top_k,
-        min_p=body.min_p or 0.0,
+        temperature=_first(body.temperature, defaults.temperature, 1.0),
+        top_p=_first(body.top_p, defaults.top_p, 1.0),
+        top_k=0 if top_k is None or top_k < 0 else top_k,
+        min_p=_first(body.min_p, defaults.min_p, 0.0),
         frequency_penalty=body.frequency_penalty or 0.0,
         presence_penalty=body.presence_penalty or 0.0,
-        repetition_penalty=1.0 if body.repetition_penalty is None else body.repetition_penalty,
+        repetition_penalty=_first(body.repetition_penalty, defaults.repetition_penalty, 1.0),
         max_tokens=max_tokens,
         min_tokens=body.min_tokens or 0,
         stop=body.stop_list,
@@ -146,7 +184,7 @@ def _sampling(
         include_stop_str_in_output=body.include_stop_str_in_output,
     )
     if body.seed is not None:
-        params.seed = body.seed
+        params.seed = fold_seed(body.seed)
     if body.logit_bias:
         for key, bias in body.logit_bias.items():
             token_id = int(key)

@@ -16,6 +16,8 @@ from tokenizers import Tokenizer
 
 from backends.vllm_grpc import prompt_bound
 from backends.vllm_grpc.chat_template import CompiledChatTemplate, compile_chat_template
+from backends.vllm_grpc.sampling_defaults import NO_DEFAULTS, SamplingDefaults, sampling_defaults
+from backends.vllm_grpc.special_text import SpecialText, special_text_of
 from core.errors import BackendError, InvalidRequest
 
 
@@ -45,6 +47,11 @@ class TokenizerBundle:
     model_max_length: int | None
     # The most characters one token covers (`prompt_bound`); None: no bound holds.
     max_chars_per_token: int | None = None
+    # Special tokens' text in messages is encoded as plain text (`special_text`); None: it
+    # becomes the control token, as vLLM does (or the tokenizer has no special tokens).
+    special_text: SpecialText | None = None
+    # The model's sampling defaults (generation_config.json) for fields a request omits.
+    sampling_defaults: SamplingDefaults = NO_DEFAULTS
 
     @property
     def bos_token(self) -> str | None:
@@ -102,8 +109,13 @@ class TokenizerBundle:
         )
 
 
-def load_tokenizer_bundle(directory: Path) -> TokenizerBundle:
-    """Load a tokenizer directory the way HF's `AutoTokenizer` reads it (fast tokenizers only)."""
+def load_tokenizer_bundle(
+    directory: Path, *, split_special_tokens: bool = True, generation_config: bool = True
+) -> TokenizerBundle:
+    """Load a tokenizer directory the way HF's `AutoTokenizer` reads it (fast tokenizers only).
+    `split_special_tokens`: messages' special-token text stays plain text; `generation_config`:
+    generation_config.json's sampling values are the defaults (vLLM's `--generation-config`
+    `auto`, else `vllm`)."""
     tokenizer_file = directory / "tokenizer.json"
     if not tokenizer_file.is_file():
         raise TokenizerFetchError(
@@ -121,7 +133,8 @@ def load_tokenizer_bundle(directory: Path) -> TokenizerBundle:
         # Legacy layout: HF lets special_tokens_map.json override the config's tokens.
         config = {**config, **_read_json(directory / "special_tokens_map.json")}
     special_tokens = _special_tokens(config)
-    eos_ids = _eos_token_ids(tokenizer, special_tokens.get("eos_token"), directory)
+    generation = _read_json(directory / "generation_config.json")
+    eos_ids = _eos_token_ids(tokenizer, special_tokens.get("eos_token"), generation)
     max_length = config.get("model_max_length")
     if not isinstance(max_length, int) or max_length >= 10**12:  # HF's "no limit" is 1e30
         max_length = None
@@ -136,6 +149,8 @@ def load_tokenizer_bundle(directory: Path) -> TokenizerBundle:
         chat_templates=_compile_templates(directory, config, special_tokens),
         model_max_length=max_length,
         max_chars_per_token=prompt_bound.max_chars_per_token(tokenizer),
+        special_text=special_text_of(tokenizer) if split_special_tokens else None,
+        sampling_defaults=sampling_defaults(generation if generation_config else {}),
     )
 
 
@@ -171,11 +186,13 @@ def _special_tokens(config: Mapping[str, Any]) -> dict[str, str]:
     return tokens
 
 
-def _eos_token_ids(tokenizer: Tokenizer, eos_token: str | None, directory: Path) -> tuple[int, ...]:
+def _eos_token_ids(
+    tokenizer: Tokenizer, eos_token: str | None, generation_config: Mapping[str, Any]
+) -> tuple[int, ...]:
     ids: list[int] = []
     if eos_token is not None and (eos_id := tokenizer.token_to_id(eos_token)) is not None:
         ids.append(eos_id)
-    generation = _read_json(directory / "generation_config.json").get("eos_token_id")
+    generation = generation_config.get("eos_token_id")
     for value in generation if isinstance(generation, list) else [generation]:
         if isinstance(value, int) and not isinstance(value, bool) and value not in ids:
             ids.append(value)

@@ -189,3 +189,17 @@ def test_which_settings_fetch_tokenizers(tmp_path: Path) -> None:
     ).fetches_tokenizers
     sim = {"GATEWAY_BACKENDS": "embedded", "GATEWAY_TOKENIZER_DIRS": f"sim={tmp_path}"}
     assert not BackendSettings.from_env(sim).fetches_tokenizers
+
+
+def test_prompt_encoding_settings() -> None:
+    """Special-token splitting and the model's sampling defaults are on unless turned off;
+    a bad value names its variable."""
+    settings = BackendSettings.from_env(LLAMA)
+    assert settings.split_special_tokens and settings.generation_config == "auto"
+    off = BackendSettings.from_env(
+        {**LLAMA, "GATEWAY_SPLIT_SPECIAL_TOKENS": "off", "GATEWAY_GENERATION_CONFIG": "vllm"}
+    )
+    assert not off.split_special_tokens and off.generation_config == "vllm"
+    for name in ("GATEWAY_SPLIT_SPECIAL_TOKENS", "GATEWAY_GENERATION_CONFIG"):
+        with pytest.raises(SettingsError, match=name):
+            BackendSettings.from_env({**LLAMA, name: "maybe"})

@@ -32,7 +32,7 @@ def _chat(**fields: object) -> bytes:
         ({"top_logprobs": 2}, "top_logprobs"),
         ({"stream_options": {"include_usage": True}}, "stream_options"),
         ({"response_format": {"type": "xml"}}, "response_format.type"),
-        ({"seed": 2**40}, "seed"),
+        ({"seed": 2**63}, "seed"),  # int64, as vLLM (folded into the proto's int32)
         ({"min_tokens": 5, "max_completion_tokens": 2}, "min_tokens"),
         ({"min_tokens": 5, "max_tokens": 4}, "min_tokens"),
         ({"reasoning_effort": "extreme"}, "reasoning_effort"),

@@ -130,3 +130,16 @@ def test_a_prompt_that_could_fit_is_still_tokenized(bundle: TokenizerBundle) -> 
     with pytest.raises(ContextLengthExceeded):
         prepare(_completion(prompt="a b " * 200), counting_bundle, FACTS, "r1")
     assert counting.encoded == 2
+
+
+@pytest.mark.parametrize(
+    ("seed", "sent"),
+    [(7, 7), (-1, -1), (2**31 - 1, 2**31 - 1), (2**31, -(2**31)), (2**40 + 7, 7), (-(2**63), 0)],
+)
+def test_a_64_bit_seed_is_folded_into_the_protos_int32(
+    bundle: TokenizerBundle, seed: int, sent: int
+) -> None:
+    """vLLM's HTTP server takes 64-bit seeds; the proto's field is int32: the low 32 bits go,
+    two's complement, so an int32 seed is sent as it is."""
+    prepared = prepare(_chat("hi", seed=seed), bundle, FACTS, "r1")
+    assert prepared.message.sampling_params.seed == sent
