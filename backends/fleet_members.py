@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 from backends.admission_config import AdmissionConfig
 from backends.prefix.source import PrefixSource
-from backends.prefix.subscriber import follow
+from backends.prefix.subscriber import follow, readmitted
 from backends.replica import Replica
 from core.errors import ModelNotFound
 
@@ -96,7 +96,13 @@ class Members:
         if self._follow_prefixes and isinstance(replica.backend, PrefixSource):
             backend = replica.backend
             following = follow(
-                replica.prefix, backend.kv_events, replica.url, block_size=backend.block_size
+                replica.prefix,
+                backend.kv_events,
+                replica.url,
+                block_size=backend.block_size,
+                unimplemented_wait=lambda: readmitted(
+                    lambda: replica.healthy_since, self._health_interval_s
+                ),
             )
             tasks.append(asyncio.create_task(following))
         self._pollers[replica] = tasks

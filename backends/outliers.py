@@ -9,6 +9,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from backends.replica import Replica
 from core.errors import BackendError, BackendOverloaded, BackendUnavailable, DeadlineExceeded
@@ -19,6 +20,10 @@ log = logging.getLogger("gateway.fleet")
 # Budgets whose overrun is the replica's doing; an overrun of the total may be the caller's
 # own tight deadline, and says nothing about the replica.
 _REPLICA_STAGES = frozenset({StageName.TTFT.value, StageName.STALL.value})
+
+EjectionReason = Literal["failures", "hung", "unreachable"]
+"""Why a call's end took a replica out of routing: too many failures in a row, found hung by
+a probe (`backends.hang_watch`), or not reachable (until its health probe passes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +54,7 @@ class Outliers:
     ejected again at once, for longer. The last replica of a model still in routing is never
     ejected: a failing replica is still better than none."""
 
-    __slots__ = ("_clock", "_policy", "_replicas")
+    __slots__ = ("_clock", "_policy", "_replicas", "ejected")
 
     def __init__(
         self,
@@ -60,6 +65,8 @@ class Outliers:
         self._policy = policy
         self._replicas = replicas
         self._clock = clock
+        # Ejections so far by (model, reason): the metrics' counter follows these totals.
+        self.ejected: dict[tuple[str, str], int] = {}
 
     def succeeded(self, replica: Replica) -> None:
         replica.failures = 0
@@ -73,6 +80,8 @@ class Outliers:
         while, unless it is the last of its model in routing; one that refused for lack of
         room rests for its Retry-After (`ReplicaChoice` prefers others)."""
         if isinstance(exc, BackendUnavailable) and self._others_healthy(replica):
+            if replica.healthy:
+                self._count(replica, "unreachable")
             replica.eject(str(exc))
         if isinstance(exc, BackendOverloaded):
             rest = min(exc.retry_after_s, self._policy.max_ejection_s)
@@ -83,17 +92,18 @@ class Outliers:
         threshold = self._policy.consecutive_failures
         if threshold <= 0 or replica.failures < threshold:
             return
-        self._eject(replica, f"after {replica.failures} failures in a row: {exc}")
+        self._eject(replica, "failures", f"after {replica.failures} failures in a row: {exc}")
 
     def hung(self, replica: Replica, reason: str) -> None:
         """A probe found `replica` hung (`backends.hang_watch`): it leaves routing now, as
         after too many failures in a row, whatever `consecutive_failures` says."""
-        self._eject(replica, f"as hung: {reason}")
+        self._eject(replica, "hung", f"as hung: {reason}")
 
-    def _eject(self, replica: Replica, why: str) -> None:
+    def _eject(self, replica: Replica, reason: EjectionReason, why: str) -> None:
         now = self._clock()
         if replica.ejected_until > now or not self._others_serve(replica, now):
             return
+        self._count(replica, reason)
         replica.ejections += 1
         seconds = self._policy.ejection_for(replica.ejections)
         replica.ejected_until = now + seconds
@@ -102,6 +112,10 @@ class Outliers:
         log.warning(
             "replica %s of %s ejected for %.0f s %s", replica.url, replica.model, seconds, why
         )
+
+    def _count(self, replica: Replica, reason: EjectionReason) -> None:
+        key = (replica.model, reason)
+        self.ejected[key] = self.ejected.get(key, 0) + 1
 
     def _others_serve(self, replica: Replica, now: float) -> bool:
         return any(r is not replica and r.routable(now) for r in self._replicas(replica.model))

@@ -94,8 +94,10 @@ class Replica:
         return self.healthy and self.ejected_until <= now
 
     def load_score(self) -> float:
-        """Lower is less loaded: our own in-flight requests plus the server's own queue."""
-        return self.inflight + self.reported_waiting + self.kv_usage
+        """Lower is less loaded: our own requests, in flight and queued in the gateway for a
+        slot, plus the server's own queue."""
+        admission = self.admission
+        return admission.inflight + admission.queued() + self.reported_waiting + self.kv_usage
 
     def warmth(self, now: float, slow_start_s: float) -> float:
         """How far into its slow start the replica is: from 0 when it turned healthy to 1

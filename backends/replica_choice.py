@@ -1,7 +1,7 @@
-"""Which replica a request goes to: the one with the shortest expected delay (the load it
-would join times its predicted time), or with prefix-aware routing the least loaded net of the
-prompt it already holds; replicas many times slower than the fastest are left out, new ones
-ramp up (slow start), ties rotate."""
+"""Which replica a request goes to: the one where it is expected to finish soonest (its wait
+for a slot, then its service time stretched by the batch it joins), or with prefix-aware
+routing the least loaded net of the prompt it already holds; replicas many times slower than
+the fastest are left out, new ones ramp up (slow start), ties rotate."""
 
 from __future__ import annotations
 
@@ -102,13 +102,11 @@ class ReplicaChoice:
         """The healthy replica of `replicas` (`model`'s), not ejected as an outlier, to send a
         request to, with the cached share of its prompt there (admission's to reuse).
 
-        Each is predicted a completion time: its wait for a slot plus its service time
-        (`_service_times`), stretched by its load over its slots. One predicted to take more
-        than `SLOWER_BEYOND` times as long as the fastest is left out; one within
-        `EQUAL_WITHIN` of it counts as the fastest (identical replicas' estimates differ by
-        noise). Of the rest the shortest expected delay wins, its load plus one times its
-        predicted time: equal replicas share work by load, a slower one takes a share in step
-        with its pace, and ties rotate.
+        Each is predicted a completion time (`_completion`): its wait for a slot, then its
+        service time (`_service_times`; within `EQUAL_WITHIN` of the fastest it counts as the
+        fastest, since identical replicas' estimates differ by noise) stretched by its load
+        over its slots. One predicted to take more than `SLOWER_BEYOND` times as long as the
+        fastest is left out; of the rest the soonest wins, and ties rotate.
 
         With the prompt's blocks (`prefix`, prefix-aware routing on) the least load net of the
         cached share of the prompt wins instead (load minus `prefix_weight` times the fraction
@@ -141,14 +139,18 @@ class ReplicaChoice:
             None if prefix is None else [prefix.cached_share(r.prefix, now) for r in candidates]
         )
         predicted = self._service_times(candidates, model, demand, budget, shares)
-        # Expected completion: the wait for a slot, then the service time stretched by how
-        # full the replica is (a fuller batch decodes each sequence more slowly).
+        known = predicted is not None
+        if predicted is None:
+            # Nothing measured: every replica serves a request in one (nominal) unit.
+            predicted = [1.0] * len(candidates)
+        service_floor = min(predicted)
+        equal = service_floor * (1.0 + EQUAL_WITHIN)
         for i, replica in enumerate(candidates):
-            admission = replica.admission
-            stretch = 1.0 + replica.load_score() / admission.limit
-            predicted[i] = admission.predicted_wait(priority) + predicted[i] * stretch + FLOOR_S
-        fastest = min(predicted)
-        equal, within = fastest * (1.0 + EQUAL_WITHIN), fastest * SLOWER_BEYOND
+            service = predicted[i]
+            if service <= equal:
+                service = service_floor
+            predicted[i] = _completion(replica, service + FLOOR_S, priority, known)
+        within = min(predicted) * SLOWER_BEYOND
         weight = self._prefix_weight
         turn = next(self._tiebreak)
         n = len(candidates)
@@ -157,11 +159,8 @@ class ReplicaChoice:
             seconds = predicted[i]
             if seconds > within:
                 continue  # many times slower: load and a cached prefix cannot make up for it
-            if seconds <= equal:
-                seconds = fastest
             if shares is None:
-                # Shortest expected delay: the load it would join, at the pace it serves.
-                score, then = (replica.load_score() + 1.0) * seconds, 0.0
+                score, then = seconds, 0.0  # where it is expected to finish soonest
             else:
                 score, then = replica.load_score() - weight * shares[i], seconds
             order = (i - turn) % n
@@ -195,7 +194,7 @@ class ReplicaChoice:
         demand: Demand | None,
         budget: RequestBudget | None,
         shares: Sequence[float] | None,
-    ) -> list[float]:
+    ) -> list[float] | None:
         """Each candidate's expected time to the request's binding deadline (the one with
         the least to spare), from the line its estimate over uncached prompt tokens fitted,
         all for the same work: the prompt less the most of it any candidate holds (`shares`,
@@ -207,9 +206,10 @@ class ReplicaChoice:
         time). A replica with no history yet counts as fast as the fastest, not infinitely
         fast (else every request would go to it until its first one ended); one avoided for
         being slow, or measured under a burst that has passed, drifts back within reach and
-        is tried again, and the requests it then serves decide."""
+        is tried again, and the requests it then serves decide. None when no candidate
+        has a line yet (or the demand is not known)."""
         if demand is None or budget is None:
-            return [0.0] * len(candidates)
+            return None
         prompt, stream = demand.prompt_tokens, demand.stream
         if shares:
             prompt = round(prompt * (1.0 - max(shares)))
@@ -228,7 +228,7 @@ class ReplicaChoice:
             if done is not None and done < fastest:
                 fastest = done
         if fastest == math.inf:
-            return [0.0] * len(candidates)
+            return None
         times = [fastest] * len(candidates)
         for i, replica in enumerate(candidates):
             seconds = known[i]
@@ -258,3 +258,18 @@ class ReplicaChoice:
         except BackendError:
             return None
         return PromptBlocks({size: block_keys(ids, size) for size in sizes})
+
+
+def _completion(replica: Replica, service_s: float, priority: Priority, known: bool) -> float:
+    """When a request of `service_s` (that long on an idle replica) is expected to finish on
+    `replica`: after its wait for a slot, stretched by the batch it joins (a full one decodes
+    each sequence about half as fast). The wait is admission's simulation when it has a
+    service history and `service_s` is in seconds (`known`); else the requests ahead beyond
+    its slots, each holding one for a full batch's service time, its slots working at once."""
+    admission = replica.admission
+    slots = admission.limit
+    load = replica.load_score()
+    wait = admission.known_wait(priority) if known else None
+    if wait is None:
+        wait = max(0.0, load + 1.0 - slots) * 2.0 * service_s / slots
+    return wait + service_s * (1.0 + min(load, slots) / slots)

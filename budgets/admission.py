@@ -104,6 +104,12 @@ class AdmissionQueue(Occupancy):
         would be admitted now or when there is no service history yet."""
         return self._corrected(priority, self._raw_wait(priority))
 
+    def known_wait(self, priority: Priority) -> float | None:
+        """`predicted_wait`, but None when a newcomer would queue and there is no service
+        history yet to tell for how long."""
+        raw = self._raw_wait(priority)
+        return None if raw is None else self._corrected(priority, raw)
+
     def _corrected(self, priority: Priority, raw: float | None) -> float:
         if raw is None or raw == 0.0:
             return 0.0

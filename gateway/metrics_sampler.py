@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from access.limiter import RateLimiter
 from backends.discovery import Discovery
@@ -38,6 +39,7 @@ def sample(
     if tasks is not None:
         metrics.sampled.event_loop_tasks(tasks)
     sampled: list[tuple[str, str]] = []
+    now = time.monotonic()  # the fleet's clock: until when a replica is ejected
     # Retired replicas still finishing requests first: a replica back under the same URL wins.
     for replica in fleet.retiring():
         queued = replica.admission.queued()
@@ -50,11 +52,12 @@ def sample(
                 replica.url,
                 replica.inflight,
                 replica.admission.queued(),
-                replica.healthy,
+                replica.routable(now),
                 len(replica.prefix) if replica.prefix.ready else None,
             )
             sampled.append((model, replica.url))
     metrics.retain_replicas(sampled)  # a closed replica's series go
+    metrics.replica_ejections(fleet.outliers.ejected)
     if discovery is not None:
         metrics.dns(
             DnsSample(s.url, stats.resolved, stats.empty, stats.failed, stats.stale_for)

@@ -22,7 +22,7 @@ pass `models=` (the configured names) so a client cannot grow the label set, oth
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from typing import Literal
 
 from prometheus_client import (
@@ -276,6 +276,14 @@ class GatewayMetrics:
         """After sampling every (model, replica URL) the fleet holds: remove the series of
         the replicas sampled before that are gone (retired and closed); returns them."""
         return self.replicas.retain((self._model(model), url) for model, url in replicas)
+
+    def replica_ejections(self, totals: Mapping[tuple[str, str], int]) -> None:
+        """Sampled ejections from routing so far, by (model, reason) (`backends.outliers`)."""
+        merged: dict[tuple[str, str], int] = {}
+        for (model, reason), total in totals.items():
+            key = (self._model(model), reason)
+            merged[key] = merged.get(key, 0) + total
+        self.sampled.replica_ejections(merged)
 
     def dns(self, samples: Iterable[DnsSample]) -> None:
         """Sampled lookups of the `+dns` replica sets."""

@@ -117,8 +117,9 @@ class ReplicaMetrics:
         )
         self._healthy = Gauge(
             HEALTHY,
-            "1 if the replica is in rotation (0 if any worker ejected it; 0 while a retired "
-            "replica finishes its requests)",
+            "1 if the replica is in rotation: its health probe passes and it is not ejected "
+            "as an outlier or as hung (0 if any worker took it out; 0 while a retired replica "
+            "finishes its requests)",
             replica,
             multiprocess_mode="livemin",
             registry=registry,

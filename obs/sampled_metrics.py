@@ -1,7 +1,7 @@
 """The gauges and counters the periodic sampler sets from other objects' state: the Redis
 circuit breakers, the write-back queue, the semantic error bound and index, the semantic
-cache's encoders, the rate limiter and the event loop. Each sample carries cumulative totals; a
-counter advances by the difference."""
+cache's encoders, the rate limiter, the replicas ejected from routing and the event loop.
+Each sample carries cumulative totals; a counter advances by the difference."""
 
 from __future__ import annotations
 
@@ -134,6 +134,15 @@ class SampledMetrics:
             multiprocess_mode="livesum",
             registry=registry,
         )
+        self._ejections = Counter(
+            "gateway_replica_ejections_total",
+            "Replicas taken out of routing by the calls they served, by model and reason "
+            "(failures: too many in a row; hung: no answer to a probe; unreachable: until its "
+            "health probe passes); summed over workers",
+            ("model", "reason"),
+            registry=registry,
+        )
+        self._ejections_last: dict[tuple[str, str], int] = {}
         self._circuit_last: dict[str, str] = {}
         self._wb_last = (0, 0)
         self._logs_dropped_last = 0
@@ -199,6 +208,14 @@ class SampledMetrics:
                 self._limit_local.inc(more)
             else:
                 self._rate_limited.labels(unit).inc(more)
+
+    def replica_ejections(self, totals: Mapping[tuple[str, str], int]) -> None:
+        """Sampled ejections from routing: cumulative totals by (model, reason)."""
+        for key, total in totals.items():
+            more = added(total, self._ejections_last.get(key, 0))
+            self._ejections_last[key] = total
+            if more:
+                self._ejections.labels(*key).inc(more)
 
     def encoder(self, name: str, totals: Mapping[str, int], queued: int) -> None:
         """Sampled encoder `name`: cumulative `totals` by kind (texts, batches, failures,

@@ -1,10 +1,11 @@
 """Follows one replica's `SubscribeKvEvents` stream into its `PrefixIndex`, resubscribing
-after a disconnect with backoff."""
+after a disconnect with backoff, and asking a replica that publishes none again later."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -17,6 +18,9 @@ log = logging.getLogger("gateway.prefix")
 
 FIRST_BACKOFF_S = 0.5
 MAX_BACKOFF_S = 10.0
+# How long a replica that publishes no KV events waits before it is asked again, unless it
+# turns healthy again after being down first (it may have restarted with them on).
+UNIMPLEMENTED_RETRY_S = 60.0
 
 
 async def follow(
@@ -25,6 +29,7 @@ async def follow(
     name: str,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     block_size: Callable[[], Awaitable[int]] | None = None,
+    unimplemented_wait: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Apply `subscribe()`'s batches to `index` until cancelled.
 
@@ -35,9 +40,12 @@ async def follow(
     is cleared whenever a stream ends: what was evicted while disconnected, or everything
     when the replica restarted, would otherwise linger. A sequence number going backwards on
     one stream also means a restart. A replica that answers UNIMPLEMENTED publishes no
-    events: the index is left not `live` and routing falls back to load.
+    events: the index is left not `live` and routing falls back to load, and it is asked
+    again after `unimplemented_wait()` (`UNIMPLEMENTED_RETRY_S` when not given), since a
+    restart may turn them on.
     """
     backoff = FIRST_BACKOFF_S
+    silent = False  # it answered UNIMPLEMENTED last time
     while True:
         try:
             if block_size is not None and index.block_size == 0:
@@ -45,6 +53,9 @@ async def follow(
             index.live = True
             last = -1
             async for batch in subscribe():
+                if silent:
+                    log.info("%s publishes KV events now: prefix routing follows it", name)
+                    silent = False
                 if batch.sequence_number < last:
                     index.clear()
                 last = batch.sequence_number
@@ -54,10 +65,18 @@ async def follow(
             raise
         except grpc.aio.AioRpcError as exc:
             if exc.code() == grpc.StatusCode.UNIMPLEMENTED:
-                log.info("%s publishes no KV events: prefix routing skips it", name)
+                if not silent:
+                    log.info("%s publishes no KV events: prefix routing skips it", name)
+                silent = True
                 index.live = False
                 index.clear()
-                return
+                await (
+                    sleep(UNIMPLEMENTED_RETRY_S)
+                    if unimplemented_wait is None
+                    else unimplemented_wait()
+                )
+                backoff = FIRST_BACKOFF_S
+                continue
             log.info("KV event stream of %s ended: %s", name, exc.code().name)
         except Exception as exc:  # a follower must never die
             log.warning("KV event stream of %s failed: %s", name, exc)
@@ -74,3 +93,17 @@ async def _reported(block_size: Callable[[], Awaitable[int]], name: str) -> int:
     except Exception as exc:  # an info call failing must not stop following the events
         log.debug("%s reports no block size: %s", name, exc)
         return 0
+
+
+async def readmitted(
+    healthy_since: Callable[[], float],
+    interval_s: float,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> None:
+    """Returns once a replica turned healthy again after being down (`healthy_since()`
+    moved), checked every `interval_s`, or after `UNIMPLEMENTED_RETRY_S` at the latest."""
+    since = healthy_since()
+    for _ in range(max(1, math.ceil(UNIMPLEMENTED_RETRY_S / interval_s))):
+        await sleep(interval_s)
+        if healthy_since() != since:
+            return

@@ -125,6 +125,20 @@ def test_unreachable_replica_is_ejected_until_its_probe_passes() -> None:
     assert not bad.healthy
 
 
+def test_ejections_are_counted_by_model_and_reason() -> None:
+    """Each ejection is counted once by why it happened; a failure while already out is not
+    another ejection."""
+    clock = Clock()
+    broken, hung, gone, other = _replica("a"), _replica("b"), _replica("c"), _replica("d")
+    outliers = _outliers(clock, broken, hung, gone, other)
+    for _ in range(4):
+        outliers.failed(broken, BackendError("INTERNAL"))
+    outliers.hung(hung, "no answer to a probe")
+    outliers.failed(gone, BackendUnavailable("refused"))
+    outliers.failed(gone, BackendUnavailable("refused"))
+    assert outliers.ejected == {("m", "failures"): 1, ("m", "hung"): 1, ("m", "unreachable"): 1}
+
+
 def test_an_unreachable_last_replica_stays_in_routing() -> None:
     """The model's last healthy replica stays in routing even unreachable: each such call is
     one failure in a row, and only its health probe takes it out."""

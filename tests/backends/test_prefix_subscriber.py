@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import grpc
@@ -12,7 +12,12 @@ from smg_grpc_proto.generated import common_pb2 as pb
 
 from backends.prefix.blocks import block_keys
 from backends.prefix.index import PrefixIndex
-from backends.prefix.subscriber import FIRST_BACKOFF_S, follow
+from backends.prefix.subscriber import (
+    FIRST_BACKOFF_S,
+    UNIMPLEMENTED_RETRY_S,
+    follow,
+    readmitted,
+)
 
 PROMPT = list(range(16))
 KEYS = block_keys(PROMPT, 16)
@@ -94,11 +99,54 @@ async def test_sequence_going_back_means_restart() -> None:
     assert states == [1, 0]
 
 
-async def test_unimplemented_stops_following() -> None:
-    """A replica without KV events leaves its index not live and is not resubscribed."""
+async def test_a_replica_without_events_is_asked_again_later() -> None:
+    """A replica that answers UNIMPLEMENTED leaves its index not live, and after the long wait
+    it is subscribed again: restarted with KV events on, it is followed."""
     index = PrefixIndex()
-    await follow(index, _streams([_rpc_error(grpc.StatusCode.UNIMPLEMENTED)]), "r")
-    assert not index.live
+    states: list[tuple[str, bool, int]] = []
+
+    async def wait() -> None:
+        states.append(("waited", index.live, index.cached_blocks(KEYS)))
+
+    async def sleep(seconds: float) -> None:
+        states.append(("dropped", index.live, index.cached_blocks(KEYS)))
+        raise asyncio.CancelledError
+
+    async def stored() -> AsyncIterator[Any]:
+        yield _store(1)
+        states.append(("stored", index.live, index.cached_blocks(KEYS)))
+        raise ConnectionError
+
+    unimplemented = _rpc_error(grpc.StatusCode.UNIMPLEMENTED)
+    plans: Iterator[Callable[[], AsyncIterator[Any]]] = iter(
+        [_streams([unimplemented]), _streams([unimplemented]), stored]
+    )
+    with pytest.raises(asyncio.CancelledError):
+        await follow(index, lambda: next(plans)(), "r", sleep, unimplemented_wait=wait)
+    assert states == [
+        ("waited", False, 0),
+        ("waited", False, 0),
+        ("stored", True, 1),
+        ("dropped", False, 0),
+    ]
+
+
+async def test_the_wait_ends_when_the_replica_is_readmitted() -> None:
+    """The wait before asking a replica without events again ends at the first check after
+    it turned healthy again (a restart), else after the long retry interval."""
+    since = [1.0]
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        if len(slept) == 3:
+            since[0] = 50.0  # a probe found it serving again after it was down
+
+    await readmitted(lambda: since[0], 2.0, sleep)
+    assert slept == [2.0, 2.0, 2.0]
+    slept.clear()
+    await readmitted(lambda: since[0], 2.0, sleep)
+    assert sum(slept) == UNIMPLEMENTED_RETRY_S
 
 
 async def test_live_from_the_opened_stream_with_the_reported_block_size() -> None:

@@ -17,6 +17,7 @@ from budgets.admission import AdmissionQueue
 from budgets.request_budget import ClassBudgets, RequestBudget
 from budgets.service_estimate import ServiceEstimate
 from core.errors import NoHealthyBackend
+from tests.budgets.queue_helpers import cancel_all, settle, spawn
 from tests.support.fake_backend import FakeBackend
 
 PROMPT = list(range(64))  # 4 blocks of 16
@@ -138,12 +139,62 @@ async def test_concurrent_requests_spread_over_identical_replicas() -> None:
     assert served == {"a": 12, "b": 12}
 
 
-async def test_a_somewhat_slower_replica_takes_a_smaller_share() -> None:
-    """One 1.6 times slower than its peers joins in, taking a share in step with its pace."""
+async def test_a_somewhat_slower_replica_joins_in_once_its_peers_are_busy() -> None:
+    """One 1.6 times slower than its peers gets nothing while they would finish sooner, then
+    a smaller share once their fuller batches would finish later than it."""
     clock = Clock()
-    replicas = [_timed("a", clock, 0.1), _timed("b", clock, 0.1), _timed("slower", clock, 0.16)]
-    served = await _send(_choice(clock), replicas, clock, 42)
-    assert served["a"] == served["b"] and 8 <= served["slower"] < served["a"], served
+    replicas = [
+        _timed("a", clock, 0.1, slots=8),
+        _timed("b", clock, 0.1, slots=8),
+        _timed("slower", clock, 0.16, slots=8),
+    ]
+    choice = _choice(clock)
+    assert await _send(choice, replicas, clock, 8) == {"a": 4, "b": 4}
+    served = await _send(choice, replicas, clock, 12)
+    assert served["a"] == served["b"] and 0 < served["slower"] < served["a"] + 4, served
+
+
+async def _burst(
+    choice: ReplicaChoice, replicas: list[Replica], clock: Clock, n: int
+) -> Counter[str]:
+    """Where a burst of `n` requests goes, those finding no free slot queued in the gateway
+    for one (their tasks left waiting, then cancelled)."""
+    served: Counter[str] = Counter()
+    waiting = []
+    for _ in range(n):
+        replica = choice.pick(replicas, "m", demand=DEMAND, budget=_budget(clock))
+        waiting.append(spawn(replica.admission.acquire("interactive", _budget(clock).admission())))
+        await settle()
+        served[replica.url] += 1
+    await cancel_all(*waiting)
+    return served
+
+
+def _slotted(url: str, slots: int) -> Replica:
+    admission = AdmissionQueue(limit=slots, max_queue=64, batch_share=1.0)
+    return Replica("m", FakeBackend(url=url), healthy=True, admission=admission)
+
+
+async def test_a_full_replica_loses_to_one_with_free_slots_before_any_history() -> None:
+    """With nothing measured yet, the gateway's own queue for a replica counts as its load,
+    and load counts against its slots: a burst goes where the slots are."""
+    clock = Clock()
+    small, big = _slotted("small", 2), _slotted("big", 32)
+    served = await _burst(_choice(clock), [small, big], clock, 24)
+    assert served["small"] <= 2, served
+
+
+async def test_a_full_replica_loses_to_an_equally_fast_one_with_free_slots() -> None:
+    """Measured alike, a replica whose 2 slots are taken (requests queue for them) loses to one
+    with 30 of its 32 free: each of its slots is not 16 times as fast."""
+    clock = Clock()
+    small, big = _timed("small", clock, 0.1, slots=2), _timed("big", clock, 0.1, slots=32)
+    for replica in (small, big):
+        slot = await replica.admission.acquire("interactive", _budget(clock).admission())
+        clock.now += 0.1
+        slot.release()
+    served = await _burst(_choice(clock), [small, big], clock, 24)
+    assert served["small"] <= 2, served
 
 
 async def test_a_busy_replica_loses_to_a_slower_idle_one() -> None:

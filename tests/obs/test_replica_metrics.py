@@ -1,5 +1,6 @@
-"""A retired replica's series disappear (one process and several workers); DNS lookups are
-counted; a metrics file another worker is creating never breaks a worker or /metrics."""
+"""A retired replica's series disappear (one process and several workers); one ejected from
+routing is out of rotation and counted; DNS lookups are counted; a metrics file another
+worker is creating never breaks a worker or /metrics."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from backends.fleet import Fleet
 from backends.replica import Replica
 from budgets.deadline import Deadline
+from core.errors import BackendError
 from gateway.metrics_sampler import sample
 from obs.metrics import GatewayMetrics
 from obs.multiproc import ENV_VAR
@@ -88,6 +90,31 @@ async def test_the_sampler_keeps_a_draining_replica_until_it_closes() -> None:
     sample(metrics, fleet, _NoCache(), _NoLimiter())  # type: ignore[arg-type]
     s = parse(metrics.render()[0])
     assert _series(s, B) == [] and value(s, HEALTHY, **A) == 1
+    await fleet.aclose()
+
+
+async def test_a_replica_ejected_as_an_outlier_is_out_of_rotation_and_counted() -> None:
+    """A replica whose probe passes but which was ejected for failing its calls reports 0 in
+    rotation, and the ejection is counted by model and reason."""
+    fleet = Fleet(
+        [Replica("sim", FakeBackend(url=url)) for url in ("grpc://a:1", "grpc://b:1")],
+        retry_attempts=1,
+        health_interval_s=0.01,
+        health_timeout_s=1,
+    )
+    await fleet.start()
+    metrics = GatewayMetrics(models=["sim"])
+    failing = fleet.replicas("sim")[1]
+    for _ in range(5):
+        fleet.outliers.failed(failing, BackendError("broken"))
+    assert failing.healthy
+    sample(metrics, fleet, _NoCache(), _NoLimiter())  # type: ignore[arg-type]
+    s = parse(metrics.render()[0])
+    assert (value(s, HEALTHY, **A), value(s, HEALTHY, **B)) == (1, 0)
+    ejections = "gateway_replica_ejections_total"
+    assert value(s, ejections, model="sim", reason="failures") == 1
+    sample(metrics, fleet, _NoCache(), _NoLimiter())  # type: ignore[arg-type]
+    assert value(parse(metrics.render()[0]), ejections, model="sim", reason="failures") == 1
     await fleet.aclose()
 
 
