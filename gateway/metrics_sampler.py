@@ -14,6 +14,7 @@ import logging
 from access.limiter import RateLimiter
 from backends.discovery import Discovery
 from backends.fleet import Fleet
+from backends.pool_agreement import FACTS
 from cache.error_bound import BoundEstimate
 from cache.layer import CacheLayer
 from cache.types import EncoderSample
@@ -55,6 +56,10 @@ def sample(
             )
             sampled.append((model, replica.url))
     metrics.retain_replicas(sampled)  # a closed replica's series go
+    for model in fleet.models:
+        metrics.sampled.model_disagreement(
+            model, FACTS, fleet.members.agreement.disagreements(model)
+        )
     if discovery is not None:
         metrics.dns(
             DnsSample(s.url, stats.resolved, stats.empty, stats.failed, stats.stale_for)
