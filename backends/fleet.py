@@ -14,6 +14,7 @@ from typing import TypeVar
 
 from backends.admission_config import AdmissionConfig as AdmissionConfig
 from backends.base import EmbeddingCall, GenerationRequest
+from backends.context_fit import fitting, wider_context
 from backends.fleet_members import Members
 from backends.hang_watch import HangWatch
 from backends.learning import Learning
@@ -33,7 +34,7 @@ from budgets.request_budget import RequestBudget
 from budgets.shed import Shed
 from budgets.slots import Slot
 from core.answers import Completion, Embeddings, StreamChunk
-from core.errors import BackendError, DeadlineExceeded, GatewayError
+from core.errors import BackendError, ContextLengthExceeded, DeadlineExceeded, GatewayError
 from core.stages import StageName
 
 log = logging.getLogger("gateway.fleet")
@@ -209,8 +210,9 @@ class Fleet:
         prefix: PromptBlocks | None = None,
     ) -> T:
         tried: list[Replica] = []
+        needed = 0  # the context a replica refused the request for being too long for
         while True:
-            replica, slot = await self._dispatch(model, tried, budget, demand, prefix)
+            replica, slot = await self._dispatch(model, tried, budget, demand, prefix, needed)
             started = budget.timeline.clock()
             error: str | None = None  # what the attempt's span says it ended with
             try:
@@ -225,6 +227,11 @@ class Fleet:
                 error = _failure(exc)
                 self.outliers.failed(replica, exc)
                 raise
+            except ContextLengthExceeded as exc:  # a replica of a larger context may take it
+                error = _failure(exc)
+                needed = wider_context(replica, self.replicas(model))
+                if not needed:
+                    raise
             except GatewayError as exc:  # refused as invalid: the replica is fine
                 error = _failure(exc)
                 raise
@@ -242,12 +249,13 @@ class Fleet:
         budget: RequestBudget,
         demand: Demand | None,
         prefix: PromptBlocks | None,
+        needed: int = 0,
     ) -> tuple[Replica, Slot]:
-        """The next replica to try, and a slot on it; the prompt's blocks count as sent there
-        from now on (`backends.prefix.expected`)."""
-        choice = self.choice.choose(
-            self.replicas(model), model, tried, budget.priority, demand, budget, prefix
-        )
+        """The next replica to try (one of `needed` tokens of context at least, when one
+        refused the request as too long), and a slot on it; the prompt's blocks count as sent
+        there from now on (`backends.prefix.expected`)."""
+        replicas = fitting(self.replicas(model), needed)
+        choice = self.choice.choose(replicas, model, tried, budget.priority, demand, budget, prefix)
         replica = choice.replica
         tried.append(replica)
         slot = await self._admit(replica, budget, demand, choice.cached_share)
@@ -266,8 +274,9 @@ class Fleet:
         demand = Demand.of(request.body)
         prefix = await self.prompt_blocks(request)
         tried: list[Replica] = []
+        needed = 0  # as in `_with_retry`
         while True:
-            replica, slot = await self._dispatch(model, tried, budget, demand, prefix)
+            replica, slot = await self._dispatch(model, tried, budget, demand, prefix, needed)
             started = timeline.clock()
             chunks = replica.backend.stream(request, budget.total)
             error: str | None = None
@@ -289,6 +298,14 @@ class Fleet:
                 await close_quietly(chunks)
                 self.outliers.failed(replica, exc)
                 if not self._may_retry(exc, replica, tried, model, budget.total):
+                    raise
+                continue
+            except ContextLengthExceeded as exc:
+                error = _failure(exc)
+                slot.release()
+                await close_quietly(chunks)
+                needed = wider_context(replica, self.replicas(model))
+                if not needed:
                     raise
                 continue
             except BaseException as exc:

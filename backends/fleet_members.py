@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from backends.admission_config import AdmissionConfig
+from backends.pool_agreement import PoolAgreement
 from backends.prefix.source import PrefixSource
 from backends.prefix.subscriber import follow, readmitted
 from backends.replica import Replica
@@ -44,6 +45,8 @@ class Members:
         """The tasks of retired replicas finishing their requests."""
         # Retired replicas still finishing their requests (their backends not closed yet).
         self._leaving: list[Replica] = []
+        self.agreement = PoolAgreement()
+        """What each model's replicas disagree on (served name, tokenizer, context)."""
         for replica in replicas:
             self._enlist(replica)
 
@@ -149,9 +152,11 @@ class Members:
                     self._leaving.remove(replica)
 
     async def probe(self, replica: Replica) -> None:
-        """Ask the replica's backend for its health once, and record the answer."""
+        """Ask the replica's backend for its health once, and record the answer; compare
+        what it serves with its model's other replicas."""
         health = await replica.backend.health(self._health_timeout_s)
         replica.observe(health, self._clock(), self._health_failures)
+        self.agreement.check(replica.model, self._by_model.get(replica.model, ()))
 
     async def _poll(self, replica: Replica) -> None:
         while True:

@@ -22,7 +22,7 @@ from backends.slow_start import ramped
 from budgets.priority import Priority
 from budgets.recent import RecentQuantile
 from budgets.request_budget import RequestBudget
-from core.errors import BackendError, NoHealthyBackend
+from core.errors import BackendError, ContextLengthExceeded, NoHealthyBackend
 
 # Predictions within this fraction of the fastest count as the fastest: identical replicas'
 # estimates differ by noise, and their load must decide between them.
@@ -255,7 +255,7 @@ class ReplicaChoice:
             return None
         try:
             ids = await source.prompt_ids(request)
-        except BackendError:
+        except (BackendError, ContextLengthExceeded):  # another replica's context may hold it
             return None
         return PromptBlocks({size: block_keys(ids, size) for size in sizes})
 

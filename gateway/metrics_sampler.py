@@ -15,6 +15,7 @@ import time
 from access.limiter import RateLimiter
 from backends.discovery import Discovery
 from backends.fleet import Fleet
+from backends.pool_agreement import FACTS
 from cache.error_bound import BoundEstimate
 from cache.layer import CacheLayer
 from cache.types import EncoderSample
@@ -58,6 +59,10 @@ def sample(
             sampled.append((model, replica.url))
     metrics.retain_replicas(sampled)  # a closed replica's series go
     metrics.replica_ejections(fleet.outliers.ejected)
+    for model in fleet.models:
+        metrics.sampled.model_disagreement(
+            model, FACTS, fleet.members.agreement.disagreements(model)
+        )
     if discovery is not None:
         metrics.dns(
             DnsSample(s.url, stats.resolved, stats.empty, stats.failed, stats.stale_for)

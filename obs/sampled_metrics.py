@@ -1,11 +1,12 @@
 """The gauges and counters the periodic sampler sets from other objects' state: the Redis
 circuit breakers, the write-back queue, the semantic error bound and index, the semantic
-cache's encoders, the rate limiter, the replicas ejected from routing and the event loop.
-Each sample carries cumulative totals; a counter advances by the difference."""
+cache's encoders, the rate limiter, the replicas ejected from routing, the event loop, and
+what each model's replicas disagree on. Each sample carries cumulative totals; a counter
+advances by the difference."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
@@ -73,6 +74,15 @@ class SampledMetrics:
             "gateway_semantic_index_mismatch",
             "1 while the semantic index in Redis under the gateway's name has another schema: "
             "refused, semantic lookups fail (with several workers: the highest)",
+            multiprocess_mode="livemax",
+            registry=registry,
+        )
+        self._disagree = Gauge(
+            "gateway_model_replicas_disagree",
+            "1 while a model's replicas report different values of `fact` (name: the served "
+            "model name; tokenizer: the tokenizer or chat template; context: the context "
+            "length) (with several workers: the highest)",
+            ("model", "fact"),
             multiprocess_mode="livemax",
             registry=registry,
         )
@@ -192,6 +202,13 @@ class SampledMetrics:
     def semantic_index(self, *, refused: bool) -> None:
         """Sampled semantic index: whether the one in Redis is refused (another schema)."""
         self._index_mismatch.set(1 if refused else 0)
+
+    def model_disagreement(
+        self, model: str, facts: Iterable[str], disagreeing: Collection[str]
+    ) -> None:
+        """Sampled: which of `facts` `model`'s replicas disagree on (`disagreeing`)."""
+        for fact in facts:
+            self._disagree.labels(model, fact).set(1 if fact in disagreeing else 0)
 
     def event_loop_tasks(self, count: int) -> None:
         """Sampled number of asyncio tasks alive in this worker (a leak shows as a climb)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from backends.vllm_grpc.errors import map_rpc_error
 from backends.vllm_grpc.logprobs import joined_logprobs
 from backends.vllm_grpc.output_formats import OutputFormats
 from backends.vllm_grpc.request_builder import PreparedPrompt, prepare
+from backends.vllm_grpc.served_model import ServedModel
 from budgets.deadline import Deadline
 from core.answers import Choice, Completion, Embeddings, StreamChunk
 from core.errors import BackendError
@@ -32,7 +34,18 @@ _LARGE_PROMPTS_AT_ONCE = 2
 hundred MB while it is tokenized (its token ids and offsets), so a burst of them must not all
 be held at once (a 2 GiB pod would be killed). The others wait their turn, within their
 deadlines; prompts under `_LARGE_PROMPT_CHARS` never wait."""
-PrepareCall = tuple[GenerationRequest, PreparedPrompt]  # one prompt of a batch, ready to send
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A prompt ready to send, and the model it was prepared for: its answer is decoded with
+    that model's tokenizer, whatever the replica has learned since (a restart)."""
+
+    prompt: PreparedPrompt
+    served: ServedModel
+
+
+PrepareCall = tuple[GenerationRequest, Prepared]  # one prompt of a batch, ready to send
 
 
 class VllmGrpcBackend(VllmGrpcConnection):
@@ -67,32 +80,37 @@ class VllmGrpcBackend(VllmGrpcConnection):
         self.reports_progress = watch_whole_answers
         self._large_prompts = asyncio.Semaphore(_LARGE_PROMPTS_AT_ONCE)
 
-    async def _prepare(self, request: GenerationRequest) -> PreparedPrompt:
-        if isinstance(request.prepared, PreparedPrompt):
-            return request.prepared
-        bundle, facts, _ = self._ready()
+    async def _prepare(self, request: GenerationRequest) -> Prepared:
+        """The request's prompt for this replica's model; one prepared for another replica
+        (to route by its prefix) is reused where that replica's model prepares it alike."""
+        served = self._ready()
+        earlier = request.prepared
+        if isinstance(earlier, Prepared) and served.prepares_as(earlier.served):
+            return Prepared(earlier.prompt, served)
+        bundle, facts = served.bundle, served.facts
         if _prompt_chars(request) <= _LARGE_PROMPT_CHARS:
-            return prepare(request, bundle, facts, request.request_id)
+            return Prepared(prepare(request, bundle, facts, request.request_id), served)
         async with self._large_prompts:
-            return await asyncio.to_thread(prepare, request, bundle, facts, request.request_id)
+            prompt = await asyncio.to_thread(prepare, request, bundle, facts, request.request_id)
+        return Prepared(prompt, served)
 
     async def prompt_ids(self, request: GenerationRequest) -> list[int]:
         """The prompt's token ids, for prefix-aware routing; the work is kept on the request
         for whichever replica serves it. A batch is routed by its first prompt."""
         if is_batch(request):
-            return (await self._prepare(split(request)[0])).prompt_ids
+            return (await self._prepare(split(request)[0])).prompt.prompt_ids
         prepared = await self._prepare(request)
         request.prepared = prepared
-        return prepared.prompt_ids
+        return prepared.prompt.prompt_ids
 
     async def _prepare_batch(self, request: GenerationRequest) -> list[PrepareCall]:
         """Each prompt of a batch ready to send; every one is checked (a 400 naming `prompt`)
         before any is sent."""
         return [(part, await self._prepare(part)) for part in split(request)]
 
-    def _decoder(self, request: GenerationRequest, prepared: PreparedPrompt) -> ResponseDecoder:
-        bundle, _, token_texts = self._ready()
-        return self._formats.decoder(request, prepared, bundle, token_texts)
+    def _decoder(self, request: GenerationRequest, prepared: Prepared) -> ResponseDecoder:
+        served = prepared.served
+        return self._formats.decoder(request, prepared.prompt, served.bundle, served.token_texts)
 
     async def complete(self, request: GenerationRequest, deadline: Deadline) -> Completion:
         """A whole answer, decoded once at its end. Unless told not to watch whole answers,
@@ -106,12 +124,13 @@ class VllmGrpcBackend(VllmGrpcConnection):
         return await self._complete(request, await self._prepare(request), deadline)
 
     async def _complete(
-        self, request: GenerationRequest, prepared: PreparedPrompt, deadline: Deadline
+        self, request: GenerationRequest, prepared: Prepared, deadline: Deadline
     ) -> Completion:
         decoder = self._decoder(request, prepared)
-        prepared.message.stream = self.reports_progress
+        message = prepared.prompt.message
+        message.stream = self.reports_progress
         call = self._stub().Generate(
-            prepared.message, timeout=deadline.remaining(), metadata=_metadata(request)
+            message, timeout=deadline.remaining(), metadata=_metadata(request)
         )
         progress = request.progress
         parts: dict[int, CollectedOutput] = {}
@@ -179,13 +198,13 @@ class VllmGrpcBackend(VllmGrpcConnection):
         self,
         request: GenerationRequest,
         deadline: Deadline,
-        prepared: PreparedPrompt | None = None,
+        prepared: Prepared | None = None,
     ) -> AsyncGenerator[StreamChunk, None]:
         if prepared is None:
             prepared = await self._prepare(request)
         decoder = self._decoder(request, prepared)
         call = self._stub().Generate(
-            prepared.message, timeout=deadline.remaining(), metadata=_metadata(request)
+            prepared.prompt.message, timeout=deadline.remaining(), metadata=_metadata(request)
         )
         n = request.body.n
         ended = False
@@ -214,9 +233,9 @@ class VllmGrpcBackend(VllmGrpcConnection):
 
     async def embed(self, request: EmbeddingCall, deadline: Deadline) -> Embeddings:
         """One `Embed` call per input (`embed_calls`), each input tokenized here."""
-        bundle, facts, _ = self._ready()
+        served = self._ready()
         body = request.body
-        messages = await embed_requests(body, request.request_id, bundle, facts)
+        messages = await embed_requests(body, request.request_id, served.bundle, served.facts)
         responses = await self._embeds.send(
             messages,
             deadline,

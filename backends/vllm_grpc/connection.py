@@ -1,6 +1,6 @@
-"""A vLLM replica's gRPC connection: its pool of channels, the model's facts and tokenizer
-learned on first contact, health and load probes, KV-cache reports, and aborts; the requests
-themselves go through `client.VllmGrpcBackend`.
+"""A vLLM replica's gRPC connection: its pool of channels, what its server serves (learned on
+first contact, and again after the server was lost or restarted), health and load probes,
+KV-cache reports, and aborts; the requests themselves go through `client.VllmGrpcBackend`.
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,11 +17,10 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from smg_grpc_proto.generated import common_pb2, vllm_engine_pb2
 
-from backends.vllm_grpc.logprobs import TokenTexts
+from backends.served import Served
 from backends.vllm_grpc.pool import ChannelPool
-from backends.vllm_grpc.request_builder import ModelFacts
-from backends.vllm_grpc.tokenizer_fetch import fetch_tokenizer_dir
-from backends.vllm_grpc.tokenizer_store import TokenizerBundle, load_tokenizer_bundle
+from backends.vllm_grpc.served_model import ServedModel, learn
+from backends.vllm_grpc.server_start import ServerStart
 from core.answers import BackendHealth, Endpoint
 from core.errors import BackendUnavailable
 
@@ -34,7 +34,10 @@ _PROBE_TEXT = "Hi"
 
 class VllmGrpcConnection:
     """One vLLM replica's connection, started by `start()`: until the model and tokenizer are
-    loaded, health probes retry loading them."""
+    loaded, health probes retry loading them. A probe that finds the server lost (not
+    serving, unreachable) forgets them, and so does one that finds it restarted (a later
+    start than before, `server_start`): the replica is served again only once they are
+    learned anew, as the server now has them."""
 
     def __init__(
         self,
@@ -56,9 +59,11 @@ class VllmGrpcConnection:
         self._split_special_tokens = split_special_tokens
         self._generation_config = generation_config
         self._pool: ChannelPool | None = None
-        self._bundle: TokenizerBundle | None = None
-        self._facts: ModelFacts | None = None
-        self._token_texts: TokenTexts | None = None
+        self._served: ServedModel | None = None
+        # The last model learned, kept while forgotten: its tokenizer is reused if unchanged.
+        self._known: ServedModel | None = None
+        self._start = ServerStart()
+        self._watch_start = True  # False once the server turns out not to offer GetServerInfo
         self._init_lock = asyncio.Lock()
         self._background: set[asyncio.Task[Any]] = set()
 
@@ -71,43 +76,69 @@ class VllmGrpcConnection:
 
     async def _initialize(self, timeout: float) -> None:
         async with self._init_lock:
-            if self._bundle is not None:
+            if self._served is not None:
                 return
             stub = self._stub()
-            info = await stub.GetModelInfo(vllm_engine_pb2.GetModelInfoRequest(), timeout=timeout)
-            directory = self._tokenizer_dir
-            if directory is None:
-                directory = await fetch_tokenizer_dir(stub, self._tokenizer_cache_dir, timeout)
-            bundle = await asyncio.to_thread(
-                load_tokenizer_bundle,
-                directory,
+            # Its start first: a restart while the rest is asked is then seen by the next probe.
+            await self._restarted(timeout)
+            served = await learn(
+                stub,
+                tokenizer_dir=self._tokenizer_dir,
+                cache_dir=self._tokenizer_cache_dir,
+                timeout=timeout,
+                known=self._known,
                 split_special_tokens=self._split_special_tokens,
                 generation_config=self._generation_config,
             )
-            self._facts = ModelFacts(
-                served_name=info.served_model_name,
-                max_context_length=info.max_context_length or 4096,
-                vocab_size=info.vocab_size or bundle.tokenizer.get_vocab_size(),
-            )
-            self._token_texts = TokenTexts(bundle.tokenizer)
-            self._bundle = bundle
+            self._served = self._known = served
             log.info(
                 "%s serves %r (context %d) with tokenizer from %s",
                 self.url,
-                info.served_model_name,
-                self._facts.max_context_length,
-                directory,
+                served.facts.served_name,
+                served.facts.max_context_length,
+                served.bundle.directory,
             )
+
+    async def _restarted(self, timeout: float) -> bool:
+        """Whether the server started later than when it was last asked (`server_start`)."""
+        if not self._watch_start:
+            return False
+        asked = time.monotonic()
+        try:
+            info = await self._stub().GetServerInfo(
+                vllm_engine_pb2.GetServerInfoRequest(), timeout=timeout
+            )
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() != grpc.StatusCode.UNIMPLEMENTED:
+                raise
+            self._watch_start = False
+            return False
+        now = time.monotonic()
+        return self._start.restarted(info.uptime_seconds, now, now - asked)
+
+    def _forget(self, why: str) -> None:
+        """The server was lost or restarted: what it served is learned again before it is."""
+        if self._served is not None:
+            log.info("%s: %s; its model and tokenizer will be learned again", self.url, why)
+        self._served = None
+        self._start.forget()
+
+    def served(self) -> Served | None:
+        """What the server serves (`backends.served`), or None until it is learned."""
+        served = self._served
+        return None if served is None else served.described
 
     def _stub(self) -> Any:
         if self._pool is None:
             raise BackendUnavailable("not started", replica=self.url)
         return self._pool.stub()
 
-    def _ready(self) -> tuple[TokenizerBundle, ModelFacts, TokenTexts]:
-        if self._bundle is None or self._facts is None or self._token_texts is None:
+    def _ready(self) -> ServedModel:
+        """What the server serves now; a request keeps what it was prepared with."""
+        served = self._served
+        if served is None:
             raise BackendUnavailable("not initialized yet", replica=self.url)
-        return self._bundle, self._facts, self._token_texts
+        return served
 
     async def block_size(self) -> int:
         """The KV-cache block size `GetServerInfo` reports (0: not reported, as some vLLM
@@ -149,12 +180,18 @@ class VllmGrpcConnection:
                 health_pb2.HealthCheckRequest(service=READY_SERVICE), timeout=timeout
             )
             if status.status != health_pb2.HealthCheckResponse.SERVING:
+                self._forget("not serving")
                 return BackendHealth(False, "NOT_SERVING")
-            if self._bundle is None:
+            if self._served is not None and await self._restarted(timeout):
+                self._forget("restarted")
+            if self._served is None:
                 await self._initialize(timeout=max(timeout, 10.0))
             loads = await self._stub().GetLoads(vllm_engine_pb2.GetLoadsRequest(), timeout=timeout)
         except grpc.aio.AioRpcError as exc:
-            missed = exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+            # A busy server may miss a probe; one unreachable may come back changed.
+            missed = exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED and self._served is not None
+            if not missed:
+                self._forget(f"probe failed with {exc.code().name}")
             return BackendHealth(False, f"{exc.code().name}: {exc.details()}", missed=missed)
         except Exception as exc:
             return BackendHealth(False, f"{type(exc).__name__}: {exc}")
@@ -172,14 +209,15 @@ class VllmGrpcConnection:
         answer (its health check is the server's, and passes while the engine hangs). Any
         endpoint's requests reach the same engine; a replica not started or not initialized
         has taken no request to hang on."""
-        if self._pool is None or self._bundle is None:
+        served = self._served
+        if self._pool is None or served is None:
             return True
         request_id = f"probe-{os.urandom(6).hex()}"
         message = vllm_engine_pb2.GenerateRequest(
             request_id=request_id,
             tokenized=vllm_engine_pb2.TokenizedInput(
                 original_text="",
-                input_ids=self._bundle.encode(_PROBE_TEXT, add_special_tokens=True)[:1],
+                input_ids=served.bundle.encode(_PROBE_TEXT, add_special_tokens=True)[:1],
             ),
             sampling_params=vllm_engine_pb2.SamplingParams(
                 temperature=0.0, top_p=1.0, repetition_penalty=1.0, max_tokens=1, n=1

@@ -28,6 +28,8 @@ class OutputFormats:
     def __init__(self, tool_format: str | None, reasoning_format: str | None) -> None:
         self._tool_format = tool_format
         self._reasoning_format = reasoning_format
+        # The format the chat template showed, and the tokenizer it was read from.
+        self._detected: tuple[TokenizerBundle, str | None] | None = None
 
     def decoder(
         self,
@@ -76,13 +78,16 @@ class OutputFormats:
         )
 
     def reasoning_format(self, bundle: TokenizerBundle) -> str | None:
-        """The configured reasoning format, else the one the chat template shows (decided once:
-        the template does not change while the replica runs)."""
-        if self._reasoning_format is None:
+        """The configured reasoning format, else the one the chat template shows (read once
+        per tokenizer: a replica restarted with another model brings another template)."""
+        if self._reasoning_format is not None:
+            return None if self._reasoning_format == NO_REASONING else self._reasoning_format
+        detected = self._detected
+        if detected is None or detected[0] is not bundle:
             template = bundle.chat_templates.get("default")
             found = detect_format(template.source) if template is not None else None
-            self._reasoning_format = found or NO_REASONING
-        return None if self._reasoning_format == NO_REASONING else self._reasoning_format
+            detected = self._detected = (bundle, found)
+        return detected[1]
 
 
 def _none() -> None:

@@ -21,7 +21,7 @@ from budgets.deadline import Deadline
 from budgets.request_budget import ClassBudgets, RequestBudget
 from budgets.service_estimate import ServiceEstimate
 from core.answers import Usage
-from core.errors import DeadlineTooShort
+from core.errors import ContextLengthExceeded, DeadlineTooShort
 from core.protocol import CompletionRequest
 from core.request_parsing import parse_request
 from tests.support.fake_backend import FakeBackend
@@ -129,6 +129,23 @@ async def test_off_or_silent_replicas_fall_back_to_load() -> None:
     assert await _fleet(on, weight=0).prompt_blocks(_request()) is None
     backend = on.backend
     assert isinstance(backend, TokenizingBackend) and backend.tokenized == 0
+
+
+@dataclass
+class SmallContextBackend(TokenizingBackend):
+    """Refuses to tokenize the prompt as too long for its context."""
+
+    async def prompt_ids(self, request: GenerationRequest) -> list[int]:
+        raise ContextLengthExceeded("too long here", param="prompt")
+
+
+async def test_a_prompt_too_long_for_the_tokenizing_replica_is_routed_by_load() -> None:
+    """The replica that tokenizes the prompt refusing it as too long for its own context is
+    no answer to the client (another may hold it): the request is routed without its blocks."""
+    small = Replica("m", SmallContextBackend(url="small"), healthy=True)
+    small.prefix.live, small.prefix.block_size = True, 16
+    small.prefix.stored(None, [])
+    assert await _fleet(small, _replica("large")).prompt_blocks(_request()) is None
 
 
 async def test_scoring_cost_is_microseconds() -> None:

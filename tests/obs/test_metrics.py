@@ -363,6 +363,15 @@ def test_semantic_error_bound_metrics() -> None:
     assert value(s, "gateway_semantic_error_rate_upper") == 0.24
 
 
+def test_model_replicas_disagree_gauge() -> None:
+    """One series per model and fact: 1 for the facts its replicas disagree on, else 0."""
+    metrics = GatewayMetrics()
+    metrics.sampled.model_disagreement("llama", ("name", "context"), {"name"})
+    s = parse(metrics.render()[0])
+    assert value(s, "gateway_model_replicas_disagree", model="llama", fact="name") == 1
+    assert value(s, "gateway_model_replicas_disagree", model="llama", fact="context") == 0
+
+
 def test_semantic_index_mismatch_gauge() -> None:
     """The gauge is 1 while the semantic index in Redis is refused, 0 once it is used."""
     metrics = GatewayMetrics()

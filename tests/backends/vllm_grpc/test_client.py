@@ -439,3 +439,33 @@ async def test_large_prompts_are_tokenized_a_few_at_a_time(
     answers = await asyncio.gather(*large, return_exceptions=True)
     assert all(isinstance(a, ContextLengthExceeded) for a in answers)  # tokenized, then too long
     assert most == 2
+
+
+async def test_a_prompt_prepared_for_another_replica_is_prepared_again_where_it_differs(
+    tmp_path: Path,
+) -> None:
+    """A prompt tokenized on one replica to route it (`prompt_ids`) is checked again by a
+    replica of a smaller context: a 400 there, not a prompt too long sent to its engine."""
+    large, small = SimServer(SimConfig(port=0)), SimServer(SimConfig(port=0, max_context_length=64))
+    await large.start()
+    await small.start()
+    clients = [
+        VllmGrpcBackend(
+            f"grpc://{server.address}", model="sim", channels=1, tokenizer_dir=None,
+            tokenizer_cache_dir=tmp_path,
+        )
+        for server in (large, small)
+    ]  # fmt: skip
+    try:
+        for client in clients:
+            await client.start()
+        request = _request("long", messages=[{"role": "user", "content": "word " * 200}])
+        assert len(await clients[0].prompt_ids(request)) > 64
+        with pytest.raises(ContextLengthExceeded):
+            await clients[1].complete(request, Deadline.after(30))
+        assert small.state.counters.generate_calls == 0
+    finally:
+        for client in clients:
+            await client.aclose()
+        await large.stop(grace=0)
+        await small.stop(grace=0)

@@ -1,16 +1,23 @@
-"""The gRPC connection's generation probe against the stand-in over loopback."""
+"""The gRPC connection against the stand-in over loopback: its generation probe, its health
+probe, and what it learns again of a server restarted on the same address."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
-from backends.base import GenerationProbe
+from backends.base import GenerationProbe, GenerationRequest
+from backends.served import Served
 from backends.vllm_grpc.client import VllmGrpcBackend
+from budgets.deadline import Deadline
+from core.protocol import ChatCompletionRequest
+from core.request_parsing import parse_request
 from standin.vllm.config import SimConfig
 from standin.vllm.health import NOT_SERVING, HealthServicer
 from standin.vllm.server import SimServer
@@ -99,3 +106,82 @@ async def test_a_health_check_without_answer_is_missed_and_not_serving_is_not(
             never.set()
             await client.aclose()
             await server.stop(grace=0)
+
+
+def _client(address: str, cache: Path) -> VllmGrpcBackend:
+    return VllmGrpcBackend(
+        f"grpc://{address}", model="sim", channels=1, tokenizer_dir=None, tokenizer_cache_dir=cache
+    )
+
+
+def _chat(request_id: str) -> GenerationRequest:
+    raw = orjson.dumps({"model": "sim", "messages": [{"role": "user", "content": "hi"}]})
+    return GenerationRequest("chat", parse_request(raw, ChatCompletionRequest), raw, request_id)
+
+
+async def _healthy_again(client: VllmGrpcBackend) -> None:
+    """Probe until the server answers: the channel reconnects after its backoff, which no
+    event tells of (the health poller does the same)."""
+    async with asyncio.timeout(30):
+        while not (await client.health(2.0)).healthy:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+
+
+async def test_a_server_back_on_its_address_with_another_model_is_learned_anew(
+    tmp_path: Path,
+) -> None:
+    """A server lost and back on the same address serves another model (name, context,
+    tokenizer, Harmony's template): a probe learns all of it before the replica is healthy
+    again, and answers are read in the new model's format."""
+    first = SimServer(SimConfig(port=0))
+    await first.start()
+    client = _client(first.address, tmp_path)
+    second: SimServer | None = None
+    try:
+        await client.start()
+        before = client.served()
+        assert before is not None and (before.name, before.context) == ("sim", 4096)
+        assert (await client.complete(_chat("r0"), Deadline.after(30))).choices[0].reasoning is None
+        await first.stop(grace=0)
+        assert not (await client.health(2.0)).healthy
+        assert client.served() is None
+        config = SimConfig(port=first.port, model="other", max_context_length=1024, harmony=True)
+        second = SimServer(config)
+        await second.start()
+        await _healthy_again(client)
+        after = client.served()
+        assert after is not None and (after.name, after.context) == ("other", 1024)
+        assert after.tokenizer != before.tokenizer
+        answer = await client.complete(_chat("r1"), Deadline.after(30))
+        choice = answer.choices[0]
+        assert choice.reasoning and "<|channel|>" not in choice.text, choice
+    finally:
+        await client.aclose()
+        await first.stop(grace=0)
+        if second is not None:
+            await second.stop(grace=0)
+
+
+async def test_a_restart_no_probe_saw_is_told_by_the_servers_uptime(
+    sim: SimServer, tmp_path: Path
+) -> None:
+    """A server that restarted between two probes (a later start than before, from the uptime
+    it reports) is asked again what it serves; one that did not is not."""
+    sim.state.started_wall -= 300  # up for five minutes
+    client = _client(sim.address, tmp_path)
+    try:
+        await client.start()
+        sim.configure(model="other", max_context_length=1024)
+        assert (await client.health(5.0)).healthy
+        assert client.served() == Served("sim", _tokenizer(client), 4096)
+        sim.state.started_wall = time.time()  # restarted with the new configuration
+        assert (await client.health(5.0)).healthy
+        assert client.served() == Served("other", _tokenizer(client), 1024)
+    finally:
+        await client.aclose()
+
+
+def _tokenizer(client: VllmGrpcBackend) -> str:
+    served = client.served()
+    assert served is not None
+    return served.tokenizer
