@@ -38,7 +38,8 @@ def overloaded(
         )
     slack = exc.slack_s
     if exc.reason == "predicted_outcome" and slack is not None and slack < 0.0:
-        return _too_short(who, what, target, budget.client_set)
+        cap = outlook.cap_param if outlook is not None else "max_tokens"
+        return _too_short(who, what, target, budget.client_set, cap)
     if exc.reason == "predicted_outcome" and slack is not None:
         detail = (
             f"a predicted queue wait of {_ms(exc.predicted_wait_s)} exceeds the {_ms(slack)}"
@@ -54,7 +55,9 @@ def overloaded(
     return Overloaded(f"Overloaded: {detail} ({who}); retry later.", retry_after_s=retry)
 
 
-def _too_short(who: str, what: str, target: Target | None, header_sent: bool) -> DeadlineTooShort:
+def _too_short(
+    who: str, what: str, target: Target | None, header_sent: bool, cap: str
+) -> DeadlineTooShort:
     why = "is predicted to come after its deadline"
     if target is not None:
         why = (
@@ -75,7 +78,7 @@ def _too_short(who: str, what: str, target: Target | None, header_sent: bool) ->
     return DeadlineTooShort(  # the class's deadline, which the header can only shorten
         f"This request's {what} {why} ({who}), even with no queue; it needs fewer output"
         " tokens or a class with a longer total budget.",
-        param="max_tokens",
+        param=cap,
     )
 
 
