@@ -39,7 +39,7 @@ def overloaded(
     slack = exc.slack_s
     if exc.reason == "predicted_outcome" and slack is not None and slack < 0.0:
         cap = outlook.cap_param if outlook is not None else "max_tokens"
-        return _too_short(who, what, target, budget.client_set, cap)
+        return _too_short(who, what, target, budget, cap)
     if exc.reason == "predicted_outcome" and slack is not None:
         detail = (
             f"a predicted queue wait of {_ms(exc.predicted_wait_s)} exceeds the {_ms(slack)}"
@@ -56,7 +56,7 @@ def overloaded(
 
 
 def _too_short(
-    who: str, what: str, target: Target | None, header_sent: bool, cap: str
+    who: str, what: str, target: Target | None, budget: RequestBudget, cap: str
 ) -> DeadlineTooShort:
     why = "is predicted to come after its deadline"
     if target is not None:
@@ -64,16 +64,19 @@ def _too_short(
             f"is predicted {_ms(target.predicted_s)} after it starts, later than the"
             f" {_ms(target.left_s)} it has left"
         )
-    if what == "first token":  # the first-token budget is the class's; the header cannot move it
+    first = what == "first token"
+    # The header set the binding deadline: the total, or a first token it cut down to the total.
+    if budget.client_set and (not first or budget.first_token == budget.total):
+        fix = "a shorter prompt" if first else "fewer output tokens"
+        return DeadlineTooShort(
+            f"This request's {what} {why} ({who}), even with no queue; it needs a longer"
+            f" deadline ({TIMEOUT_HEADER}) or {fix}.",
+            param=TIMEOUT_HEADER,
+        )
+    if first:  # the class's first-token budget, which the header cannot move
         return DeadlineTooShort(
             f"This request's {what} {why} ({who}), even with no queue; it needs a shorter"
             " prompt or a class with a longer first-token budget.",
-        )
-    if header_sent:  # the client's own deadline: the header names what to change
-        return DeadlineTooShort(
-            f"This request's {what} {why} ({who}), even with no queue; it needs a longer"
-            f" deadline ({TIMEOUT_HEADER}) or fewer output tokens.",
-            param=TIMEOUT_HEADER,
         )
     return DeadlineTooShort(  # the class's deadline, which the header can only shorten
         f"This request's {what} {why} ({who}), even with no queue; it needs fewer output"
