@@ -4,6 +4,7 @@ say why, and a 400 for a request no wait could help."""
 from __future__ import annotations
 
 from backends.outlook import Outlook, Target
+from backends.shared_outlook import SharedOutlook
 from budgets.request_budget import RequestBudget
 from budgets.shed import Shed
 from core.errors import DeadlineTooShort, Overloaded
@@ -12,12 +13,16 @@ TIMEOUT_HEADER = "X-Request-Timeout-Ms"
 
 
 def overloaded(
-    exc: Shed, budget: RequestBudget, outlook: Outlook | None = None
+    exc: Shed, budget: RequestBudget, outlook: Outlook | SharedOutlook | None = None
 ) -> Overloaded | DeadlineTooShort:
     """The 429 for one refusal: `overloaded` (the queue cannot serve the request in time),
     `queue_timeout` (it waited its admission budget out) or `expired_in_queue` (it left the
     queue once it could no longer meet its deadline); or the 400 `deadline_too_short` (even
-    an idle replica is predicted to miss its deadline: retrying cannot help)."""
+    an idle replica is predicted to miss its deadline: retrying cannot help). A shared call's
+    refusal speaks for the caller it was judged by, the one with the most time to spare."""
+    if isinstance(outlook, SharedOutlook):
+        widest = outlook.widest()
+        budget, outlook = widest if widest is not None else (budget, None)
     target = outlook.binding() if outlook is not None else None
     what = target.what if target is not None else "answer"
     who = f"{exc.priority} priority"
