@@ -20,12 +20,13 @@ from backends.hang_watch import HangWatch
 from backends.learning import Learning
 from backends.open_stream import OpenStream, close_quietly
 from backends.outliers import OutlierPolicy, Outliers
-from backends.outlook import Demand
+from backends.outlook import Demand, Outlook
 from backends.overloaded import overloaded
 from backends.prefix.prompt import PromptBlocks
 from backends.replica import Replica
 from backends.replica_choice import ReplicaChoice
 from backends.routes import ModelRoutes
+from backends.shared_outlook import SharedOutlook, admission_deadline
 from backends.silence import HangPolicy
 from budgets.deadline import Deadline
 from budgets.priority import Priority
@@ -170,13 +171,26 @@ class Fleet:
         started = timeline.clock()
         goal = None
         if demand is not None and self._predict:
-            goal = self.choice.outlook(replica, demand, budget, cached_share)
+            goal = self._goal(replica, demand, budget, cached_share)
         try:
-            return await replica.admission.acquire(budget.priority, budget.admission(), goal)
+            deadline = admission_deadline(budget)
+            return await replica.admission.acquire(budget.priority, deadline, goal)
         except Shed as exc:
             raise overloaded(exc, budget, goal) from None
         finally:
             timeline.record(StageName.ADMISSION, started)
+
+    def _goal(
+        self, replica: Replica, demand: Demand, budget: RequestBudget, cached_share: float | None
+    ) -> Outlook | SharedOutlook:
+        """What admission judges a request by on `replica`: its outlook there, or for a call
+        shared by several callers theirs, by the one with the most time to spare."""
+        if budget.served is None:
+            return self.choice.outlook(replica, demand, budget, cached_share)
+        served, outlook = budget.served, self.choice.outlook
+        return SharedOutlook(
+            lambda: [(b, outlook(replica, demand, b, cached_share)) for b in served()]
+        )
 
     async def prompt_blocks(self, request: GenerationRequest) -> PromptBlocks | None:
         """The prompt's block keys for prefix-aware routing (`ReplicaChoice.prompt_blocks`)."""

@@ -18,16 +18,24 @@ from core.token_estimate import prompt_tokens
 class Demand:
     """A request's size as far as timing goes: its prompt (estimated the same way for every
     request, so observations and predictions agree), its output cap per choice (None: the
-    model's recent output lengths stand in), its choices, and whether it streams."""
+    model's recent output lengths stand in), its choices, and whether it streams; and the
+    field that sets its cap, for a refusal that names it."""
 
     prompt_tokens: int
     max_tokens: int | None
     choices: int
     stream: bool
+    cap_param: str = "max_tokens"
 
     @classmethod
     def of(cls, body: ChatCompletionRequest | CompletionRequest) -> Demand:
-        return cls(prompt_tokens(body), body.max_output_tokens, body.choice_count, body.stream)
+        return cls(
+            prompt_tokens(body),
+            body.max_output_tokens,
+            body.choice_count,
+            body.stream,
+            body.max_tokens_param,
+        )
 
     def output_tokens(self, usage: Usage) -> int:
         """Output tokens per choice (choices decode side by side, so time follows one)."""
@@ -107,6 +115,11 @@ class Outlook:
         self._demand = demand
         self._budget = budget
         self._prompt = demand.prompt_tokens if prompt is None else prompt
+
+    @property
+    def cap_param(self) -> str:
+        """The field that sets the request's output cap (`Demand.cap_param`)."""
+        return self._demand.cap_param
 
     def output_tokens(self) -> int | None:
         return output_tokens(self._demand, self._lengths)

@@ -4,6 +4,7 @@ say why, and a 400 for a request no wait could help."""
 from __future__ import annotations
 
 from backends.outlook import Outlook, Target
+from backends.shared_outlook import SharedOutlook
 from budgets.request_budget import RequestBudget
 from budgets.shed import Shed
 from core.errors import DeadlineTooShort, Overloaded
@@ -12,12 +13,16 @@ TIMEOUT_HEADER = "X-Request-Timeout-Ms"
 
 
 def overloaded(
-    exc: Shed, budget: RequestBudget, outlook: Outlook | None = None
+    exc: Shed, budget: RequestBudget, outlook: Outlook | SharedOutlook | None = None
 ) -> Overloaded | DeadlineTooShort:
     """The 429 for one refusal: `overloaded` (the queue cannot serve the request in time),
     `queue_timeout` (it waited its admission budget out) or `expired_in_queue` (it left the
     queue once it could no longer meet its deadline); or the 400 `deadline_too_short` (even
-    an idle replica is predicted to miss its deadline: retrying cannot help)."""
+    an idle replica is predicted to miss its deadline: retrying cannot help). A shared call's
+    refusal speaks for the caller it was judged by, the one with the most time to spare."""
+    if isinstance(outlook, SharedOutlook):
+        widest = outlook.widest()
+        budget, outlook = widest if widest is not None else (budget, None)
     target = outlook.binding() if outlook is not None else None
     what = target.what if target is not None else "answer"
     who = f"{exc.priority} priority"
@@ -38,7 +43,8 @@ def overloaded(
         )
     slack = exc.slack_s
     if exc.reason == "predicted_outcome" and slack is not None and slack < 0.0:
-        return _too_short(who, what, target, budget.client_set)
+        cap = outlook.cap_param if outlook is not None else "max_tokens"
+        return _too_short(who, what, target, budget, cap)
     if exc.reason == "predicted_outcome" and slack is not None:
         detail = (
             f"a predicted queue wait of {_ms(exc.predicted_wait_s)} exceeds the {_ms(slack)}"
@@ -54,28 +60,33 @@ def overloaded(
     return Overloaded(f"Overloaded: {detail} ({who}); retry later.", retry_after_s=retry)
 
 
-def _too_short(who: str, what: str, target: Target | None, header_sent: bool) -> DeadlineTooShort:
+def _too_short(
+    who: str, what: str, target: Target | None, budget: RequestBudget, cap: str
+) -> DeadlineTooShort:
     why = "is predicted to come after its deadline"
     if target is not None:
         why = (
             f"is predicted {_ms(target.predicted_s)} after it starts, later than the"
             f" {_ms(target.left_s)} it has left"
         )
-    if what == "first token":  # the first-token budget is the class's; the header cannot move it
+    first = what == "first token"
+    # The header set the binding deadline: the total, or a first token it cut down to the total.
+    if budget.client_set and (not first or budget.first_token == budget.total):
+        fix = "a shorter prompt" if first else "fewer output tokens"
+        return DeadlineTooShort(
+            f"This request's {what} {why} ({who}), even with no queue; it needs a longer"
+            f" deadline ({TIMEOUT_HEADER}) or {fix}.",
+            param=TIMEOUT_HEADER,
+        )
+    if first:  # the class's first-token budget, which the header cannot move
         return DeadlineTooShort(
             f"This request's {what} {why} ({who}), even with no queue; it needs a shorter"
             " prompt or a class with a longer first-token budget.",
         )
-    if header_sent:  # the client's own deadline: the header names what to change
-        return DeadlineTooShort(
-            f"This request's {what} {why} ({who}), even with no queue; it needs a longer"
-            f" deadline ({TIMEOUT_HEADER}) or fewer output tokens.",
-            param=TIMEOUT_HEADER,
-        )
     return DeadlineTooShort(  # the class's deadline, which the header can only shorten
         f"This request's {what} {why} ({who}), even with no queue; it needs fewer output"
         " tokens or a class with a longer total budget.",
-        param="max_tokens",
+        param=cap,
     )
 
 

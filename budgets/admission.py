@@ -23,6 +23,10 @@ from budgets.queue_wait import free_times, holds_ahead, simulated_wait
 from budgets.shed import AdmissionStats, Shed, ShedReason
 from budgets.slots import Slot, Waiter
 
+_REGAINED_S = 0.001
+"""Time a waiter's goal must gain, past its last start, for it to keep waiting (so float noise
+in a prediction that did not change never re-arms the wait)."""
+
 
 class AdmissionQueue(Occupancy):
     """The admission queue of one replica.
@@ -150,8 +154,7 @@ class AdmissionQueue(Occupancy):
         self._live[priority] += 1
         future = waiter.future
         try:
-            async with asyncio.timeout(min(remaining, slack)):
-                handed = await future
+            handed = await self._turn(future, deadline, goal, min(remaining, slack))
         except BaseException as exc:
             if future.done() and not future.cancelled():
                 if future.result():
@@ -164,13 +167,37 @@ class AdmissionQueue(Occupancy):
                 self._abandon(priority)
                 self._note_wait(priority, waiter, self._clock())
             if isinstance(exc, TimeoutError):
-                reason: ShedReason = "expired_in_queue" if slack < remaining else "queue_timeout"
+                left = _slack(goal)  # which bound the wait: the goal or the admission budget
+                reason: ShedReason = (
+                    "expired_in_queue" if left < deadline.remaining() else "queue_timeout"
+                )
                 raise self._shed(reason, priority, slack=known) from None
             raise
         if not handed:
             raise self._shed("expired_in_queue", priority, slack=known)
         self.stats.admitted += 1
         return Slot(self._release, priority, waiter.admitted_at, waiter.end)
+
+    async def _turn(
+        self, future: asyncio.Future[bool], deadline: Deadline, goal: Goal | None, wait: float
+    ) -> bool:
+        """The waiter's fate (`future`), or `TimeoutError` after `wait` seconds (when the
+        admission `deadline` passes or the goal's last start does), unless the goal gained time
+        meanwhile: a call shared by several callers, judged by the one with the most time,
+        joined by one with more (or a replica that sped up). Then the wait goes on to the new
+        last start; a goal that lost time is dropped at the head of the queue instead."""
+        end = self._clock() + wait
+        while True:
+            try:
+                async with asyncio.timeout(end - self._clock()):
+                    return await asyncio.shield(future)  # a wait that goes on keeps its place
+            except TimeoutError:
+                if future.done():
+                    return future.result()
+                later = self._clock() + min(deadline.remaining(), _slack(goal))
+                if later <= end + _REGAINED_S:
+                    raise
+                end = later
 
     def _ahead(self, priority: Priority) -> int:
         """Our waiters a newcomer of this class would queue behind."""
@@ -281,3 +308,9 @@ class AdmissionQueue(Occupancy):
         retry = wait or (self._service if self._service is not None else 1.0)
         self.stats.count_shed(reason, priority)
         return Shed(reason, priority, wait, max(0.001, retry), slack)
+
+
+def _slack(goal: Goal | None) -> float:
+    """What a goal has to spare now; unlimited when unknown."""
+    known = goal.slack_s() if goal is not None else None
+    return math.inf if known is None else known

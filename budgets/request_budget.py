@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from budgets.deadline import Clock, Deadline
@@ -31,6 +32,9 @@ class RequestBudget:
     timeline: Timeline
     client_set: bool = False
     """The client's timeout header set the total (it was tighter than the class's)."""
+    served: Callable[[], Sequence[RequestBudget]] | None = None
+    """For a call several callers share (coalesced identical requests): their budgets as they
+    stand, which admission judges the call by; this budget then only bounds the call."""
 
     @classmethod
     def start(

@@ -2,16 +2,28 @@
 
 The shared call runs under the class budgets counted from the first caller's arrival, not under
 that caller's own `X-Request-Timeout-Ms`: a leader with a short deadline must not cut the
-answer short for the callers who joined it with time to spare. Each caller leaves at its own
-deadline instead, and the last one to leave cancels the call (`cache.coalesce`), which aborts
-the backend's work. A caller who joined another's call gets the answer with call ids of its own
+answer short for the callers who joined it with time to spare. Admission still judges it by
+its callers' own deadlines (`Audiences`: the callers waiting on it, as they stand), as it
+judges any request, so it is refused up front (400 `deadline_too_short`, 429 with
+Retry-After), leaves the queue, or is dropped at its head once none of them could still get
+the answer in time, and is never handed to the engine for nobody. Each caller leaves at its own
+deadline, and the last one to leave cancels the call (`cache.coalesce`), which aborts the
+backend's work. A caller who joined another's call gets the answer with call ids of its own
 (`own_call_ids`, `OwnCallIds`): OpenAI's ids are unique per answer.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterator,
+    Sequence,
+)
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -26,12 +38,41 @@ from gateway.stream_pump import ChunkSource
 T = TypeVar("T")
 
 
-def shared_budget(budget: RequestBudget) -> RequestBudget:
+Served = Callable[[], Sequence[RequestBudget]]
+
+
+class Audiences:
+    """The budgets of the callers waiting on each shared call, by the call's key."""
+
+    __slots__ = ("_waiting",)
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, list[RequestBudget]] = {}
+
+    @contextmanager
+    def waiting(self, key: str, budget: RequestBudget) -> Iterator[None]:
+        """`budget`'s caller counts among the call's audience while it waits on it."""
+        budgets = self._waiting.setdefault(key, [])
+        budgets.append(budget)
+        try:
+            yield
+        finally:
+            budgets.remove(budget)
+            if not budgets:
+                del self._waiting[key]
+
+    def of(self, key: str) -> Served:
+        """The budgets of whoever waits on `key`'s call when asked."""
+        return lambda: self._waiting.get(key, ())
+
+
+def shared_budget(budget: RequestBudget, served: Served) -> RequestBudget:
     """The budget of a call shared by several callers: `budget`'s class budgets from its
-    arrival, without its client's own timeout (stages still land on its timeline)."""
+    arrival, without its client's own timeout (stages still land on its timeline), judged by
+    admission for the callers `served` gives."""
     timeline = budget.timeline
     fresh = RequestBudget.start(budget.priority, budget.budgets, timeline.clock, timeline.started)
-    return replace(fresh, timeline=timeline)
+    return replace(fresh, timeline=timeline, served=served)
 
 
 async def within(waiting: Awaitable[T], deadline: Deadline) -> T:
@@ -48,13 +89,12 @@ async def within(waiting: Awaitable[T], deadline: Deadline) -> T:
 
 
 def shared_stream(
-    fleet: Fleet, request: GenerationRequest, budget: RequestBudget
+    fleet: Fleet, request: GenerationRequest, budget: RequestBudget, served: Served
 ) -> Callable[[], Awaitable[AsyncGenerator[StreamChunk, None]]]:
     """How the first of several identical streaming callers starts the stream they share."""
-    shared = shared_budget(budget)
 
     async def start() -> AsyncGenerator[StreamChunk, None]:
-        opened = await fleet.open_stream(request, shared)
+        opened = await fleet.open_stream(request, shared_budget(budget, served))
         return opened.iterate()
 
     return start

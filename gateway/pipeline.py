@@ -31,7 +31,14 @@ from gateway.caller_tokens import (
     used_tokens,
     within_key_cap,
 )
-from gateway.coalescing import OwnCallIds, own_call_ids, shared_budget, shared_stream, within
+from gateway.coalescing import (
+    Audiences,
+    OwnCallIds,
+    own_call_ids,
+    shared_budget,
+    shared_stream,
+    within,
+)
 from gateway.embeddings import embeddings_response
 from gateway.model_access import Body, as_asked, routed, with_model
 from gateway.presentation import CompletionsPresentation, Presentation
@@ -68,6 +75,8 @@ class Pipeline:
         self._coalesce = settings.cache.coalesce
         self._flights: SingleFlight[Completion] = SingleFlight()
         self._stream_flights: StreamFlight[StreamChunk] = StreamFlight()
+        self._audiences = Audiences()  # who waits on each shared call: admission judges by them
+        self._stream_audiences = Audiences()
         self._cache_stages = CacheStages(cache, self._budgets, clock)
 
     def begin(
@@ -203,10 +212,12 @@ class Pipeline:
             source = await self._fleet.open_stream(request, budget)
         else:
             # One backend stream per identical request in flight; it feeds the tap once.
-            flight = self._stream_flights.open(
-                f"{plan.tenant}:{plan.key}", shared_stream(self._fleet, request, budget), tap
-            )
-            subscription = await within(flight, budget.first_token)
+            key = f"{plan.tenant}:{plan.key}"
+            served = self._stream_audiences.of(key)
+            start = shared_stream(self._fleet, request, budget, served)
+            with self._stream_audiences.waiting(key, budget):
+                flight = self._stream_flights.open(key, start, tap)
+                subscription = await within(flight, budget.first_token)
             source = OwnCallIds(subscription) if subscription.shared else subscription
             if subscription.shared:
                 record.note_reused()
@@ -281,18 +292,21 @@ class Pipeline:
     ) -> Completion:
         trace = writeback_trace(self._tracing, record)
         plan = outcome.plan
-        coalesced = plan.key is not None and self._coalesce
+        if plan.key is None or not self._coalesce:
+            completion = await self._fleet.complete(request, budget)
+            self._cache.remember(outcome, completion, trace)
+            return completion
+        key = f"{plan.tenant}:{plan.key}"
+        served = self._audiences.of(key)
 
         async def call() -> Completion:
-            shared = shared_budget(budget) if coalesced else budget
-            completion = await self._fleet.complete(request, shared)
+            completion = await self._fleet.complete(request, shared_budget(budget, served))
             self._cache.remember(outcome, completion, trace)
             return completion
 
-        if not coalesced:
-            return await call()
-        flight = self._flights.do_shared(f"{plan.tenant}:{plan.key}", call)
-        completion, joined = await within(flight, budget.total)
+        with self._audiences.waiting(key, budget):
+            flight = self._flights.do_shared(key, call)
+            completion, joined = await within(flight, budget.total)
         if not joined:
             return completion
         record.note_reused()

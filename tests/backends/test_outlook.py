@@ -38,9 +38,11 @@ def _budget() -> RequestBudget:
 
 
 def test_demand_reads_the_request() -> None:
-    """Prompt size is the gateway's estimate; the cap is max_completion_tokens or max_tokens."""
+    """Prompt size is the gateway's estimate; the cap is max_completion_tokens or max_tokens,
+    and the demand names the field that set it."""
     demand = _demand(max_completion_tokens=30, n=2, stream=True)
-    assert demand == Demand(prompt_tokens=104, max_tokens=30, choices=2, stream=True)
+    assert demand == Demand(104, 30, 2, True, cap_param="max_completion_tokens")
+    assert _demand(max_tokens=30).cap_param == "max_tokens"
     assert demand.output_tokens(Usage(5, 61)) == 31
 
 

@@ -19,13 +19,22 @@ def _now() -> float:
 CLASS = ClassBudgets(5.0, 2.0, 1.0, 1.0)
 BUDGET = RequestBudget.start("interactive", CLASS, _now, _now())
 HEADER_BUDGET = RequestBudget.start("interactive", CLASS, _now, _now(), client_timeout_s=4.0)
+# A header shorter than the first-token budget: the first token's deadline is the header's.
+SHORT_HEADER_BUDGET = RequestBudget.start("interactive", CLASS, _now, _now(), client_timeout_s=1.0)
 
 
-def _outlook(stream: bool, seconds: float, budget: RequestBudget = BUDGET) -> Outlook:
-    """A request on a replica that takes `seconds` to anything."""
+def _outlook(
+    stream: bool,
+    seconds: float,
+    budget: RequestBudget = BUDGET,
+    cap: str = "max_tokens",
+    max_tokens: int | None = 20,
+) -> Outlook:
+    """A request on a replica that takes `seconds` to anything (without `max_tokens`, nor
+    any recent lengths, only its first token can be judged)."""
     estimate = ServiceEstimate(_now)
     estimate.observe(10, 1, seconds)
-    demand = Demand(prompt_tokens=10, max_tokens=20, choices=1, stream=stream)
+    demand = Demand(10, max_tokens, choices=1, stream=stream, cap_param=cap)
     return Outlook(estimate, RecentQuantile(0.9), demand, budget)
 
 
@@ -75,7 +84,25 @@ def test_each_reason_has_its_code_and_says_why(
             "max_tokens",
             "needs fewer output tokens or a class with a longer total budget",
         ),
+        (
+            _outlook(False, 6.0, cap="max_completion_tokens"),
+            BUDGET,
+            "max_completion_tokens",
+            "needs fewer output tokens or a class with a longer total budget",
+        ),
         (_outlook(True, 3.0), BUDGET, None, "first token is predicted 3000 ms after it starts"),
+        (
+            _outlook(True, 3.0, HEADER_BUDGET, max_tokens=None),
+            HEADER_BUDGET,
+            None,
+            "a class with a longer first-token budget",
+        ),
+        (
+            _outlook(True, 3.0, SHORT_HEADER_BUDGET, max_tokens=None),
+            SHORT_HEADER_BUDGET,
+            "X-Request-Timeout-Ms",
+            "needs a longer deadline (X-Request-Timeout-Ms) or a shorter prompt",
+        ),
     ],
 )
 def test_a_deadline_no_wait_can_meet_is_a_400_without_retry_after(
@@ -83,7 +110,8 @@ def test_a_deadline_no_wait_can_meet_is_a_400_without_retry_after(
 ) -> None:
     """Even an idle replica would miss the deadline: a 400 `deadline_too_short` that the SDKs
     do not retry, with no Retry-After, naming the header when the client's header set the
-    deadline, else the output cap (the class's budgets are the operator's; the first-token
+    deadline (the total, or a first token it cut down to the total), else the output cap's
+    field as the client sent it (the class's budgets are the operator's; the first-token
     budget is the class's, which the header cannot move)."""
     shed = Shed("predicted_outcome", "interactive", 0.8, 0.8, -1.0)
     error = overloaded(shed, budget, outlook)

@@ -3,6 +3,7 @@ answer) before its deadline is refused on arrival, in the queue, and at the queu
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 import pytest
@@ -163,3 +164,40 @@ async def test_disabled_admission_ignores_goals() -> None:
     q = make(clock, max_queue=0, enabled=False)
     await q.acquire("interactive", far(clock), FixedGoal(within(clock, 0.1), 5.0))
     assert q.inflight == 1 and q.stats.shed == {}
+
+
+class GainingGoal:
+    """A goal that gains time once told to, and says when the queue judged it again."""
+
+    def __init__(self, slack: float) -> None:
+        self.slack = slack
+        self.calls = 0
+        self.judged_again = asyncio.Event()
+
+    def slack_s(self) -> float | None:
+        self.calls += 1
+        if self.calls > 1:
+            self.judged_again.set()
+        return self.slack
+
+    def hold_s(self) -> float | None:
+        return None
+
+
+async def test_a_goal_that_gains_time_keeps_its_place_in_the_queue() -> None:
+    """A waiter whose goal gained time while it queued (a shared call joined by a caller with
+    more time) stays past its first last start, and takes the slot when it frees."""
+    clock = FakeClock()
+    q = make(clock)
+    held = await q.acquire("interactive", far(clock))
+    goal = GainingGoal(0.01)  # its last start comes 10 ms from now
+    waiter = spawn(q.acquire("interactive", far(clock), goal))
+    await settle()
+    goal.slack = 100.0
+    judged = asyncio.ensure_future(goal.judged_again.wait())
+    await asyncio.wait([waiter, judged], return_when=asyncio.FIRST_COMPLETED)
+    await settle()
+    assert not waiter.done() and q.queued() == 1
+    held.release()
+    await settle()
+    assert waiter.done() and q.inflight == 1 and q.stats.shed == {}

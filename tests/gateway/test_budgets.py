@@ -215,6 +215,25 @@ async def test_request_that_cannot_finish_is_refused_at_once(
     assert backend.calls == calls
 
 
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("sampling", [{"temperature": 0}, {"seed": 7}])
+async def test_a_cacheable_request_that_cannot_finish_is_refused_at_once(
+    url: str, backend: FakeBackend, sampling: dict[str, Any], stream: bool
+) -> None:
+    """A cache-eligible request (identical ones share one backend call) is judged by its
+    caller's own deadline like any other: a 400 naming the header, and the backend never sees
+    it (the call it would share runs under the class's budgets, not the admission's yardstick).
+    """
+    await _learn_slow_answers(url, backend)
+    calls = backend.calls
+    payload = _chat(stream=stream, **sampling)
+    status, headers, body = await _post(url, payload, {"x-request-timeout-ms": "100"})
+    error = orjson.loads(body)["error"]
+    assert status == 400 and error["code"] == "deadline_too_short"
+    assert error["param"] == "X-Request-Timeout-Ms" and headers["x-cache"] == "miss", error
+    assert backend.calls == calls
+
+
 async def test_streams_are_judged_by_their_first_token(backend: FakeBackend) -> None:
     """Once first tokens are known to take >= 0.3 s, a stream is refused against its 0.2 s
     first-token budget while a non-streaming request, judged against its 5 s total, is served."""

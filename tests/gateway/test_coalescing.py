@@ -14,19 +14,35 @@ from budgets.deadline import Deadline
 from budgets.request_budget import ClassBudgets, RequestBudget
 from core.answers import Choice, ChoiceDelta, Completion, StreamChunk, Usage
 from core.errors import DeadlineExceeded
-from gateway.coalescing import OwnCallIds, own_call_ids, shared_budget, within
+from gateway.coalescing import Audiences, OwnCallIds, own_call_ids, shared_budget, within
 
 BUDGETS = ClassBudgets(total_s=10.0, ttft_s=2.0, admission_s=0.5, stall_s=3.0)
 
 
 def test_a_shared_call_runs_under_the_class_budgets_not_the_clients_timeout() -> None:
     """The client's 0.6 s is its own; the call it shares gets the class's 10 s and 2 s to the
-    first token, on the same timeline."""
+    first token, on the same timeline, and admission judges it by the callers it serves."""
     budget = RequestBudget.start("interactive", BUDGETS, lambda: 100.0, 100.0, 0.6)
-    shared = shared_budget(budget)
+    shared = shared_budget(budget, lambda: [budget])
     assert budget.total.at == pytest.approx(100.6)
     assert (shared.total.at, shared.first_token.at) == (110.0, 102.0)
     assert shared.timeline is budget.timeline and shared.priority == "interactive"
+    assert shared.served is not None and shared.served() == [budget] and budget.served is None
+
+
+def test_a_shared_calls_audience_is_whoever_waits_on_it() -> None:
+    """Each caller counts while it waits on the call of its key, and no longer once it left;
+    a key nobody waits on is forgotten."""
+    audiences = Audiences()
+    served = audiences.of("k")
+    first = RequestBudget.start("interactive", BUDGETS, lambda: 100.0, 100.0, 0.6)
+    second = RequestBudget.start("interactive", BUDGETS, lambda: 100.0, 100.0)
+    with audiences.waiting("k", first):
+        assert served() == [first] and audiences.of("other")() == ()
+        with audiences.waiting("k", second):
+            assert served() == [first, second]
+        assert served() == [first]
+    assert served() == () and audiences._waiting == {}
 
 
 async def test_a_result_in_time_is_returned() -> None:
