@@ -1,6 +1,7 @@
 """A call several callers share (coalesced identical requests) as admission judges it: by the
-caller with the most time to spare, the one it can serve longest, as the callers stand at each
-judgement (some join, some leave). A call no caller can still use has nothing to spare."""
+caller with the most time to spare, the one it can serve longest, and for as long as the
+latest caller's admission deadline, as the callers stand at each judgement (some join, some
+leave). A call no caller can still use has nothing to spare."""
 
 from __future__ import annotations
 
@@ -48,10 +49,26 @@ class SharedOutlook:
         return best
 
 
-def admission_deadline(budget: RequestBudget) -> Deadline:
+def admission_deadline(budget: RequestBudget) -> Deadline | LatestAdmission:
     """How long a request may wait for a slot: its own admission budget, or for a shared call
-    the latest of its callers' (each still leaves at its own deadline)."""
-    if budget.served is None:
-        return budget.admission()
-    callers = (caller.admission() for caller in budget.served())
-    return max(callers, key=lambda deadline: deadline.at, default=budget.admission())
+    the latest of its callers' as they stand (each still leaves at its own deadline)."""
+    return budget.admission() if budget.served is None else LatestAdmission(budget)
+
+
+class LatestAdmission:
+    """A shared call's admission deadline: the latest of its callers', read when admission
+    asks, so a caller who joins with more time pushes it out (the call's own once none is
+    left)."""
+
+    __slots__ = ("_budget",)
+
+    def __init__(self, budget: RequestBudget) -> None:
+        self._budget = budget
+
+    def remaining(self) -> float:
+        budget = self._budget
+        callers = budget.served() if budget.served is not None else ()
+        return max(
+            (caller.admission().remaining() for caller in callers),
+            default=budget.admission().remaining(),
+        )

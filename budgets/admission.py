@@ -14,7 +14,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from budgets.deadline import Deadline
+from budgets.deadline import Remaining
 from budgets.error_band import ErrorBand
 from budgets.goal import Goal
 from budgets.occupancy import Occupancy
@@ -120,11 +120,12 @@ class AdmissionQueue(Occupancy):
         return max(0.0, raw + self._wait_errors[priority].margin())
 
     async def acquire(
-        self, priority: Priority, deadline: Deadline, goal: Goal | None = None
+        self, priority: Priority, deadline: Remaining, goal: Goal | None = None
     ) -> Slot:
         """Wait for a slot, or raise `Shed`: queue full, predicted wait past the admission
         `deadline`, goal out of reach (on arrival, in the queue or at its head), or the
-        admission deadline firing while queued."""
+        admission deadline firing while queued (read again when it comes: one that moved
+        later keeps the waiter on)."""
         if self._live["interactive"] or self._live["batch"]:
             self._dispatch()  # `limit` may have grown since the last release
         known = goal.slack_s() if goal is not None and self.enabled else None
@@ -179,13 +180,14 @@ class AdmissionQueue(Occupancy):
         return Slot(self._release, priority, waiter.admitted_at, waiter.end)
 
     async def _turn(
-        self, future: asyncio.Future[bool], deadline: Deadline, goal: Goal | None, wait: float
+        self, future: asyncio.Future[bool], deadline: Remaining, goal: Goal | None, wait: float
     ) -> bool:
         """The waiter's fate (`future`), or `TimeoutError` after `wait` seconds (when the
-        admission `deadline` passes or the goal's last start does), unless the goal gained time
-        meanwhile: a call shared by several callers, judged by the one with the most time,
-        joined by one with more (or a replica that sped up). Then the wait goes on to the new
-        last start; a goal that lost time is dropped at the head of the queue instead."""
+        admission `deadline` passes or the goal's last start does), unless the earlier of the
+        two moved later meanwhile: a call shared by several callers, judged by the one with the
+        most time and admitted until the latest's admission deadline, joined by one with more
+        (or a replica that sped up). Then the wait goes on to the new end; a goal that lost time
+        is dropped at the head of the queue instead."""
         end = self._clock() + wait
         while True:
             try:

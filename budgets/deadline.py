@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from core.stages import StageName
 
@@ -44,3 +45,12 @@ class Deadline:
         if capped < self.at:
             return Deadline(capped, stage, self.clock)
         return self
+
+
+class Remaining(Protocol):
+    """A deadline as a waiter reads it: the seconds left, which may move while it waits (a
+    shared call's, as callers join it and leave); a `Deadline`'s never does."""
+
+    def remaining(self) -> float:
+        """Seconds left now; never negative."""
+        ...

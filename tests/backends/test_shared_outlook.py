@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
+import time
 from dataclasses import replace
 
+import orjson
 import pytest
 
+from backends.base import GenerationRequest
+from backends.fleet import AdmissionConfig, Fleet
 from backends.outlook import Demand, Outlook
+from backends.replica import Replica
 from backends.shared_outlook import SharedOutlook, admission_deadline
+from budgets.deadline import Deadline
 from budgets.recent import RecentQuantile
 from budgets.request_budget import ClassBudgets, RequestBudget
 from budgets.service_estimate import ServiceEstimate
+from core.protocol import ChatCompletionRequest
+from core.request_parsing import parse_request
+from tests.support.fake_backend import FakeBackend
 
 
 def _now() -> float:
@@ -64,7 +74,41 @@ def test_an_unknown_prediction_is_unknown_for_the_call() -> None:
 def test_a_shared_call_waits_for_a_slot_as_long_as_its_most_patient_caller() -> None:
     """A request's own admission budget, or the latest of the callers a shared call serves."""
     short, patient = _budget(0.3), _budget()
-    assert admission_deadline(short).at == pytest.approx(100.3)
-    shared = replace(_budget(), served=lambda: [short, patient])
-    assert admission_deadline(shared).at == pytest.approx(101.0)
-    assert admission_deadline(replace(shared, served=list)).at == pytest.approx(101.0)
+    assert admission_deadline(short).remaining() == pytest.approx(0.3)
+    callers = [short]
+    shared = replace(_budget(), served=lambda: callers)
+    deadline = admission_deadline(shared)
+    assert deadline.remaining() == pytest.approx(0.3)
+    callers.append(patient)  # read as the callers stand: a joiner with more time pushes it out
+    assert deadline.remaining() == pytest.approx(1.0)
+    assert admission_deadline(replace(shared, served=list)).remaining() == pytest.approx(1.0)
+
+
+async def test_a_caller_who_joins_with_more_time_keeps_the_shared_call_queued() -> None:
+    """A queued shared call whose only caller may wait 0.2 s is joined by one who may wait
+    5 s: it is still queued once the first's admission deadline passed, and is served when the
+    slot frees (not refused with the first's queue_timeout)."""
+    replica = Replica("m", FakeBackend(url="a"), healthy=True)
+    config = AdmissionConfig(max_inflight=1)
+    fleet = Fleet([replica], retry_attempts=1, health_interval_s=60, health_timeout_s=1,
+                  admission=config)  # fmt: skip
+    held = await replica.admission.acquire("interactive", Deadline.after(60.0))
+    patient = ClassBudgets(total_s=10.0, ttft_s=10.0, admission_s=5.0, stall_s=1.0)
+    clock = time.monotonic
+
+    def budget(timeout_s: float | None = None) -> RequestBudget:
+        return RequestBudget.start("interactive", patient, clock, clock(), timeout_s)
+
+    first = budget(0.2)
+    callers = [first]
+    raw = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "x"}]})
+    request = GenerationRequest("chat", parse_request(raw, ChatCompletionRequest), raw, "r")
+    call = asyncio.create_task(fleet.complete(request, replace(budget(), served=lambda: callers)))
+    for _ in range(5):  # the call's steps to the queue
+        await asyncio.sleep(0)
+    assert replica.admission.queued() == 1
+    callers.append(budget())
+    await asyncio.sleep(first.admission().remaining() + 0.05)  # not synchronisation: it passes
+    assert not call.done()
+    held.release()
+    assert (await call).choices
