@@ -3,6 +3,8 @@ say why, and a 400 for a request no wait could help."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from backends.outlook import Outlook, Target
 from backends.shared_outlook import SharedOutlook
 from budgets.request_budget import RequestBudget
@@ -19,8 +21,11 @@ def overloaded(
     `queue_timeout` (it waited its admission budget out) or `expired_in_queue` (it left the
     queue once it could no longer meet its deadline); or the 400 `deadline_too_short` (even
     an idle replica is predicted to miss its deadline: retrying cannot help). A shared call's
-    refusal speaks for the caller it was judged by, the one with the most time to spare."""
+    refusal speaks for the caller it was judged by, the one with the most time to spare, and
+    names the header only when every caller's deadline is the header's (it reaches them all)."""
+    callers = [budget]
     if isinstance(outlook, SharedOutlook):
+        callers = outlook.callers() or callers
         widest = outlook.widest()
         budget, outlook = widest if widest is not None else (budget, None)
     target = outlook.binding() if outlook is not None else None
@@ -44,7 +49,7 @@ def overloaded(
     slack = exc.slack_s
     if exc.reason == "predicted_outcome" and slack is not None and slack < 0.0:
         cap = outlook.cap_param if outlook is not None else "max_tokens"
-        return _too_short(who, what, target, budget, cap)
+        return _too_short(who, what, target, callers, cap)
     if exc.reason == "predicted_outcome" and slack is not None:
         detail = (
             f"a predicted queue wait of {_ms(exc.predicted_wait_s)} exceeds the {_ms(slack)}"
@@ -61,7 +66,7 @@ def overloaded(
 
 
 def _too_short(
-    who: str, what: str, target: Target | None, budget: RequestBudget, cap: str
+    who: str, what: str, target: Target | None, callers: Sequence[RequestBudget], cap: str
 ) -> DeadlineTooShort:
     why = "is predicted to come after its deadline"
     if target is not None:
@@ -71,7 +76,7 @@ def _too_short(
         )
     first = what == "first token"
     # The header set the binding deadline: the total, or a first token it cut down to the total.
-    if budget.client_set and (not first or budget.first_token == budget.total):
+    if all(b.client_set and (not first or b.first_token == b.total) for b in callers):
         fix = "a shorter prompt" if first else "fewer output tokens"
         return DeadlineTooShort(
             f"This request's {what} {why} ({who}), even with no queue; it needs a longer"

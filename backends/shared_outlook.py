@@ -29,6 +29,10 @@ class SharedOutlook:
         judged = self._judge()
         return None if judged is None else judged[:2]
 
+    def callers(self) -> list[RequestBudget]:
+        """The budgets of the callers as they stand."""
+        return [budget for budget, _ in self._outlooks()]
+
     def slack_s(self) -> float | None:
         judged = self._judge()
         return -math.inf if judged is None else judged[2]

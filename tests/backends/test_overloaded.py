@@ -6,6 +6,7 @@ import pytest
 
 from backends.outlook import Demand, Outlook
 from backends.overloaded import overloaded
+from backends.shared_outlook import SharedOutlook
 from budgets.recent import RecentQuantile
 from budgets.request_budget import ClassBudgets, RequestBudget
 from budgets.service_estimate import ServiceEstimate
@@ -118,3 +119,18 @@ def test_a_deadline_no_wait_can_meet_is_a_400_without_retry_after(
     assert (error.status, error.code, error.param) == (400, "deadline_too_short", param)
     assert error.to_dict()["error"]["type"] == "invalid_request_error"
     assert words in error.message and error.headers() == {}
+
+
+def test_a_shared_calls_400_names_the_header_only_when_every_caller_sent_it() -> None:
+    """A shared call judged by a caller whose header set its deadline, joined by one who sent
+    none: the 400 names the output cap, which every caller sent, not the header."""
+    earlier = RequestBudget.start("interactive", CLASS, _now, _now() - 2.0)  # 3 s left
+    callers = [(HEADER_BUDGET, _outlook(False, 10.0, HEADER_BUDGET))]  # 4 s left: the widest
+    shared = SharedOutlook(lambda: callers)
+    shed = Shed("predicted_outcome", "interactive", 0.0, 0.8, -6.0)
+    assert overloaded(shed, BUDGET, shared).param == "X-Request-Timeout-Ms"
+    callers.append((earlier, _outlook(False, 10.0, earlier)))
+    widest = shared.widest()
+    assert widest is not None and widest[0] is HEADER_BUDGET
+    error = overloaded(shed, BUDGET, shared)
+    assert (error.code, error.param) == ("deadline_too_short", "max_tokens"), error.message
