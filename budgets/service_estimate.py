@@ -27,6 +27,20 @@ Routing reads it differently (`remembered`, `evidence`): the last line however o
 much recent evidence stands behind it. With `evidence_half_life_s` observations also fade with
 time, so after a lull the next few outweigh what was seen before it (a replica measured under
 a burst is not judged by the burst once it has passed).
+
+A replica that changes speed (a transient slowdown ends, a neighbour starts sharing its GPU) is
+followed at once rather than within dozens of requests: `_SHIFT_RUN` observations in a row
+outside the band the line predicts (z spreads, and at least `_SHIFT_MIN` of the prediction),
+all on the same side, mean the line no longer describes the replica, and what came before them
+is forgotten (a remnant of it, mixed with the new speed, would count as scatter and keep the
+margin wide). A request that failed for lack of time is a censored
+observation (`observe(..., at_least=True)`): its tokens came no sooner than it had, which
+teaches something only when that is later than the line expects, and then counts like an
+observation at that time (a lower bound: the line moves towards the truth, never past it).
+
+A refusal on prediction teaches nothing, so an estimate that refuses everything would never
+change: `probe()` lets one refused request through when the estimate has heard nothing for
+`probe_interval_s` (once per interval), as the cache stages run one request a second.
 """
 
 from __future__ import annotations
@@ -37,11 +51,33 @@ import time
 from budgets.deadline import Clock
 from budgets.service_fit import ServiceFit, solve
 
+_SHIFT_RUN = 3  # observations in a row on one side of the band that mean a change
+_SHIFT_MIN = 0.25  # of the prediction: a smaller miss is never a surprise, however steady
+_TERMS = 10
+
+
+def _terms(p: float, k: float, y: float) -> tuple[float, ...]:
+    return (1.0, p, k, y, p * p, k * k, p * k, p * y, k * y, y * y)
+
 
 class ServiceEstimate:
     """One replica's recent service times, as a fitted line plus an error margin."""
 
-    __slots__ = ("_clock", "_decay", "_fade", "_fit", "_last", "_max_age_s", "_sums", "_z")
+    __slots__ = (
+        "_clock",
+        "_decay",
+        "_fade",
+        "_fit",
+        "_heard",
+        "_last",
+        "_max_age_s",
+        "_probe_interval_s",
+        "_probed",
+        "_run",
+        "_run_sums",
+        "_sums",
+        "_z",
+    )
 
     def __init__(
         self,
@@ -51,6 +87,7 @@ class ServiceEstimate:
         max_age_s: float = 30.0,
         z: float = 2.0,
         evidence_half_life_s: float = math.inf,
+        probe_interval_s: float = 1.0,
     ) -> None:
         if half_life <= 0 or max_age_s <= 0 or z < 0 or evidence_half_life_s <= 0:
             raise ValueError("need half_life > 0, max_age_s > 0, z >= 0, evidence_half_life_s > 0")
@@ -59,26 +96,80 @@ class ServiceEstimate:
         self._fade = 1.0 / evidence_half_life_s  # half-lives per second
         self._max_age_s = max_age_s
         self._z = z
+        self._probe_interval_s = probe_interval_s
         # Weighted sums of 1, p, k, y, p*p, k*k, p*k, p*y, k*y, y*y (k: tokens after the first).
-        self._sums = [0.0] * 10
+        self._sums = [0.0] * _TERMS
+        # The same sums over the current run of surprises alone; `_run` counts them, signed
+        # by their side (+: slower than the band).
+        self._run_sums = [0.0] * _TERMS
+        self._run = 0
         self._fit: ServiceFit | None = None
-        self._last = float("-inf")
+        self._last = float("-inf")  # the last observation
+        self._heard = float("-inf")  # the last call heard of, taught or not
+        self._probed = float("-inf")
 
-    def observe(self, prompt_tokens: int, tokens: int, seconds: float) -> None:
+    def observe(
+        self, prompt_tokens: int, tokens: int, seconds: float, *, at_least: bool = False
+    ) -> None:
         """The `tokens`-th output token of a request with this prompt came `seconds` after the
-        request was admitted."""
+        request was admitted; with `at_least`, it had not come by then (the call failed for
+        lack of time): only a time later than the line expects teaches anything."""
         if seconds < 0 or tokens < 1:
             return
-        p, k, y = float(prompt_tokens), float(tokens - 1), seconds
         now = self._clock()
+        self._heard = now
+        p, k, y = float(prompt_tokens), float(tokens - 1), seconds
+        fit = self._current()
+        expected = None if fit is None else fit.at(prompt_tokens, tokens)
+        if at_least and (expected is None or y <= expected):
+            return
+        side = 0 if fit is None or expected is None else self._side(fit, expected, y)
         d = self._decay
         if self._fade and self._sums[0]:
             d *= 0.5 ** ((now - self._last) * self._fade)
+        terms = _terms(p, k, y)
         s = self._sums
-        for i, term in enumerate((1.0, p, k, y, p * p, k * k, p * k, p * y, k * y, y * y)):
+        for i, term in enumerate(terms):
             s[i] = s[i] * d + term
+        self._note_run(side, terms, d)
         self._fit = None
         self._last = now
+
+    def probe(self) -> bool:
+        """Whether a request the estimate would refuse goes through anyway, to refresh it: true
+        once per `probe_interval_s` while no call has been heard of for that long."""
+        now = self._clock()
+        if now - max(self._heard, self._probed) < self._probe_interval_s:
+            return False
+        self._probed = now
+        return True
+
+    def _side(self, fit: ServiceFit, expected: float, seconds: float) -> int:
+        """Which side of the band around the line an observation falls (0: inside it)."""
+        miss = seconds - expected
+        if abs(miss) <= max(self._z * fit.spread_s, _SHIFT_MIN * expected):
+            return 0
+        return 1 if miss > 0 else -1
+
+    def _note_run(self, side: int, terms: tuple[float, ...], decay: float) -> None:
+        """Count a run of surprises on one side; at `_SHIFT_RUN` of them, forget what came
+        before."""
+        run, r = self._run, self._run_sums
+        if side == 0:
+            self._run = 0
+            return
+        if run * side > 0:
+            for i, term in enumerate(terms):
+                r[i] = r[i] * decay + term
+            run += side
+        else:
+            r[:] = terms
+            run = side
+        if abs(run) < _SHIFT_RUN:
+            self._run = run
+            return
+        self._sums[:] = r
+        self._run = 0
 
     def evidence(self) -> float:
         """How many observations stand behind the line now, older ones (by count, and by time
