@@ -92,7 +92,7 @@ class Outlook:
     the queue is judged with what the replica has learned meanwhile.
     """
 
-    __slots__ = ("_budget", "_demand", "_estimate", "_lengths", "_prompt")
+    __slots__ = ("_budget", "_demand", "_estimate", "_lengths", "_probe", "_prompt")
 
     def __init__(
         self,
@@ -107,6 +107,7 @@ class Outlook:
         self._demand = demand
         self._budget = budget
         self._prompt = demand.prompt_tokens if prompt is None else prompt
+        self._probe = False
 
     def output_tokens(self) -> int | None:
         return output_tokens(self._demand, self._lengths)
@@ -124,8 +125,18 @@ class Outlook:
         return min(targets, key=lambda t: t.slack_s, default=None)
 
     def slack_s(self) -> float | None:
+        """What the binding deadline has to spare; None (not judged) when unknown, and for
+        the request the estimate lets through as its probe (`ServiceEstimate.probe`) when it
+        would have been refused: refusals teach the estimate nothing."""
+        if self._probe:
+            return None
         target = self.binding()
-        return None if target is None else target.slack_s
+        if target is None:
+            return None
+        if target.slack_s < 0.0 and self._estimate.probe():
+            self._probe = True
+            return None
+        return target.slack_s
 
     def hold_s(self) -> float | None:
         tokens = self.output_tokens()

@@ -17,7 +17,13 @@ from budgets.request_budget import ClassBudgets, RequestBudget
 from budgets.service_estimate import ServiceEstimate
 from budgets.settings import BudgetSettings
 from core.answers import BackendHealth, Completion, Usage
-from core.errors import BackendError, DeadlineTooShort, ModelNotFound, NoHealthyBackend
+from core.errors import (
+    BackendError,
+    DeadlineExceeded,
+    DeadlineTooShort,
+    ModelNotFound,
+    NoHealthyBackend,
+)
 from core.protocol import ChatCompletionRequest, CompletionRequest
 from core.request_parsing import parse_request
 from tests.support.fake_backend import FakeBackend
@@ -200,6 +206,51 @@ async def test_a_request_that_cannot_finish_is_a_400_before_the_backend_sees_it(
         await fleet.complete(_request(max_tokens=5), _budget(backend.clock, total_s=1.0))
     assert info.value.code == "deadline_too_short" and backend.calls == 1
     assert "answer is predicted 2000 ms" in info.value.message
+
+
+async def test_a_call_that_runs_out_of_time_teaches_that_its_replica_is_slower() -> None:
+    """A deadline that fires 2 s into a call the replica was expected to answer in 0.5 s moves
+    its estimate up: the answer would have come no sooner (a failure used to teach nothing)."""
+    backend = TimedBackend(url="a", seconds=0.5)
+    replica = Replica("m", backend, healthy=True)
+    fleet = _admitting(replica)
+    for _ in range(2):
+        await fleet.complete(_request(max_tokens=3), _budget(backend.clock))
+    assert replica.uncached_estimate.expected(40, 3) == pytest.approx(0.5)
+    backend.seconds, backend.fail_with = 2.0, DeadlineExceeded("total")
+    with pytest.raises(DeadlineExceeded):
+        await fleet.complete(_request(max_tokens=3), _budget(backend.clock))
+    expected = replica.uncached_estimate.expected(40, 3)
+    assert expected is not None and expected > 0.9
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_call_that_queued_in_the_engine_teaches_no_service_time(stream: bool) -> None:
+    """Admitted while the engine reported requests waiting, an answer's time includes that
+    queue: it is not learned as what serving such a request takes."""
+    replica = Replica("m", FakeBackend(url="a"), healthy=True)
+    fleet = _admitting(replica)
+    replica.observe(BackendHealth(True, "ok", running=4, waiting=3, capacity=4))
+    if stream:
+        opened = await fleet.open_stream(_request(stream=True), _budget(Clock()))
+        async for _chunk in opened.iterate():
+            pass
+    else:
+        await fleet.complete(_request(), _budget(Clock()))
+    assert replica.uncached_estimate.fit() is None
+    assert replica.inflight == 0
+
+
+async def test_more_in_flight_than_the_engine_runs_teaches_no_service_time() -> None:
+    """With more of ours in flight than the engine runs at once (the admission limit set
+    above it), the last admitted waits in the engine: its time is not learned."""
+    replica = Replica("m", FakeBackend(url="a"), healthy=True)
+    fleet = _admitting(replica)  # two slots, as GATEWAY_ADMISSION_MAX_INFLIGHT sets
+    replica.observe(BackendHealth(True, "ok", running=0, waiting=0, capacity=1))
+    assert replica.admission.limit == 2
+    await _occupy(replica, 1)
+    await fleet.complete(_request(), _budget(Clock()))
+    assert replica.uncached_estimate.fit() is None
 
 
 @pytest.mark.parametrize(("share", "admitted"), [(0.9, True), (0.0, False)])
