@@ -74,6 +74,7 @@ class ServiceEstimate:
         "_probe_interval_s",
         "_probed",
         "_run",
+        "_run_fit",
         "_run_sums",
         "_sums",
         "_z",
@@ -103,6 +104,7 @@ class ServiceEstimate:
         # by their side (+: slower than the band).
         self._run_sums = [0.0] * _TERMS
         self._run = 0
+        self._run_fit: ServiceFit | None = None  # the line before the run
         self._fit: ServiceFit | None = None
         self._last = float("-inf")  # the last observation
         self._heard = float("-inf")  # the last call heard of, taught or not
@@ -123,7 +125,12 @@ class ServiceEstimate:
         expected = None if fit is None else fit.at(prompt_tokens, tokens)
         if at_least and (expected is None or y <= expected):
             return
-        side = 0 if fit is None or expected is None else self._side(fit, expected, y)
+        # A run is judged against the line from before it: each surprise widens the current
+        # line's band, and would hide the next.
+        before = self._run_fit if self._run else fit
+        side = 0 if before is None else self._side(before, prompt_tokens, tokens, y)
+        if side and not self._run:
+            self._run_fit = fit
         d = self._decay
         if self._fade and self._sums[0]:
             d *= 0.5 ** ((now - self._last) * self._fade)
@@ -144,8 +151,9 @@ class ServiceEstimate:
         self._probed = now
         return True
 
-    def _side(self, fit: ServiceFit, expected: float, seconds: float) -> int:
+    def _side(self, fit: ServiceFit, prompt_tokens: int, tokens: int, seconds: float) -> int:
         """Which side of the band around the line an observation falls (0: inside it)."""
+        expected = fit.at(prompt_tokens, tokens)
         miss = seconds - expected
         if abs(miss) <= max(self._z * fit.spread_s, _SHIFT_MIN * expected):
             return 0

@@ -236,6 +236,21 @@ def test_a_run_of_faster_observations_replaces_the_old_line() -> None:
     assert upper is not None and upper < 1.2  # a 1.2 s deadline fits again (slow: 2.5 s)
 
 
+def test_a_run_is_judged_against_the_line_from_before_it() -> None:
+    """The first fast answer widens the band of the slow line a lot (a flat line with a wide
+    margin once it is mixed in): the next ones still count as surprises against the old line."""
+    clock = FakeClock()
+    estimate = ServiceEstimate(clock, evidence_half_life_s=5)
+    for k in (1, 1, 5, 5, 10, 10, 20, 20, 30, 30, 1, 10, 30):
+        clock.now += 0.5
+        estimate.observe(14, k, _slow(k))
+    for _ in range(3):  # probes, one every 1.8 s
+        clock.now += 1.8
+        estimate.observe(14, 30, _fast(30))
+    upper = estimate.upper(14, 30)
+    assert upper is not None and upper < 1.2
+
+
 def test_two_surprises_are_not_a_change() -> None:
     """Fewer than three observations in a row off the band only nudge the line."""
     estimate = ServiceEstimate(FakeClock())
