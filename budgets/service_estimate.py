@@ -29,14 +29,15 @@ time, so after a lull the next few outweigh what was seen before it (a replica m
 a burst is not judged by the burst once it has passed).
 
 A replica that changes speed (a transient slowdown ends, a neighbour starts sharing its GPU) is
-followed at once rather than within dozens of requests: `_SHIFT_RUN` observations in a row
-outside the band the line predicts (z spreads, and at least `_SHIFT_MIN` of the prediction),
-all on the same side, mean the line no longer describes the replica, and what came before them
-is forgotten (a remnant of it, mixed with the new speed, would count as scatter and keep the
-margin wide). A request that failed for lack of time is a censored
-observation (`observe(..., at_least=True)`): its tokens came no sooner than it had, which
-teaches something only when that is later than the line expects, and then counts like an
-observation at that time (a lower bound: the line moves towards the truth, never past it).
+followed at once rather than within dozens of requests: `_SHIFT_RUN` observations outside the
+band the line from before them predicts (z spreads, and at least `_SHIFT_MIN` of the
+prediction), all on the same side, among `_SHIFT_WINDOW` in a row, mean the line no longer
+describes the replica, and what came before them is forgotten (a remnant of it, mixed with the
+new speed, would count as scatter and keep the margin wide). A request that failed for lack of
+time is a censored observation (`observe(..., at_least=True)`): its tokens came no sooner than
+it had, which teaches something only when that is later than the line expects, and then counts
+like an observation at that time (a lower bound: the line moves towards the truth, never past
+it).
 
 A refusal on prediction teaches nothing, so an estimate that refuses everything would never
 change: `probe()` lets one refused request through when the estimate has heard nothing for
@@ -51,7 +52,8 @@ import time
 from budgets.deadline import Clock
 from budgets.service_fit import ServiceFit, solve
 
-_SHIFT_RUN = 3  # observations in a row on one side of the band that mean a change
+_SHIFT_RUN = 3  # surprises on one side of the band that mean a change ...
+_SHIFT_WINDOW = 2 * _SHIFT_RUN  # ... among this many observations
 _SHIFT_MIN = 0.25  # of the prediction: a smaller miss is never a surprise, however steady
 _TERMS = 10
 
@@ -75,6 +77,7 @@ class ServiceEstimate:
         "_probed",
         "_run",
         "_run_fit",
+        "_run_seen",
         "_run_sums",
         "_sums",
         "_z",
@@ -105,6 +108,7 @@ class ServiceEstimate:
         self._run_sums = [0.0] * _TERMS
         self._run = 0
         self._run_fit: ServiceFit | None = None  # the line before the run
+        self._run_seen = 0  # observations since the run began
         self._fit: ServiceFit | None = None
         self._last = float("-inf")  # the last observation
         self._heard = float("-inf")  # the last call heard of, taught or not
@@ -160,19 +164,21 @@ class ServiceEstimate:
         return 1 if miss > 0 else -1
 
     def _note_run(self, side: int, terms: tuple[float, ...], decay: float) -> None:
-        """Count a run of surprises on one side; at `_SHIFT_RUN` of them, forget what came
-        before."""
+        """Count a run of surprises on one side, within `_SHIFT_WINDOW` observations (one
+        inside the band says nothing either way: a size both speeds serve alike); at
+        `_SHIFT_RUN` of them, keep only what the run saw."""
         run, r = self._run, self._run_sums
-        if side == 0:
-            self._run = 0
-            return
-        if run * side > 0:
+        if run and side * run >= 0 and self._run_seen < _SHIFT_WINDOW:
             for i, term in enumerate(terms):
                 r[i] = r[i] * decay + term
             run += side
-        else:
+            self._run_seen += 1
+        elif side:
             r[:] = terms
             run = side
+            self._run_seen = 1
+        else:
+            run = 0
         if abs(run) < _SHIFT_RUN:
             self._run = run
             return

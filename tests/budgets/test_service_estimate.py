@@ -251,13 +251,29 @@ def test_a_run_is_judged_against_the_line_from_before_it() -> None:
     assert upper is not None and upper < 1.2
 
 
+def test_sizes_both_speeds_serve_alike_do_not_hide_a_change() -> None:
+    """One-token answers take as long slow as fast (the first token did not slow): in between
+    the faster longer ones they neither count for the change nor break the run."""
+    clock = FakeClock()
+    estimate = ServiceEstimate(clock, evidence_half_life_s=5)
+    for k in (1, 1, 5, 5, 10, 10, 20, 20, 30, 30, 1, 10, 30):
+        clock.now += 0.5
+        estimate.observe(14, k, _slow(k))
+    for k in (20, 1, 10, 1, 5):
+        clock.now += 1.0
+        estimate.observe(14, k, _fast(k))
+    upper = estimate.upper(14, 30)
+    assert upper is not None and upper < 1.2
+
+
 def test_two_surprises_are_not_a_change() -> None:
-    """Fewer than three observations in a row off the band only nudge the line."""
+    """Fewer than three surprises among six observations in a row only nudge the line."""
     estimate = ServiceEstimate(FakeClock())
     _learn_slow(estimate)
     for _ in range(2):
         estimate.observe(10, 30, _fast(30))
-    estimate.observe(10, 1, _slow(1))  # inside the band: the run is broken
+    for _ in range(4):  # inside the band: the run runs out
+        estimate.observe(10, 1, _slow(1))
     estimate.observe(10, 30, _fast(30))
     expected = estimate.expected(10, 30)
     assert expected is not None and expected > 1.5  # a change would have made it 0.78 s
