@@ -97,6 +97,13 @@ class Replica:
         slots = self.reported_capacity or self.admission.limit
         return self.reported_waiting == 0 and self.admission.inflight <= slots
 
+    def engine_backlog(self) -> float:
+        """How many engine-fulls of requests a request admitted now would wait behind in the
+        engine's own queue (0: it starts at once): what the engine holds beyond what it runs
+        at once, over what it runs at once."""
+        slots = self.reported_capacity or self.admission.limit
+        return max(0, self.admission.occupied() + 1 - slots) / slots
+
     def routable(self, now: float) -> bool:
         """Healthy and not ejected as an outlier at `now`."""
         return self.healthy and self.ejected_until <= now

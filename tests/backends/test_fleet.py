@@ -23,6 +23,7 @@ from core.errors import (
     DeadlineTooShort,
     ModelNotFound,
     NoHealthyBackend,
+    Overloaded,
 )
 from core.protocol import ChatCompletionRequest, CompletionRequest
 from core.request_parsing import parse_request
@@ -251,6 +252,35 @@ async def test_more_in_flight_than_the_engine_runs_teaches_no_service_time() -> 
     await _occupy(replica, 1)
     await fleet.complete(_request(), _budget(Clock()))
     assert replica.uncached_estimate.fit() is None
+
+
+async def test_a_full_engine_makes_a_late_request_a_429_and_an_idle_one_admits_it() -> None:
+    """Slots set above what the engine runs: a request that fits the service time but not the
+    engine's own queue is refused as overload (429, Retry-After), not as too short (400)."""
+    backend = TimedBackend(url="a", seconds=0.5)
+    replica = Replica("m", backend, healthy=True)
+    fleet = Fleet(
+        [replica],
+        retry_attempts=1,
+        health_interval_s=60,
+        health_timeout_s=1,
+        admission=AdmissionConfig(max_inflight=8),
+    )
+    replica.observe(BackendHealth(True, "ok", running=0, waiting=0, capacity=2))
+    for _ in range(2):
+        await fleet.complete(_request(max_tokens=5), _budget(backend.clock))
+    held = [  # two running, two waiting in the engine
+        await replica.admission.acquire("interactive", Deadline.after(60)) for _ in range(4)
+    ]
+    with pytest.raises(Overloaded) as info:
+        await fleet.complete(_request(max_tokens=5), _budget(backend.clock, total_s=1.0))
+    assert info.value.status == 429 and backend.calls == 2
+    # Three ahead of it beyond the engine's two: 1.5 engine-fulls of 0.5 s.
+    assert info.value.headers()["retry-after-ms"] == "750"
+    for slot in held:
+        slot.release()
+    await fleet.complete(_request(max_tokens=5), _budget(backend.clock, total_s=1.0))
+    assert backend.calls == 3
 
 
 @pytest.mark.parametrize(("share", "admitted"), [(0.9, True), (0.0, False)])

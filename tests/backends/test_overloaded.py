@@ -90,3 +90,19 @@ def test_a_deadline_no_wait_can_meet_is_a_400_without_retry_after(
     assert (error.status, error.code, error.param) == (400, "deadline_too_short", param)
     assert error.to_dict()["error"]["type"] == "invalid_request_error"
     assert words in error.message and error.headers() == {}
+
+
+def test_out_of_reach_behind_the_engines_own_queue_is_a_429() -> None:
+    """A request that an idle engine would serve in time, but not after the engine's own
+    queue (two engine-fulls of 2 s each ahead), is overload: 429 with the queue's wait, not
+    the 400 that says no wait could help."""
+    estimate = ServiceEstimate(_now)
+    estimate.observe(10, 20, 2.0)
+    demand = Demand(prompt_tokens=10, max_tokens=20, choices=1, stream=False)
+    outlook = Outlook(estimate, RecentQuantile(0.9), demand, BUDGET, backlog=lambda: 2.0)
+    slack = outlook.slack_s()
+    assert slack == pytest.approx(5.0 - 4.0 - 2.0)
+    error = overloaded(Shed("predicted_outcome", "interactive", 0.0, 2.0, slack), BUDGET, outlook)
+    assert error.status == 429 and error.code == "overloaded"
+    assert "4000 ms in the backend's own queue" in error.message
+    assert error.headers()["retry-after"] == "4"
