@@ -202,9 +202,13 @@ class Fleet:
         prefix = await self.prompt_blocks(request)
 
         async def call(replica: Replica) -> Completion:
-            started = clock()
-            completion = await self.hangs.complete(replica, request, demand, budget)
-            self.learning.answered(replica, demand, completion.usage, clock() - started)
+            started, room = clock(), replica.engine_has_room()
+            try:
+                completion = await self.hangs.complete(replica, request, demand, budget)
+            except DeadlineExceeded:
+                self.learning.ran_out(replica, demand, clock() - started, room)
+                raise
+            self.learning.answered(replica, demand, completion.usage, clock() - started, room)
             return completion
 
         return await self._with_retry(request.body.model, budget, call, demand, prefix)
@@ -291,7 +295,7 @@ class Fleet:
         needed = 0  # as in `_with_retry`
         while True:
             replica, slot = await self._dispatch(model, tried, budget, demand, prefix, needed)
-            started = timeline.clock()
+            started, room = timeline.clock(), replica.engine_has_room()
             chunks = replica.backend.stream(request, budget.total)
             error: str | None = None
             try:
@@ -303,6 +307,7 @@ class Fleet:
                 late = DeadlineExceeded(first_token.stage)
                 error = _failure(late)
                 self.outliers.failed(replica, late)
+                self.learning.ran_out(replica, demand, timeline.clock() - started, room, 1)
                 raise late from None
             except StopAsyncIteration:
                 first = None
@@ -333,7 +338,7 @@ class Fleet:
             now = timeline.first_token_at = timeline.clock()
             self.hangs.heard(replica)
             finished, failed = self.learning.stream_end(
-                replica, demand, first, now - started, started, timeline.clock
+                replica, demand, first, now - started, started, timeline.clock, room
             )
             return OpenStream(slot, first, chunks, finished, failed)
 

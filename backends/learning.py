@@ -1,7 +1,13 @@
 """What the fleet learns from how a call on a replica ended: a clean end teaches the replica's
 service estimate (over the uncached part of prompts, for routing and admission alike), how
 much of its prompts its cache served, and the model's output lengths, and clears its
-failures; a failure counts against it (`backends.outliers`) and teaches nothing."""
+failures; a failure counts against it (`backends.outliers`), and one for lack of time (a
+deadline fired) teaches the estimate a lower bound: the answer would have come no sooner.
+
+Only calls that started at once in the engine teach the estimate: one admitted while the
+engine was full (it reported requests waiting, or more of ours in flight than it runs at once)
+waited in the engine's queue first, and that wait is load, not the service time a request of
+its size takes (a line fitted over it refused requests an idle engine serves in time)."""
 
 from __future__ import annotations
 
@@ -9,10 +15,11 @@ from collections.abc import Callable
 
 from backends.open_stream import Failed, Finished
 from backends.outliers import Outliers
-from backends.outlook import Demand, cached_share, first_chunk_tokens
+from backends.outlook import Demand, cached_share, first_chunk_tokens, output_tokens
 from backends.replica import Replica
 from budgets.recent import RecentQuantile
 from core.answers import StreamChunk, Usage
+from core.errors import DeadlineExceeded
 
 
 class Learning:
@@ -24,17 +31,45 @@ class Learning:
         self.outliers = outliers
         self._lengths = lengths
 
-    def answered(self, replica: Replica, demand: Demand, usage: Usage, seconds: float) -> None:
-        """A request ended cleanly `seconds` after admission: teach the replica's estimate and
-        cached share, and the model's output lengths when the request set no cap."""
+    def answered(
+        self,
+        replica: Replica,
+        demand: Demand,
+        usage: Usage,
+        seconds: float,
+        engine_room: bool = True,
+    ) -> None:
+        """A request ended cleanly `seconds` after admission: teach the replica's estimate
+        (when it started at once, `engine_room`) and cached share, and the model's output
+        lengths when the request set no cap."""
         tokens = demand.output_tokens(usage)
         if tokens < 1:
             return
         share = cached_share(usage)
         replica.heard_cached(share)
-        replica.uncached_estimate.observe(demand.uncached_part(share), tokens, seconds)
+        if engine_room:
+            replica.uncached_estimate.observe(demand.uncached_part(share), tokens, seconds)
         if demand.max_tokens is None:
             self._lengths(replica.model).add(tokens)
+
+    def ran_out(
+        self,
+        replica: Replica,
+        demand: Demand,
+        seconds: float,
+        engine_room: bool = True,
+        tokens: int | None = None,
+    ) -> None:
+        """A call failed for lack of time `seconds` after admission: its `tokens`-th token (by
+        default the output length admission judged it by) had not come."""
+        if not engine_room:
+            return
+        if tokens is None:
+            tokens = output_tokens(demand, self._lengths(replica.model))
+            if tokens is None:
+                return
+        prompt = demand.uncached_part(replica.recent_cached_share or 0.0)
+        replica.uncached_estimate.observe(prompt, tokens, seconds, at_least=True)
 
     def stream_end(
         self,
@@ -44,19 +79,23 @@ class Learning:
         first_s: float,
         started: float,
         clock: Callable[[], float],
+        engine_room: bool = True,
     ) -> tuple[Finished, Failed]:
         """How a stream's end is heard. Only a stream that ended cleanly teaches the estimate,
         its first token and its end together: a stream that breaks after a fast first token
-        is no evidence of fast service (a replica breaking every stream would look fastest)."""
+        is no evidence of fast service (a replica breaking every stream would look fastest).
+        One that ran out of time teaches that its answer had not come by then."""
 
         def finished(usage: Usage) -> None:
             self.outliers.succeeded(replica)
-            if first is not None:
+            if first is not None and engine_room:
                 tokens = first_chunk_tokens(first)
                 replica.uncached_estimate.observe(demand.uncached_tokens(usage), tokens, first_s)
-            self.answered(replica, demand, usage, clock() - started)
+            self.answered(replica, demand, usage, clock() - started, engine_room)
 
         def failed(exc: BaseException) -> None:
             self.outliers.failed(replica, exc)
+            if isinstance(exc, DeadlineExceeded):
+                self.ran_out(replica, demand, clock() - started, engine_room)
 
         return finished, failed

@@ -4,6 +4,7 @@ the `Goal` that admission control judges the request by."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from budgets.recent import RecentQuantile
@@ -76,14 +77,21 @@ def first_chunk_tokens(chunk: StreamChunk) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """One deadline a request must meet, what it is, and when the replica would reach it."""
+    """One deadline a request must meet, what it is, and when the replica would reach it:
+    `queue_s` in the engine's own queue, then `predicted_s` to serve it."""
 
     what: str  # "first token" or "answer"
     left_s: float
     predicted_s: float
+    queue_s: float = 0.0
 
     @property
     def slack_s(self) -> float:
+        return self.left_s - self.queue_s - self.predicted_s
+
+    @property
+    def service_slack_s(self) -> float:
+        """What it would have to spare with no queue: negative, no wait can help."""
         return self.left_s - self.predicted_s
 
 
@@ -97,10 +105,12 @@ class Outlook:
     The output length is the request's cap when it has one, else the model's recent
     `output_quantile` of output lengths (requests without a cap), else unknown (and the answer
     is not judged). Predictions are made when asked, so a request judged again at the head of
-    the queue is judged with what the replica has learned meanwhile.
+    the queue is judged with what the replica has learned meanwhile. `backlog` says how many
+    engine-fulls of requests it would wait behind inside the engine (admission limits set
+    above what the engine runs, or other gateways' load): each costs its expected time.
     """
 
-    __slots__ = ("_budget", "_demand", "_estimate", "_lengths", "_prompt")
+    __slots__ = ("_backlog", "_budget", "_demand", "_estimate", "_lengths", "_probe", "_prompt")
 
     def __init__(
         self,
@@ -109,12 +119,15 @@ class Outlook:
         demand: Demand,
         budget: RequestBudget,
         prompt: int | None = None,
+        backlog: Callable[[], float] | None = None,
     ) -> None:
         self._estimate = estimate
+        self._backlog = backlog
         self._lengths = lengths
         self._demand = demand
         self._budget = budget
         self._prompt = demand.prompt_tokens if prompt is None else prompt
+        self._probe = False
 
     @property
     def cap_param(self) -> str:
@@ -130,15 +143,28 @@ class Outlook:
         targets: list[Target] = []
         tokens = self.output_tokens()
         done = None if tokens is None else estimate.upper(prompt, tokens)
+        queue = 0.0
+        if self._backlog is not None and tokens is not None and (ahead := self._backlog()) > 0:
+            queue = ahead * (estimate.expected(prompt, tokens) or 0.0)
         if done is not None:
-            targets.append(Target("answer", budget.total.remaining(), done))
+            targets.append(Target("answer", budget.total.remaining(), done, queue))
         if self._demand.stream and (first := estimate.upper(prompt, 1)) is not None:
-            targets.append(Target("first token", budget.first_token.remaining(), first))
+            targets.append(Target("first token", budget.first_token.remaining(), first, queue))
         return min(targets, key=lambda t: t.slack_s, default=None)
 
     def slack_s(self) -> float | None:
+        """What the binding deadline has to spare; None (not judged) when unknown, and for
+        the request the estimate lets through as its probe (`ServiceEstimate.probe`) when it
+        would have been refused: refusals teach the estimate nothing."""
+        if self._probe:
+            return None
         target = self.binding()
-        return None if target is None else target.slack_s
+        if target is None:
+            return None
+        if target.service_slack_s < 0.0 and self._estimate.probe():
+            self._probe = True
+            return None
+        return target.slack_s
 
     def hold_s(self) -> float | None:
         tokens = self.output_tokens()

@@ -48,8 +48,16 @@ def overloaded(
         )
     slack = exc.slack_s
     if exc.reason == "predicted_outcome" and slack is not None and slack < 0.0:
-        cap = outlook.cap_param if outlook is not None else "max_tokens"
-        return _too_short(who, what, target, callers, cap)
+        if target is None or target.service_slack_s < 0.0:
+            cap = outlook.cap_param if outlook is not None else "max_tokens"
+            return _too_short(who, what, target, callers, cap)
+        # Out of reach only behind the engine's own queue: load, which waiting cures.
+        return Overloaded(
+            f"Overloaded: a predicted wait of {_ms(target.queue_s)} in the backend's own queue"
+            f" exceeds the {_ms(target.service_slack_s)} this request's {what} has to spare"
+            f" ({who}); retry later.",
+            retry_after_s=max(retry, target.queue_s),
+        )
     if exc.reason == "predicted_outcome" and slack is not None:
         detail = (
             f"a predicted queue wait of {_ms(exc.predicted_wait_s)} exceeds the {_ms(slack)}"

@@ -56,6 +56,7 @@ class Replica:
     auto_limit: bool = True
     reported_running: int = 0
     reported_waiting: int = 0
+    reported_capacity: int = 0  # what the engine runs at once, by its own report (0: unknown)
     kv_usage: float = 0.0
     last_detail: str = field(default="not probed yet")
     # When a probe last found it serving after it was not (-inf: warm from the start).
@@ -88,6 +89,20 @@ class Replica:
         self.recent_cached_share = (
             share if recent is None else recent + CACHED_SHARE_ALPHA * (share - recent)
         )
+
+    def engine_has_room(self) -> bool:
+        """Whether a request admitted now starts at once in the engine: it reported nothing
+        waiting, and our requests in flight (this one included) fit the requests it runs at
+        once (its report, else our admission limit)."""
+        slots = self.reported_capacity or self.admission.limit
+        return self.reported_waiting == 0 and self.admission.inflight <= slots
+
+    def engine_backlog(self) -> float:
+        """How many engine-fulls of requests a request admitted now would wait behind in the
+        engine's own queue (0: it starts at once): what the engine holds beyond what it runs
+        at once, over what it runs at once."""
+        slots = self.reported_capacity or self.admission.limit
+        return max(0, self.admission.occupied() + 1 - slots) / slots
 
     def routable(self, now: float) -> bool:
         """Healthy and not ejected as an outlier at `now`."""
@@ -140,6 +155,7 @@ class Replica:
             self.reported_running = health.running
             self.reported_waiting = health.waiting
             self.kv_usage = health.kv_usage
+            self.reported_capacity = health.capacity
             self.admission.observe_backend(health.running, health.waiting)
             if self.auto_limit and health.capacity > 0 and health.capacity != self.admission.limit:
                 self.admission.resize(health.capacity)

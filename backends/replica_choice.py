@@ -184,7 +184,12 @@ class ReplicaChoice:
         share = replica.recent_cached_share if cached_share is None else cached_share
         prompt = None if share is None else demand.uncached_part(share)
         return Outlook(
-            replica.uncached_estimate, self.lengths(replica.model), demand, budget, prompt
+            replica.uncached_estimate,
+            self.lengths(replica.model),
+            demand,
+            budget,
+            prompt,
+            replica.engine_backlog,
         )
 
     def _service_times(

@@ -40,6 +40,11 @@ class Occupancy:
     def inflight(self) -> int:
         return self._inflight
 
+    def occupied(self) -> int:
+        """Requests the backend holds by our best count: ours in flight, or its own report
+        (running + waiting, less ours that ended since) when that is higher."""
+        return max(self._inflight, self._reported_running + self._reported_waiting)
+
     def service_time(self) -> float | None:
         """EWMA of how long requests held a slot; None before the first release."""
         return self._service

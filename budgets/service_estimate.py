@@ -27,44 +27,61 @@ Routing reads it differently (`remembered`, `evidence`): the last line however o
 much recent evidence stands behind it. With `evidence_half_life_s` observations also fade with
 time, so after a lull the next few outweigh what was seen before it (a replica measured under
 a burst is not judged by the burst once it has passed).
+
+A replica that changes speed (a transient slowdown ends, a neighbour starts sharing its GPU) is
+followed at once rather than within dozens of requests: `_SHIFT_RUN` observations outside the
+band the line from before them predicts (z spreads, and at least `_SHIFT_MIN` of the
+prediction), all on the same side, among `_SHIFT_WINDOW` in a row, mean the line no longer
+describes the replica, and what came before them is forgotten (a remnant of it, mixed with the
+new speed, would count as scatter and keep the margin wide). A request that failed for lack of
+time is a censored observation (`observe(..., at_least=True)`): its tokens came no sooner than
+it had, which teaches something only when that is later than the line expects, and then counts
+like an observation at that time (a lower bound: the line moves towards the truth, never past
+it).
+
+A refusal on prediction teaches nothing, so an estimate that refuses everything would never
+change: `probe()` lets one refused request through when the estimate has heard nothing for
+`probe_interval_s` (once per interval), as the cache stages run one request a second.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 
 from budgets.deadline import Clock
+from budgets.service_fit import ServiceFit, solve
 
-_MIN_VARIANCE = 0.1  # tokens^2: below this spread a slope cannot be told from noise
-# Sizes whose standard deviation is less than this fraction of their mean span too little to
-# measure a slope by: what drifted while they were observed (a burst's queue draining) is
-# taken for their effect, and a size far from them is predicted from that.
-_MIN_RELATIVE_SPREAD = 0.1
-_MIN_INDEPENDENCE = 1e-3  # 1 - corr^2 below this: prompt and output sizes move together
-_SIGNIFICANT = 2.0  # standard errors a slope must stand clear of 0 to be kept
+_SHIFT_RUN = 3  # surprises on one side of the band that mean a change ...
+_SHIFT_WINDOW = 2 * _SHIFT_RUN  # ... among this many observations
+_SHIFT_MIN = 0.25  # of the prediction: a smaller miss is never a surprise, however steady
+_TERMS = 10
 
 
-@dataclass(frozen=True, slots=True)
-class ServiceFit:
-    """The fitted line and the spread of the observations around it; `at` is the expected
-    time to the `tokens`-th token, never negative."""
-
-    base_s: float
-    per_prompt_token_s: float
-    per_output_token_s: float
-    spread_s: float = 0.0
-
-    def at(self, prompt_tokens: int, tokens: int) -> float:
-        decode = self.per_output_token_s * max(0, tokens - 1)
-        return max(0.0, self.base_s + self.per_prompt_token_s * prompt_tokens + decode)
+def _terms(p: float, k: float, y: float) -> tuple[float, ...]:
+    return (1.0, p, k, y, p * p, k * k, p * k, p * y, k * y, y * y)
 
 
 class ServiceEstimate:
     """One replica's recent service times, as a fitted line plus an error margin."""
 
-    __slots__ = ("_clock", "_decay", "_fade", "_fit", "_last", "_max_age_s", "_sums", "_z")
+    __slots__ = (
+        "_clock",
+        "_decay",
+        "_fade",
+        "_fit",
+        "_heard",
+        "_last",
+        "_max_age_s",
+        "_probe_interval_s",
+        "_probed",
+        "_run",
+        "_run_fit",
+        "_run_seen",
+        "_run_sums",
+        "_sums",
+        "_z",
+    )
 
     def __init__(
         self,
@@ -74,6 +91,7 @@ class ServiceEstimate:
         max_age_s: float = 30.0,
         z: float = 2.0,
         evidence_half_life_s: float = math.inf,
+        probe_interval_s: float = 1.0,
     ) -> None:
         if half_life <= 0 or max_age_s <= 0 or z < 0 or evidence_half_life_s <= 0:
             raise ValueError("need half_life > 0, max_age_s > 0, z >= 0, evidence_half_life_s > 0")
@@ -82,26 +100,90 @@ class ServiceEstimate:
         self._fade = 1.0 / evidence_half_life_s  # half-lives per second
         self._max_age_s = max_age_s
         self._z = z
+        self._probe_interval_s = probe_interval_s
         # Weighted sums of 1, p, k, y, p*p, k*k, p*k, p*y, k*y, y*y (k: tokens after the first).
-        self._sums = [0.0] * 10
+        self._sums = [0.0] * _TERMS
+        # The same sums over the current run of surprises alone; `_run` counts them, signed
+        # by their side (+: slower than the band).
+        self._run_sums = [0.0] * _TERMS
+        self._run = 0
+        self._run_fit: ServiceFit | None = None  # the line before the run
+        self._run_seen = 0  # observations since the run began
         self._fit: ServiceFit | None = None
-        self._last = float("-inf")
+        self._last = float("-inf")  # the last observation
+        self._heard = float("-inf")  # the last call heard of, taught or not
+        self._probed = float("-inf")
 
-    def observe(self, prompt_tokens: int, tokens: int, seconds: float) -> None:
+    def observe(
+        self, prompt_tokens: int, tokens: int, seconds: float, *, at_least: bool = False
+    ) -> None:
         """The `tokens`-th output token of a request with this prompt came `seconds` after the
-        request was admitted."""
+        request was admitted; with `at_least`, it had not come by then (the call failed for
+        lack of time): only a time later than the line expects teaches anything."""
         if seconds < 0 or tokens < 1:
             return
-        p, k, y = float(prompt_tokens), float(tokens - 1), seconds
         now = self._clock()
+        self._heard = now
+        p, k, y = float(prompt_tokens), float(tokens - 1), seconds
+        fit = self._current()
+        expected = None if fit is None else fit.at(prompt_tokens, tokens)
+        if at_least and (expected is None or y <= expected):
+            return
+        # A run is judged against the line from before it: each surprise widens the current
+        # line's band, and would hide the next.
+        before = self._run_fit if self._run else fit
+        side = 0 if before is None else self._side(before, prompt_tokens, tokens, y)
+        if side and not self._run:
+            self._run_fit = fit
         d = self._decay
         if self._fade and self._sums[0]:
             d *= 0.5 ** ((now - self._last) * self._fade)
+        terms = _terms(p, k, y)
         s = self._sums
-        for i, term in enumerate((1.0, p, k, y, p * p, k * k, p * k, p * y, k * y, y * y)):
+        for i, term in enumerate(terms):
             s[i] = s[i] * d + term
+        self._note_run(side, terms, d)
         self._fit = None
         self._last = now
+
+    def probe(self) -> bool:
+        """Whether a request the estimate would refuse goes through anyway, to refresh it: true
+        once per `probe_interval_s` while no call has been heard of for that long."""
+        now = self._clock()
+        if now - max(self._heard, self._probed) < self._probe_interval_s:
+            return False
+        self._probed = now
+        return True
+
+    def _side(self, fit: ServiceFit, prompt_tokens: int, tokens: int, seconds: float) -> int:
+        """Which side of the band around the line an observation falls (0: inside it)."""
+        expected = fit.at(prompt_tokens, tokens)
+        miss = seconds - expected
+        if abs(miss) <= max(self._z * fit.spread_s, _SHIFT_MIN * expected):
+            return 0
+        return 1 if miss > 0 else -1
+
+    def _note_run(self, side: int, terms: tuple[float, ...], decay: float) -> None:
+        """Count a run of surprises on one side, within `_SHIFT_WINDOW` observations (one
+        inside the band says nothing either way: a size both speeds serve alike); at
+        `_SHIFT_RUN` of them, keep only what the run saw."""
+        run, r = self._run, self._run_sums
+        if run and side * run >= 0 and self._run_seen < _SHIFT_WINDOW:
+            for i, term in enumerate(terms):
+                r[i] = r[i] * decay + term
+            run += side
+            self._run_seen += 1
+        elif side:
+            r[:] = terms
+            run = side
+            self._run_seen = 1
+        else:
+            run = 0
+        if abs(run) < _SHIFT_RUN:
+            self._run = run
+            return
+        self._sums[:] = r
+        self._run = 0
 
     def evidence(self) -> float:
         """How many observations stand behind the line now, older ones (by count, and by time
@@ -137,73 +219,5 @@ class ServiceEstimate:
 
     def _current(self) -> ServiceFit | None:
         if self._fit is None and self._sums[0] > 0.0:
-            self._fit = _solve(self._sums)
+            self._fit = solve(self._sums)
         return self._fit
-
-
-def _solve(sums: list[float]) -> ServiceFit:
-    """Weighted least squares of y on p and k, in centred form. A slope the data cannot
-    identify, or tell from noise, is dropped (0); one that comes out negative is dropped and
-    the other refitted alone."""
-    w, sp, sk, sy, spp, skk, spk, spy, sky, syy = sums
-    mp, mk, my = sp / w, sk / w, sy / w
-    moments = (
-        spp / w - mp * mp,
-        skk / w - mk * mk,
-        spk / w - mp * mk,
-        spy / w - mp * my,
-        sky / w - mk * my,
-        syy / w - my * my,
-    )
-    cpp, ckk, cpk, cpy, cky, _ = moments
-    use_p, use_k = _varies(cpp, mp), _varies(ckk, mk)
-    det = cpp * ckk - cpk * cpk
-    if use_p and use_k and det > _MIN_INDEPENDENCE * cpp * ckk:
-        b = (cpy * ckk - cky * cpk) / det
-        c = (cky * cpp - cpy * cpk) / det
-        if b >= 0.0 and c >= 0.0:
-            fit = _fit(b, c, my - b * mp - c * mk, moments)
-            # What each size varies by that the other does not explain (det / the other's).
-            keep_p = _clear_of_noise(b, det / ckk, fit, w, 3)
-            keep_k = _clear_of_noise(c, det / cpp, fit, w, 3)
-            if keep_p and keep_k:
-                return fit
-            if keep_p != keep_k:  # the one that stood out, refitted alone
-                use_p, use_k = keep_p, keep_k
-        else:
-            use_p, use_k = b >= 0.0, c >= 0.0
-    # One slope at most; when both vary together, decode (the output's) usually dominates.
-    singles: list[tuple[float, float, float]] = []
-    if use_k:
-        singles.append((0.0, max(0.0, cky / ckk), ckk))
-    if use_p:
-        singles.append((max(0.0, cpy / cpp), 0.0, cpp))
-    for b, c, variance in singles:
-        fit = _fit(b, c, my - b * mp - c * mk, moments)
-        if _clear_of_noise(b + c, variance, fit, w, 2):
-            return fit
-    return _fit(0.0, 0.0, my, moments)
-
-
-def _varies(variance: float, mean: float) -> bool:
-    """Whether a size varies enough to measure a slope by."""
-    return variance > _MIN_VARIANCE and variance >= (_MIN_RELATIVE_SPREAD * mean) ** 2
-
-
-def _clear_of_noise(
-    slope: float, variance: float, fit: ServiceFit, w: float, parameters: int
-) -> bool:
-    """Whether `slope`, over a size of this (weighted) `variance`, stands `_SIGNIFICANT`
-    standard errors clear of 0 in a line of `parameters` fitted with weight `w`. With no more
-    weight than parameters nothing can be told from noise."""
-    if w <= parameters:
-        return False
-    noise = fit.spread_s * fit.spread_s * w / (w - parameters)  # the unbiased residual variance
-    return slope * slope * w * variance >= _SIGNIFICANT * _SIGNIFICANT * noise
-
-
-def _fit(b: float, c: float, base: float, moments: tuple[float, ...]) -> ServiceFit:
-    """The line with the weighted standard deviation of the observations around it."""
-    cpp, ckk, cpk, cpy, cky, cyy = moments
-    residual = cyy - 2 * (b * cpy + c * cky) + b * b * cpp + c * c * ckk + 2 * b * c * cpk
-    return ServiceFit(base, b, c, math.sqrt(max(0.0, residual)))

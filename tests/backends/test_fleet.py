@@ -17,7 +17,14 @@ from budgets.request_budget import ClassBudgets, RequestBudget
 from budgets.service_estimate import ServiceEstimate
 from budgets.settings import BudgetSettings
 from core.answers import BackendHealth, Completion, Usage
-from core.errors import BackendError, DeadlineTooShort, ModelNotFound, NoHealthyBackend
+from core.errors import (
+    BackendError,
+    DeadlineExceeded,
+    DeadlineTooShort,
+    ModelNotFound,
+    NoHealthyBackend,
+    Overloaded,
+)
 from core.protocol import ChatCompletionRequest, CompletionRequest
 from core.request_parsing import parse_request
 from tests.support.fake_backend import FakeBackend
@@ -200,6 +207,80 @@ async def test_a_request_that_cannot_finish_is_a_400_before_the_backend_sees_it(
         await fleet.complete(_request(max_tokens=5), _budget(backend.clock, total_s=1.0))
     assert info.value.code == "deadline_too_short" and backend.calls == 1
     assert "answer is predicted 2000 ms" in info.value.message
+
+
+async def test_a_call_that_runs_out_of_time_teaches_that_its_replica_is_slower() -> None:
+    """A deadline that fires 2 s into a call the replica was expected to answer in 0.5 s moves
+    its estimate up: the answer would have come no sooner (a failure used to teach nothing)."""
+    backend = TimedBackend(url="a", seconds=0.5)
+    replica = Replica("m", backend, healthy=True)
+    fleet = _admitting(replica)
+    for _ in range(2):
+        await fleet.complete(_request(max_tokens=3), _budget(backend.clock))
+    assert replica.uncached_estimate.expected(40, 3) == pytest.approx(0.5)
+    backend.seconds, backend.fail_with = 2.0, DeadlineExceeded("total")
+    with pytest.raises(DeadlineExceeded):
+        await fleet.complete(_request(max_tokens=3), _budget(backend.clock))
+    expected = replica.uncached_estimate.expected(40, 3)
+    assert expected is not None and expected > 0.9
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_call_that_queued_in_the_engine_teaches_no_service_time(stream: bool) -> None:
+    """Admitted while the engine reported requests waiting, an answer's time includes that
+    queue: it is not learned as what serving such a request takes."""
+    replica = Replica("m", FakeBackend(url="a"), healthy=True)
+    fleet = _admitting(replica)
+    replica.observe(BackendHealth(True, "ok", running=4, waiting=3, capacity=4))
+    if stream:
+        opened = await fleet.open_stream(_request(stream=True), _budget(Clock()))
+        async for _chunk in opened.iterate():
+            pass
+    else:
+        await fleet.complete(_request(), _budget(Clock()))
+    assert replica.uncached_estimate.fit() is None
+    assert replica.inflight == 0
+
+
+async def test_more_in_flight_than_the_engine_runs_teaches_no_service_time() -> None:
+    """With more of ours in flight than the engine runs at once (the admission limit set
+    above it), the last admitted waits in the engine: its time is not learned."""
+    replica = Replica("m", FakeBackend(url="a"), healthy=True)
+    fleet = _admitting(replica)  # two slots, as GATEWAY_ADMISSION_MAX_INFLIGHT sets
+    replica.observe(BackendHealth(True, "ok", running=0, waiting=0, capacity=1))
+    assert replica.admission.limit == 2
+    await _occupy(replica, 1)
+    await fleet.complete(_request(), _budget(Clock()))
+    assert replica.uncached_estimate.fit() is None
+
+
+async def test_a_full_engine_makes_a_late_request_a_429_and_an_idle_one_admits_it() -> None:
+    """Slots set above what the engine runs: a request that fits the service time but not the
+    engine's own queue is refused as overload (429, Retry-After), not as too short (400)."""
+    backend = TimedBackend(url="a", seconds=0.5)
+    replica = Replica("m", backend, healthy=True)
+    fleet = Fleet(
+        [replica],
+        retry_attempts=1,
+        health_interval_s=60,
+        health_timeout_s=1,
+        admission=AdmissionConfig(max_inflight=8),
+    )
+    replica.observe(BackendHealth(True, "ok", running=0, waiting=0, capacity=2))
+    for _ in range(2):
+        await fleet.complete(_request(max_tokens=5), _budget(backend.clock))
+    held = [  # two running, two waiting in the engine
+        await replica.admission.acquire("interactive", Deadline.after(60)) for _ in range(4)
+    ]
+    with pytest.raises(Overloaded) as info:
+        await fleet.complete(_request(max_tokens=5), _budget(backend.clock, total_s=1.0))
+    assert info.value.status == 429 and backend.calls == 2
+    # Three ahead of it beyond the engine's two: 1.5 engine-fulls of 0.5 s.
+    assert info.value.headers()["retry-after-ms"] == "750"
+    for slot in held:
+        slot.release()
+    await fleet.complete(_request(max_tokens=5), _budget(backend.clock, total_s=1.0))
+    assert backend.calls == 3
 
 
 @pytest.mark.parametrize(("share", "admitted"), [(0.9, True), (0.0, False)])

@@ -109,6 +109,27 @@ def test_without_a_cap_recent_output_lengths_stand_in() -> None:
     assert outlook.hold_s() == pytest.approx(0.1 + 0.01 * 89)
 
 
+def test_one_request_a_second_out_of_reach_goes_through_as_a_probe() -> None:
+    """With nothing heard for a second, one request the estimate would refuse is not judged
+    (it refreshes the estimate), and it stays unjudged; the next one is judged again."""
+    now = [100.0]
+    estimate = ServiceEstimate(lambda: now[0])
+    for tokens in (1, 11, 21):
+        estimate.observe(100, tokens, 0.1 + 0.01 * (tokens - 1))
+    doomed = _demand(max_tokens=600)  # 6 s against a 5 s total
+
+    def outlook() -> Outlook:
+        return Outlook(estimate, RecentQuantile(0.9), doomed, _budget())
+
+    refused = outlook().slack_s()
+    assert refused is not None and refused < 0  # heard from just now
+    now[0] += 1.0
+    probe = outlook()
+    assert probe.slack_s() is None and probe.slack_s() is None  # at its arrival and its head
+    refused = outlook().slack_s()
+    assert refused is not None and refused < 0
+
+
 def test_first_chunk_tokens() -> None:
     """A first chunk that brought several tokens counts them all; none counted means one."""
     assert first_chunk_tokens(StreamChunk([ChoiceDelta(0, "ab", token_count=4)])) == 4

@@ -134,3 +134,19 @@ def test_a_shared_calls_400_names_the_header_only_when_every_caller_sent_it() ->
     assert widest is not None and widest[0] is HEADER_BUDGET
     error = overloaded(shed, BUDGET, shared)
     assert (error.code, error.param) == ("deadline_too_short", "max_tokens"), error.message
+
+
+def test_out_of_reach_behind_the_engines_own_queue_is_a_429() -> None:
+    """A request that an idle engine would serve in time, but not after the engine's own
+    queue (two engine-fulls of 2 s each ahead), is overload: 429 with the queue's wait, not
+    the 400 that says no wait could help."""
+    estimate = ServiceEstimate(_now)
+    estimate.observe(10, 20, 2.0)
+    demand = Demand(prompt_tokens=10, max_tokens=20, choices=1, stream=False)
+    outlook = Outlook(estimate, RecentQuantile(0.9), demand, BUDGET, backlog=lambda: 2.0)
+    slack = outlook.slack_s()
+    assert slack == pytest.approx(5.0 - 4.0 - 2.0)
+    error = overloaded(Shed("predicted_outcome", "interactive", 0.0, 2.0, slack), BUDGET, outlook)
+    assert error.status == 429 and error.code == "overloaded"
+    assert "4000 ms in the backend's own queue" in error.message
+    assert error.headers()["retry-after"] == "4"

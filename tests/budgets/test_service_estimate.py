@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from budgets.service_estimate import ServiceEstimate, ServiceFit
+from budgets.service_estimate import ServiceEstimate
+from budgets.service_fit import ServiceFit
 
 
 class FakeClock:
@@ -184,7 +185,8 @@ def test_routing_remembers_a_stale_line_and_how_much_stands_behind_it() -> None:
 
 
 def test_after_a_lull_new_observations_outweigh_old_ones() -> None:
-    """With evidence fading by time, the first observations after a lull move the line most."""
+    """With evidence fading by time, the first observations after a lull move the line most
+    (two of them: a third in a row so far off the line would be taken for a change of speed)."""
     clock = FakeClock()
     fading, counting = ServiceEstimate(clock, evidence_half_life_s=5), ServiceEstimate(clock)
     for estimate in (fading, counting):
@@ -192,10 +194,10 @@ def test_after_a_lull_new_observations_outweigh_old_ones() -> None:
             estimate.observe(10, 1, 0.5)
     clock.now += 30
     for estimate in (fading, counting):
-        for _ in range(3):
+        for _ in range(2):
             estimate.observe(10, 1, 0.1)
-    assert fading.remembered(10, 1) == pytest.approx(0.2, abs=0.03)
-    assert counting.remembered(10, 1) == pytest.approx(0.48, abs=0.01)
+    assert fading.remembered(10, 1) == pytest.approx(0.25, abs=0.03)
+    assert counting.remembered(10, 1) == pytest.approx(0.49, abs=0.01)
 
 
 def test_ignores_impossible_observations() -> None:
@@ -204,3 +206,125 @@ def test_ignores_impossible_observations() -> None:
     estimate.observe(10, 1, -0.5)
     estimate.observe(10, 0, 0.5)
     assert estimate.fit() is None
+
+
+def _slow(k: int) -> float:
+    """The stand-in slowed: 0.2 s to the first token, 80 ms per token after it."""
+    return 0.2 + 0.08 * (k - 1)
+
+
+def _fast(k: int) -> float:
+    """The stand-in fast again: 20 ms per token."""
+    return 0.2 + 0.02 * (k - 1)
+
+
+def _learn_slow(estimate: ServiceEstimate) -> None:
+    for _ in range(3):
+        for k in (1, 5, 10, 20, 30):
+            estimate.observe(10, k, _slow(k))
+
+
+def test_a_run_of_faster_observations_replaces_the_old_line() -> None:
+    """Three answers in a row well under the band mean the replica sped up: the line follows."""
+    clock = FakeClock()
+    estimate = ServiceEstimate(clock, evidence_half_life_s=5)
+    _learn_slow(estimate)
+    for _ in range(3):
+        clock.now += 1.0
+        estimate.observe(10, 30, _fast(30))
+    upper = estimate.upper(10, 30)
+    assert upper is not None and upper < 1.2  # a 1.2 s deadline fits again (slow: 2.5 s)
+
+
+def test_a_run_is_judged_against_the_line_from_before_it() -> None:
+    """The first fast answer widens the band of the slow line a lot (a flat line with a wide
+    margin once it is mixed in): the next ones still count as surprises against the old line."""
+    clock = FakeClock()
+    estimate = ServiceEstimate(clock, evidence_half_life_s=5)
+    for k in (1, 1, 5, 5, 10, 10, 20, 20, 30, 30, 1, 10, 30):
+        clock.now += 0.5
+        estimate.observe(14, k, _slow(k))
+    for _ in range(3):  # probes, one every 1.8 s
+        clock.now += 1.8
+        estimate.observe(14, 30, _fast(30))
+    upper = estimate.upper(14, 30)
+    assert upper is not None and upper < 1.2
+
+
+def test_sizes_both_speeds_serve_alike_do_not_hide_a_change() -> None:
+    """One-token answers take as long slow as fast (the first token did not slow): in between
+    the faster longer ones they neither count for the change nor break the run."""
+    clock = FakeClock()
+    estimate = ServiceEstimate(clock, evidence_half_life_s=5)
+    for k in (1, 1, 5, 5, 10, 10, 20, 20, 30, 30, 1, 10, 30):
+        clock.now += 0.5
+        estimate.observe(14, k, _slow(k))
+    for k in (20, 1, 10, 1, 5):
+        clock.now += 1.0
+        estimate.observe(14, k, _fast(k))
+    upper = estimate.upper(14, 30)
+    assert upper is not None and upper < 1.2
+
+
+def test_two_surprises_are_not_a_change() -> None:
+    """Fewer than three surprises among six observations in a row only nudge the line."""
+    estimate = ServiceEstimate(FakeClock())
+    _learn_slow(estimate)
+    for _ in range(2):
+        estimate.observe(10, 30, _fast(30))
+    for _ in range(4):  # inside the band: the run runs out
+        estimate.observe(10, 1, _slow(1))
+    estimate.observe(10, 30, _fast(30))
+    expected = estimate.expected(10, 30)
+    assert expected is not None and expected > 1.5  # a change would have made it 0.78 s
+
+
+def test_a_timeout_teaches_that_the_replica_is_slower() -> None:
+    """A call that failed for lack of time at 0.6 s moves a line that expected 0.38 s up."""
+    estimate = ServiceEstimate(FakeClock())
+    for _ in range(2):
+        for k in (1, 5, 10, 20, 30):
+            estimate.observe(10, k, _fast(k))
+    before = estimate.expected(10, 10)
+    assert before == pytest.approx(0.38)
+    estimate.observe(10, 10, 0.6, at_least=True)
+    after = estimate.expected(10, 10)
+    assert after is not None and before is not None and after > before
+    for _ in range(2):
+        estimate.observe(10, 10, 0.6, at_least=True)
+    upper = estimate.upper(10, 10)
+    assert upper is not None and upper >= 0.6  # a 0.6 s deadline is no longer predicted to fit
+
+
+def test_a_timeout_sooner_than_the_line_teaches_nothing() -> None:
+    """A call that gave up before the line expected its answer says nothing about its speed."""
+    estimate = ServiceEstimate(FakeClock())
+    for k in (1, 5, 10, 20, 30):
+        estimate.observe(10, k, _fast(k))
+    fit = estimate.fit()
+    estimate.observe(10, 30, 0.3, at_least=True)
+    assert estimate.fit() == fit
+
+
+def test_a_timeout_alone_teaches_nothing() -> None:
+    """With no line yet a lower bound has nothing to correct."""
+    estimate = ServiceEstimate(FakeClock())
+    estimate.observe(10, 10, 0.6, at_least=True)
+    assert estimate.fit() is None
+
+
+def test_probes_once_a_second_while_nothing_is_heard() -> None:
+    """A refused request goes through once per probe interval, and only after a quiet one."""
+    clock = FakeClock()
+    estimate = ServiceEstimate(clock, probe_interval_s=1.0)
+    estimate.observe(10, 1, 0.2)
+    assert not estimate.probe()  # just heard from
+    clock.now += 1.0
+    assert estimate.probe()
+    assert not estimate.probe()  # one per interval
+    clock.now += 0.5
+    estimate.observe(10, 30, 0.5, at_least=True)  # heard, though it taught nothing
+    clock.now += 0.9
+    assert not estimate.probe()
+    clock.now += 0.1
+    assert estimate.probe()
