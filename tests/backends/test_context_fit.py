@@ -62,7 +62,7 @@ def _fleet(*contexts: int, retry_attempts: int = 0) -> tuple[Fleet, list[SizedBa
 
 def _in_order(fleet: Fleet) -> None:
     """Equal replicas are chosen in the order listed (ties no longer rotate)."""
-    fleet.choice._tiebreak = itertools.repeat(0)
+    fleet.choice._tiebreak = itertools.count(0, 0)  # always the first
 
 
 def _request(tokens: int, *, stream: bool = False) -> GenerationRequest:
