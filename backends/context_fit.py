@@ -1,6 +1,7 @@
 """Replicas of one model whose contexts differ (`--max-model-len`): a request one refuses as
-too long for its context goes to a replica of a larger one, and the client hears the 400 only
-when none is left that could hold it."""
+too long for its context goes to a replica of a larger one not tried yet, and the client hears
+the 400 only when none is left that could hold it (or, where a larger one already failed, that
+failure)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Sequence
 
 from backends.replica import Replica
 from backends.served import served_by
+from core.errors import BackendError, ContextLengthExceeded, GatewayError
 
 
 def context_of(replica: Replica) -> int:
@@ -16,14 +18,29 @@ def context_of(replica: Replica) -> int:
     return 0 if served is None else served.context
 
 
-def wider_context(refused: Replica, replicas: Sequence[Replica]) -> int:
+def wider_context(
+    refused: Replica, replicas: Sequence[Replica], tried: Sequence[Replica] = ()
+) -> int:
     """The least context a request `refused` turned away as too long needs (one more token
-    than it has), when a healthy replica of `replicas` has that much; else 0."""
+    than it has), when a healthy replica of `replicas` not `tried` yet has that much; else 0."""
     known = context_of(refused)
     if not known:
         return 0
     needed = known + 1
-    return needed if any(r.healthy and context_of(r) >= needed for r in replicas) else 0
+    wider = (r for r in replicas if r.healthy and r not in tried and context_of(r) >= needed)
+    return needed if any(wider) else 0
+
+
+def refusal(
+    refused: ContextLengthExceeded, by: Replica, earlier: tuple[Replica, BackendError] | None
+) -> GatewayError:
+    """What the client hears when no replica is left to take a request `by` refused as too
+    long: the `earlier` failure of a replica whose context could have held it (a retry later
+    may find it able to), else the refusal."""
+    known = context_of(by)
+    if earlier is not None and known and context_of(earlier[0]) > known:
+        return earlier[1]
+    return refused
 
 
 def fitting(replicas: Sequence[Replica], needed: int) -> Sequence[Replica]:

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from backends.admission_config import AdmissionConfig as AdmissionConfig
 from backends.base import EmbeddingCall, GenerationRequest
-from backends.context_fit import fitting, wider_context
+from backends.context_fit import fitting, refusal, wider_context
 from backends.fleet_members import Members
 from backends.hang_watch import HangWatch
 from backends.learning import Learning
@@ -229,6 +229,8 @@ class Fleet:
     ) -> T:
         tried: list[Replica] = []
         needed = 0  # the context a replica refused the request for being too long for
+        refusals = 0  # replicas tried that refused it as too long (no retry spent on them)
+        earlier: tuple[Replica, BackendError] | None = None  # the last failure retried
         while True:
             replica, slot = await self._dispatch(model, tried, budget, demand, prefix, needed)
             started = budget.timeline.clock()
@@ -239,17 +241,19 @@ class Fleet:
             except BackendError as exc:
                 error = _failure(exc)
                 self.outliers.failed(replica, exc)
-                if not self._may_retry(exc, replica, tried, model, budget.total):
+                if not self._may_retry(exc, replica, tried, model, budget.total, refusals):
                     raise
+                earlier = (replica, exc)
             except DeadlineExceeded as exc:
                 error = _failure(exc)
                 self.outliers.failed(replica, exc)
                 raise
             except ContextLengthExceeded as exc:  # a replica of a larger context may take it
                 error = _failure(exc)
-                needed = wider_context(replica, self.replicas(model))
+                refusals += 1
+                needed = wider_context(replica, self.replicas(model), tried)
                 if not needed:
-                    raise
+                    raise refusal(exc, replica, earlier) from None
             except GatewayError as exc:  # refused as invalid: the replica is fine
                 error = _failure(exc)
                 raise
@@ -292,7 +296,8 @@ class Fleet:
         demand = Demand.of(request.body)
         prefix = await self.prompt_blocks(request)
         tried: list[Replica] = []
-        needed = 0  # as in `_with_retry`
+        needed = refusals = 0  # as in `_with_retry`
+        earlier: tuple[Replica, BackendError] | None = None
         while True:
             replica, slot = await self._dispatch(model, tried, budget, demand, prefix, needed)
             started, room = timeline.clock(), replica.engine_has_room()
@@ -316,16 +321,18 @@ class Fleet:
                 slot.release()
                 await close_quietly(chunks)
                 self.outliers.failed(replica, exc)
-                if not self._may_retry(exc, replica, tried, model, budget.total):
+                if not self._may_retry(exc, replica, tried, model, budget.total, refusals):
                     raise
+                earlier = (replica, exc)
                 continue
             except ContextLengthExceeded as exc:
                 error = _failure(exc)
                 slot.release()
                 await close_quietly(chunks)
-                needed = wider_context(replica, self.replicas(model))
+                refusals += 1
+                needed = wider_context(replica, self.replicas(model), tried)
                 if not needed:
-                    raise
+                    raise refusal(exc, replica, earlier) from None
                 continue
             except BaseException as exc:
                 if isinstance(exc, GatewayError):  # refused as invalid
@@ -349,8 +356,13 @@ class Fleet:
         tried: list[Replica],
         model: str,
         deadline: Deadline,
+        refusals: int = 0,
     ) -> bool:
-        if not exc.retryable or len(tried) > self._retry_attempts or deadline.expired:
+        """Whether a request `replica` failed with `exc` is tried on another: the retries
+        (attempts but the `refusals` of a prompt as too long) are not spent, time is left,
+        and another replica is routable."""
+        retries = len(tried) - refusals
+        if not exc.retryable or retries > self._retry_attempts or deadline.expired:
             return False
         now = self._clock()
         others = [r for r in self.replicas(model) if r.routable(now) and r not in tried]

@@ -35,9 +35,9 @@ _PROBE_TEXT = "Hi"
 class VllmGrpcConnection:
     """One vLLM replica's connection, started by `start()`: until the model and tokenizer are
     loaded, health probes retry loading them. A probe that finds the server lost (not
-    serving, unreachable) forgets them, and so does one that finds it restarted (a later
-    start than before, `server_start`): the replica is served again only once they are
-    learned anew, as the server now has them."""
+    serving, unreachable) forgets them (the replica is unhealthy then); one that finds it
+    restarted (a later start than before, `server_start`) learns them anew and swaps them in,
+    the replica staying in rotation meanwhile."""
 
     def __init__(
         self,
@@ -74,9 +74,11 @@ class VllmGrpcConnection:
         except Exception as exc:
             log.warning("%s not initialized yet (will retry on health probes): %s", self.url, exc)
 
-    async def _initialize(self, timeout: float) -> None:
+    async def _initialize(self, timeout: float, *, replace: bool = False) -> None:
+        """Learn what the server serves (unless known, or `replace`), and serve it from then
+        on: a replaced model is swapped in one step, so there is always one to prepare with."""
         async with self._init_lock:
-            if self._served is not None:
+            if self._served is not None and not replace:
                 return
             stub = self._stub()
             # Its start first: a restart while the rest is asked is then seen by the next probe.
@@ -117,11 +119,22 @@ class VllmGrpcConnection:
         return self._start.restarted(info.uptime_seconds, now, now - asked)
 
     def _forget(self, why: str) -> None:
-        """The server was lost or restarted: what it served is learned again before it is."""
+        """The server was lost: what it served is learned again before it is served again."""
         if self._served is not None:
             log.info("%s: %s; its model and tokenizer will be learned again", self.url, why)
         self._served = None
         self._start.forget()
+
+    async def _relearn(self, timeout: float) -> None:
+        """The server restarted: requests are still prepared with what it served until what
+        it serves now is learned (in flight they keep theirs); one it would refuse fails
+        and is retried like any. A server that cannot tell is as good as gone."""
+        log.info("%s restarted; its model and tokenizer are learned again", self.url)
+        try:
+            await self._initialize(timeout, replace=True)
+        except BaseException:
+            self._forget("restarted, and what it serves could not be learned")
+            raise
 
     def served(self) -> Served | None:
         """What the server serves (`backends.served`), or None until it is learned."""
@@ -183,7 +196,7 @@ class VllmGrpcConnection:
                 self._forget("not serving")
                 return BackendHealth(False, "NOT_SERVING")
             if self._served is not None and await self._restarted(timeout):
-                self._forget("restarted")
+                await self._relearn(timeout=max(timeout, 10.0))
             if self._served is None:
                 await self._initialize(timeout=max(timeout, 10.0))
             loads = await self._stub().GetLoads(vllm_engine_pb2.GetLoadsRequest(), timeout=timeout)

@@ -33,7 +33,8 @@ class ServedModel:
 
     def prepares_as(self, other: ServedModel) -> bool:
         """Whether a prompt prepared for `other` is the one this would prepare: the same
-        tokenizer and chat templates, and the same facts (context, vocabulary)."""
+        tokenizer, chat templates, EOS ids and sampling defaults (`tokenizer_digest`), and the
+        same facts (context, vocabulary)."""
         return self.facts == other.facts and self.described.tokenizer == other.described.tokenizer
 
 
@@ -81,11 +82,17 @@ def _load(
 
 def tokenizer_digest(bundle: TokenizerBundle) -> str:
     """A digest of what shapes prompts and answers: the vocabulary and its rules, the chat
-    templates and the special tokens they use (not the archive's bytes, whose timestamps
-    differ between servers holding the same files)."""
+    templates and the special tokens they use, BOS/EOS handling and the sampling defaults
+    (`generation_config.json`) a prepared request carries (not the archive's bytes, whose
+    timestamps differ between servers holding the same files)."""
     digest = hashlib.sha256((bundle.directory / "tokenizer.json").read_bytes())
     for name, template in sorted(bundle.chat_templates.items()):
         digest.update(f"\0template {name}\0{template.source}".encode())
     for key, token in sorted(bundle.special_tokens.items()):
         digest.update(f"\0{key}={token}".encode())
+    digest.update(
+        f"\0bos={bundle.add_bos_token} eos={bundle.add_eos_token} {bundle.eos_token_ids}"
+        f" special_as_text={bundle.special_text is not None}"
+        f"\0{bundle.sampling_defaults!r}".encode()
+    )
     return digest.hexdigest()[:16]

@@ -3,6 +3,7 @@ and is refused only when none does."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from backends.served import Served
 from budgets.deadline import Deadline
 from budgets.request_budget import ClassBudgets, RequestBudget
 from core.answers import Completion, StreamChunk
-from core.errors import ContextLengthExceeded
+from core.errors import BackendOverloaded, BackendUnavailable, ContextLengthExceeded
 from core.protocol import CompletionRequest
 from core.request_parsing import parse_request
 from tests.support.fake_backend import FakeBackend
@@ -52,11 +53,16 @@ class SizedBackend(FakeBackend):
             yield chunk
 
 
-def _fleet(*contexts: int) -> tuple[Fleet, list[SizedBackend]]:
+def _fleet(*contexts: int, retry_attempts: int = 0) -> tuple[Fleet, list[SizedBackend]]:
     backends = [SizedBackend(url=f"r{i}", context=c) for i, c in enumerate(contexts)]
     replicas = [Replica("m", b, healthy=True) for b in backends]
-    fleet = Fleet(replicas, retry_attempts=0, health_interval_s=60, health_timeout_s=1)
+    fleet = Fleet(replicas, retry_attempts=retry_attempts, health_interval_s=60, health_timeout_s=1)
     return fleet, backends
+
+
+def _in_order(fleet: Fleet) -> None:
+    """Equal replicas are chosen in the order listed (ties no longer rotate)."""
+    fleet.choice._tiebreak = itertools.count(0, 0)  # always the first
 
 
 def _request(tokens: int, *, stream: bool = False) -> GenerationRequest:
@@ -113,3 +119,34 @@ async def test_replicas_that_report_no_context_refuse_at_once() -> None:
     with pytest.raises(ContextLengthExceeded):
         await fleet.complete(_request(2000), _budget())
     assert sum(b.calls for b in backends) == 1
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_refusal_after_a_larger_replica_failed_answers_with_that_failure(
+    stream: bool,
+) -> None:
+    """The larger replica failed first (overloaded) and the smaller refuses the prompt as too
+    long: the larger is not asked again, and the client hears its 429, not a 503."""
+    fleet, (large, small) = _fleet(8192, 4096, retry_attempts=1)
+    large.fail_with = BackendOverloaded("engine full", retry_after_s=1.0, replica="r0")
+    _in_order(fleet)
+    call = fleet.open_stream if stream else fleet.complete
+    with pytest.raises(BackendOverloaded):
+        await call(_request(5000, stream=stream), _budget())
+    assert (large.calls, small.calls) == (1, 1)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_refusal_as_too_long_spends_no_retry(stream: bool) -> None:
+    """A replica's refusal of the prompt as too long is no failed attempt: the one retry is
+    still there for a larger replica that fails."""
+    fleet, (small, failing, fine) = _fleet(1024, 4096, 4096, retry_attempts=1)
+    failing.fail_with = BackendUnavailable("down", replica="r1")
+    _in_order(fleet)
+    if stream:
+        opened = await fleet.open_stream(_request(2000, stream=True), _budget())
+        async for _chunk in opened.iterate():
+            pass
+    else:
+        await fleet.complete(_request(2000), _budget())
+    assert (small.calls, failing.calls, fine.calls) == (1, 1, 1)

@@ -1,5 +1,6 @@
 """The gRPC connection against the stand-in over loopback: its generation probe, its health
-probe, and what it learns again of a server restarted on the same address."""
+probe, and what it learns again of a server restarted on the same address (staying served
+meanwhile)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ import pytest
 
 from backends.base import GenerationProbe, GenerationRequest
 from backends.served import Served
+from backends.vllm_grpc import connection
 from backends.vllm_grpc.client import VllmGrpcBackend
+from backends.vllm_grpc.served_model import ServedModel, learn
 from budgets.deadline import Deadline
 from core.protocol import ChatCompletionRequest
 from core.request_parsing import parse_request
@@ -185,3 +188,59 @@ def _tokenizer(client: VllmGrpcBackend) -> str:
     served = client.served()
     assert served is not None
     return served.tokenizer
+
+
+async def test_a_restarted_server_stays_served_while_it_is_learned_again(
+    sim: SimServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a probe learns a restarted server anew, requests are still prepared (with what
+    it served) and answered; what it serves now is swapped in once learned."""
+    sim.state.started_wall -= 300
+    client = _client(sim.address, tmp_path)
+    learning, go = asyncio.Event(), asyncio.Event()
+
+    async def gated(*args: Any, **kwargs: Any) -> ServedModel:
+        learning.set()
+        await go.wait()
+        return await learn(*args, **kwargs)
+
+    try:
+        await client.start()
+        monkeypatch.setattr(connection, "learn", gated)
+        sim.configure(model="other", max_context_length=1024)
+        sim.state.started_wall = time.time()
+        probe = asyncio.create_task(client.health(5.0))
+        await learning.wait()
+        assert client.served() == Served("sim", _tokenizer(client), 4096)
+        answer = await client.complete(_chat("r0"), Deadline.after(30))
+        assert answer.choices[0].finish_reason
+        go.set()
+        assert (await probe).healthy
+        assert client.served() == Served("other", _tokenizer(client), 1024)
+    finally:
+        go.set()
+        await client.aclose()
+
+
+async def test_a_restarted_server_that_cannot_be_learned_again_is_forgotten(
+    sim: SimServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restart whose model cannot be learned leaves nothing to prepare with: the probe
+    fails, and the next one learns it from the start."""
+    sim.state.started_wall -= 300
+    client = _client(sim.address, tmp_path)
+
+    async def failing(*args: Any, **kwargs: Any) -> ServedModel:
+        raise OSError("tokenizer archive unreadable")
+
+    try:
+        await client.start()
+        monkeypatch.setattr(connection, "learn", failing)
+        sim.state.started_wall = time.time()
+        assert not (await client.health(5.0)).healthy
+        assert client.served() is None
+        monkeypatch.undo()
+        assert (await client.health(5.0)).healthy
+        assert client.served() is not None
+    finally:
+        await client.aclose()

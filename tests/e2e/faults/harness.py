@@ -123,7 +123,7 @@ async def ask(
             response.headers.get("x-request-id", ""),
             content,
             error is not None,
-            error or "",
+            error or ("" if response.status == 200 else body.decode(errors="replace")),
         )
 
 
