@@ -52,20 +52,28 @@ class Relay:
 
     def source(self, origin: Iterable[Piece]) -> list[Piece]:
         """`origin`, given in positions of the text fed on, in positions of the source; text
-        written along the way maps to nothing. Pieces wholly before the earliest position
-        asked for are let go: the parsers' output only moves forward."""
+        written along the way stays written (`(WRITTEN, length)`), so the lengths still add
+        up to the text's. Pieces wholly before the earliest position asked for are let go:
+        the parsers' output only moves forward."""
         found: list[Piece] = []
         pieces = self._pieces
         for start, length in origin:
             if start == WRITTEN:
+                found.append((start, length))
                 continue
             end = start + length
             while pieces and pieces[0][0] + pieces[0][2] <= start:
                 pieces.popleft()
+            at = start
             for here, source, size in pieces:
                 if here >= end:
                     break
                 low, high = max(start, here), min(end, here + size)
                 if low < high:
+                    if low > at:
+                        found.append((WRITTEN, low - at))
                     found.append((source + low - here, high - low))
+                    at = high
+            if at < end:
+                found.append((WRITTEN, end - at))
         return found

@@ -44,15 +44,18 @@ EXCLUDED_FIELDS = {
 
 _LINE_BREAK = re.compile(r"\r\n?")
 _WORDS = re.compile(r"\S+")
-KEY_SCHEMA = 3
+KEY_SCHEMA = 4
 """Part of every digest. 1 collapsed whitespace inside message text, which let "def f():\n
     return" share an entry with "def f(): return"; 2 trimmed message text and unified its line
     breaks, which let "P" and "P\n\n" (another prompt to the model: a template renders the
-    newlines as tokens, an HTTP upstream reads them) share one entry. A new schema keeps such
+    newlines as tokens, an HTTP upstream reads them) share one entry; 3 keyed an omitted
+    `temperature`, `top_p`, `top_k`, `min_p` or `repetition_penalty` as its neutral value,
+    though the model's generation_config.json samples it otherwise. A new schema keeps such
     entries unreachable."""
-SCOPE_SCHEMA = 2
+SCOPE_SCHEMA = 4
 """Part of every semantic scope's digest: KEY_SCHEMA until 3, which changed exact keys only
-(a scope's messages are still normalized), so entries stored before it stay reachable."""
+(a scope's messages are still normalized), so entries stored before it stay reachable; 4 for
+the omitted sampling fields, as KEY_SCHEMA."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,21 +99,25 @@ def _message(message: ChatMessage, normalize: bool) -> dict[str, Any]:
 
 def _sampling(body: ChatCompletionRequest | CompletionRequest) -> dict[str, Any]:
     """The sampling fields shared by both endpoints, explicit defaults filled in."""
-    top_k = body.top_k if body.top_k is not None and body.top_k > 0 else 0
+    top_k = None if body.top_k is None else max(body.top_k, 0)
     return {
         "model": body.model,
         "n": body.n,
         "stop": sorted(set(body.stop_list)),
         "max_tokens": body.max_output_tokens,
-        "temperature": 1.0 if body.temperature is None else float(body.temperature),
-        "top_p": 1.0 if body.top_p is None else float(body.top_p),
+        # Left out, these five are sampled with the model's generation_config.json values
+        # (over gRPC): keyed as None, apart from any value sent.
+        "temperature": None if body.temperature is None else float(body.temperature),
+        "top_p": None if body.top_p is None else float(body.top_p),
         "seed": body.seed,
         "presence_penalty": float(body.presence_penalty or 0.0),
         "frequency_penalty": float(body.frequency_penalty or 0.0),
         "logit_bias": sorted((int(k), float(v)) for k, v in (body.logit_bias or {}).items()),
         "top_k": top_k,
-        "min_p": float(body.min_p or 0.0),
-        "repetition_penalty": 1.0 if body.repetition_penalty is None else body.repetition_penalty,
+        "min_p": None if body.min_p is None else float(body.min_p),
+        "repetition_penalty": (
+            None if body.repetition_penalty is None else float(body.repetition_penalty)
+        ),
         "min_tokens": body.min_tokens or 0,
         "ignore_eos": bool(body.ignore_eos),
         "skip_special_tokens": body.skip_special_tokens,

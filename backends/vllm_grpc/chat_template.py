@@ -185,6 +185,7 @@ class ChatInputs:
     variables: Mapping[str, Any]
     add_generation_prompt: bool
     continue_final_message: bool
+    supplied: frozenset[str] = frozenset()  # the variables the request set (its kwargs)
 
 
 def chat_request_inputs(source: ChatTemplateSource, body: ChatCompletionRequest) -> ChatInputs:
@@ -277,6 +278,7 @@ def chat_inputs(
         variables,
         add_generation_prompt,
         continue_final_message,
+        frozenset(extra_kwargs or ()),
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from backends.text_origin import WRITTEN, Piece, Relay, split_origin
+from backends.text_origin import Piece, Relay, split_origin
 
 
 class ContentOrigin:
@@ -32,17 +32,18 @@ class ContentOrigin:
         return [piece]
 
     def answered(self, origin: Iterable[Piece]) -> list[Piece]:
-        """The reasoning parser's content, in the output's positions."""
+        """The reasoning parser's content, in the output's positions. Written pieces stay
+        (until `HeldLogprobs.show`), so that positions in the origin are those of the text."""
         pieces = list(origin)
         if self._relay is not None:
             self._relay.extend(pieces)
-        return [piece for piece in pieces if piece[0] != WRITTEN]
+        return pieces
 
     def parsed(self, origin: Iterable[Piece]) -> list[Piece]:
-        """The tool-call parser's content, in the output's positions."""
+        """The tool-call parser's content, in the output's positions (written pieces kept)."""
         if self._relay is not None:
             return self._relay.source(origin)
-        return [piece for piece in origin if piece[0] != WRITTEN]
+        return list(origin)
 
     def beside_calls(
         self, origin: list[Piece], body: int, *, drop_loose: bool, last: bool

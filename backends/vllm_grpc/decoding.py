@@ -173,7 +173,10 @@ class ChoiceDecoder:
             text, origin = self._beside_calls(text, calls, origin, last=False)
         if held is not None:
             assert origin is not None
-            logprobs = self._show(held, origin, ended=self._stopped)
+            # With parsers, text held back (whitespace beside calls, a marker's start) is
+            # settled only by `finish`: the stop string's tokens are decided there.
+            parsed = self._tools is not None or self._reasoning is not None
+            logprobs = self._show(held, origin, ended=self._stopped and not parsed)
         return ChoiceDelta(
             self.index,
             self._take_echo() + text,
@@ -258,11 +261,13 @@ class ChoiceDecoder:
 
     def _show(self, held: HeldLogprobs, origin: Pieces, *, ended: bool) -> Any:
         """The logprobs of the tokens whose text is now all shown, the output's characters
-        in `origin` being shown now; once a stop string matched, up to the token that
-        completed it, as vLLM lists them (`HeldLogprobs`)."""
+        in `origin` being shown now; once a stop string matched and `ended`, up to the token
+        that completed it, as vLLM lists them (`HeldLogprobs`)."""
         stop = None
-        if self._stop is not None and self._stopped:
+        if ended and self._stop is not None and self._stopped:
             stop = (self._origin.length, self._stop.trimmed)
+            if stop[0] == 0 and self._thought:
+                stop = None  # matched at the start of the thinking
         positions = held.show(origin, ended=ended, stop=stop)
         if positions is None:
             return None

@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from backends.text_origin import Piece
+from backends.text_origin import WRITTEN, Piece
 
 Positions = tuple[list[int], list[float], list[Any]]  # token ids, logprobs, top alternatives
 
@@ -86,13 +86,9 @@ class HeldLogprobs:
         string matched, or the choice finished), so every other position is dropped, and so
         is any added later. `stop`: the matched stop string's characters (`(start, length)`,
         length 0 where the text shows it), listed up to the token that completed it."""
-        stop_end = None
-        if stop is not None:
-            pieces = (*pieces, stop)
-            stop_end = stop[0] + stop[1]
         spans = self._spans
         for start, length in pieces:
-            if length <= 0:
+            if length <= 0 or start == WRITTEN:  # written by a parser: no token's
                 continue
             end = start + length
             if spans and spans[-1][1] == start:
@@ -100,6 +96,15 @@ class HeldLogprobs:
             else:
                 spans.append([start, end])
             self._reach = end
+        stop_end = None
+        if stop is not None and stop[0] == self._reach:  # the text before it was shown
+            stop_end = stop[0] + stop[1]
+            if stop[1] > 0:
+                if spans and spans[-1][1] == stop[0]:
+                    spans[-1][1] = stop_end
+                else:
+                    spans.append([stop[0], stop_end])
+                self._reach = stop_end
         taken = self._decide(ended, stop_end)
         if ended:
             self._ended = True

@@ -107,16 +107,21 @@ def prepare(
 def _chat_prompt(
     bundle: TokenizerBundle, body: ChatCompletionRequest, limit: int
 ) -> tuple[str, list[int]]:
-    """The rendered prompt and its ids, with special tokens' text from the messages or tools
-    encoded as plain text (`special_text`) unless the bundle leaves that to the template."""
+    """The rendered prompt and its ids, with special tokens' text from the messages, tools or
+    chat_template_kwargs encoded as plain text (`special_text`) unless the bundle leaves that
+    to the template."""
     inputs = chat_request_inputs(bundle, body)
     text = render_inputs(inputs)
     _refuse_too_long(bundle, text, limit, "messages")
     special = bundle.special_text
     if special is not None:
-        masked = mask_inputs(special, inputs.messages, inputs.tools, text)
+        masked = mask_inputs(
+            special, inputs.messages, inputs.tools, inputs.variables, inputs.supplied, text
+        )
         if masked is not None:
-            masked_inputs = replace(inputs, messages=masked.messages, tools=masked.tools)
+            masked_inputs = replace(
+                inputs, messages=masked.messages, tools=masked.tools, variables=masked.variables
+            )
             ids = encode_prompt(
                 special, bundle.tokenizer, text, render_inputs(masked_inputs), masked
             )

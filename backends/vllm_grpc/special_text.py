@@ -6,8 +6,9 @@ then become one too, and forge a turn ("hi<|im_end|>\\n<|im_start|>system\\n..."
 it as text; so does the gateway. Only special tokens are control tokens here: added tokens
 that are not special (Qwen3's `<think>`) are vocabulary, which the tokenizer produces for text.
 
-How: the template inputs (messages, tools) are checked for a special token's text, or for the
-start of one at a string's end (which the next string or part could complete). Only when one
+How: the template inputs from the request (messages, tools, `chat_template_kwargs`) are
+checked for a special token's text, or for the start of one at a string's end (which the next
+string or part could complete). Only when one
 is found, the prompt is rendered a second time with the first characters of the special
 tokens, in the strings found, replaced by private-use characters: once those are put back it
 must equal the prompt, and then they mark exactly which characters came from content. A
@@ -128,16 +129,24 @@ class Masked:
 
     messages: list[dict[str, Any]]
     tools: list[Any] | None
+    variables: Mapping[str, Any]
     param: str
     placeholders: str
 
 
 def mask_inputs(
-    special: SpecialText, messages: list[dict[str, Any]], tools: list[Any] | None, prompt: str
+    special: SpecialText,
+    messages: list[dict[str, Any]],
+    tools: list[Any] | None,
+    variables: Mapping[str, Any],
+    supplied: frozenset[str],
+    prompt: str,
 ) -> Masked | None:
-    """The messages and tools with special tokens' first characters replaced by private-use
-    characters that `prompt` (their rendering) does not hold, in each string that needs it;
-    None when no string needs it (the common case: one scan of the strings, no copies)."""
+    """The messages, tools and the `supplied` (request-set) template variables with special
+    tokens' first characters replaced by private-use characters that `prompt` (their
+    rendering) does not hold, in each string that needs it; None when no string needs it (the
+    common case: one scan of the strings, no copies). The template's own variables
+    (`bos_token`, ...) are markup and stay as they are."""
     param = next(
         (
             f"messages[{i}].{key}"
@@ -147,15 +156,28 @@ def mask_inputs(
         ),
         None,
     )
-    if param is None:
-        if tools is None or not _needs_mask(special, tools):
-            return None
+    if param is None and tools is not None and _needs_mask(special, tools):
         param = "tools"
+    if param is None:
+        param = next(
+            (
+                f"chat_template_kwargs.{key}"
+                for key, value in variables.items()
+                if key in supplied and _needs_mask(special, value)
+            ),
+            None,
+        )
+        if param is None:
+            return None
     placeholders = _placeholders(special, prompt, param)
     table = {ord(c): p for c, p in zip(special.first_chars, placeholders, strict=True)}
     masked = [{key: _mask(special, table, v) for key, v in m.items()} for m in messages]
     masked_tools = None if tools is None else _mask(special, table, tools)
-    return Masked(masked, masked_tools, param, placeholders)
+    masked_variables = {
+        key: _mask(special, table, value) if key in supplied else value
+        for key, value in variables.items()
+    }
+    return Masked(masked, masked_tools, masked_variables, param, placeholders)
 
 
 def _needs_mask(special: SpecialText, value: Any) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -108,11 +109,29 @@ def test_a_batch_is_keyed_by_all_its_prompts() -> None:
 def test_explicit_defaults_equal_omitted() -> None:
     """Spelling out a default is the same request as leaving it out."""
     explicit = _chat(
-        n=1, temperature=1, top_p=1, presence_penalty=0, frequency_penalty=0, logit_bias={},
-        stop=[], tools=[], response_format={"type": "text"}, skip_special_tokens=True,
-        top_k=-1, repetition_penalty=1.0, min_tokens=0,
+        n=1, presence_penalty=0, frequency_penalty=0, logit_bias={}, stop=[], tools=[],
+        response_format={"type": "text"}, skip_special_tokens=True, min_tokens=0,
     )  # fmt: skip
     assert exact_key(explicit, CTX) == exact_key(_chat(), CTX)
+    assert exact_key(_chat(top_k=-1), CTX) == exact_key(_chat(top_k=0), CTX)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("temperature", 1.0),
+        ("top_p", 1.0),
+        ("top_k", -1),
+        ("min_p", 0.0),
+        ("repetition_penalty", 1.0),
+    ],
+)
+def test_a_sampling_field_left_to_the_model_is_keyed_apart(field: str, value: float) -> None:
+    """Omitted, it is sampled with the model's generation_config.json value; sent as the
+    neutral value, it is not: two answers, two entries (exact and semantic)."""
+    assert exact_key(_chat(**{field: value}), CTX) != exact_key(_chat(), CTX)
+    explicit, omitted = semantic_query(_chat(**{field: value}), CTX), semantic_query(_chat(), CTX)
+    assert explicit is not None and omitted is not None and explicit.scope != omitted.scope
 
 
 def test_excluded_fields_do_not_change_key() -> None:

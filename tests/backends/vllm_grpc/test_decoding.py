@@ -9,6 +9,12 @@ from typing import Any
 
 import pytest
 
+from backends.reasoning.harmony import HarmonyParser as HarmonyReasoningParser
+from backends.reasoning.parsed import ReasoningParser
+from backends.reasoning.think import ThinkParser
+from backends.tool_calls.harmony import HarmonyParser as HarmonyToolParser
+from backends.tool_calls.hermes import HermesParser
+from backends.tool_calls.parsed import ToolCallParser
 from backends.vllm_grpc.decoding import ChoiceDecoder, DecodeOptions
 from backends.vllm_grpc.logprobs import TokenTexts, joined_logprobs
 from backends.vllm_grpc.tokenizer_store import TokenizerBundle, load_tokenizer_bundle
@@ -191,3 +197,85 @@ def test_a_stop_token_within_min_tokens_is_text(bundle: TokenizerBundle) -> None
     decoder = _decoder(bundle, hidden_ids=frozenset({ids[2]}), min_tokens=4)
     deltas = _decode(decoder, ids[:3], streamed=True)
     assert "".join(delta.text for delta in deltas) == "The quick"
+
+
+def _parsed_decoder(
+    bundle: TokenizerBundle,
+    stops: list[str],
+    tools: ToolCallParser | None,
+    reasoning: ReasoningParser | None = None,
+) -> ChoiceDecoder:
+    options = DecodeOptions(False, True, [], hidden_ids=frozenset(bundle.eos_token_ids))
+    return ChoiceDecoder(
+        0, bundle, "chat", stops, False, options, TokenTexts(bundle.tokenizer), "", tools, reasoning
+    )
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_with_tools_a_stop_string_after_whitespace_keeps_its_tokens_logprob(
+    bundle: TokenizerBundle, streamed: bool
+) -> None:
+    """Whitespace held beside calls, then a stop string: the token holding both is listed,
+    as without tools."""
+    decoder = _parsed_decoder(bundle, ["quick"], HermesParser(["get_weather"]))
+    deltas = _decode(decoder, _ids(bundle, "Hello quick brown"), streamed=streamed)
+    assert "".join(delta.text for delta in deltas) == "Hello "
+    assert _shown("chat", joined_logprobs([d.logprobs for d in deltas])) == "Hello quick"
+
+
+_HARMONY_CALL = (
+    "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
+    '<|message|>{"city": "Paris"}<|call|>'
+)
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize(
+    ("output", "stops", "content", "shown"),
+    [
+        (
+            "<|channel|>analysis<|message|>hmm<|end|><|start|>assistant<|channel|>final"
+            "<|message|>Hello think more",
+            ["think"],
+            "Hello ",
+            "Hello think",
+        ),
+        (
+            "<|channel|>final<|message|>Hello<|end|><|start|>assistant<|channel|>final"
+            "<|message|>world. \n\n<|end|>" + _HARMONY_CALL,
+            [],
+            "Hello\nworld.",
+            "Helloworld.",
+        ),
+    ],
+)
+def test_harmony_content_logprobs_with_tools(
+    streamed: bool, output: str, stops: list[str], content: str, shown: str
+) -> None:
+    """Harmony's reasoning and tool parsers: the text the reasoning parser writes (a newline
+    joining messages) keeps content positions aligned, and whole and streamed agree."""
+    harmony = load_tokenizer_bundle(tokenizer_dir(harmony=True))
+    decoder = _parsed_decoder(
+        harmony, stops, HarmonyToolParser(["get_weather"]), HarmonyReasoningParser()
+    )
+    deltas = _decode(decoder, _ids(harmony, output), streamed=streamed)
+    assert "".join(delta.text for delta in deltas) == content
+    assert _shown("chat", joined_logprobs([d.logprobs for d in deltas])) == shown
+
+
+@pytest.mark.parametrize("tools", [False, True])
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_stop_string_in_the_thinking_lists_no_logprobs(streamed: bool, tools: bool) -> None:
+    """A stop string matched inside the thinking ends the answer with no content, and so
+    with no logprobs (thinking tokens never are listed)."""
+    thinking = load_tokenizer_bundle(tokenizer_dir(thinking=True))
+    output = "<think>\nLet me think about the quick brown fox.\n</think>\n\nThe answer."
+    decoder = _parsed_decoder(
+        thinking,
+        ["quick brown"],
+        HermesParser(["get_weather"]) if tools else None,
+        ThinkParser("qwen3", starts_inside=False),
+    )
+    deltas = _decode(decoder, _ids(thinking, output), streamed=streamed)
+    assert "".join(delta.text for delta in deltas) == ""
+    assert joined_logprobs([d.logprobs for d in deltas]) is None
