@@ -223,7 +223,8 @@ class ChoiceDecoder:
         text = self._apply_stop(self._detok.flush().rstrip("\ufffd"))
         if self._stop is not None and not self._stopped:
             text += self._stop.finish()
-        held = self._held
+        # Nothing held (no logprobs asked, or all shown): no origins to follow to the end.
+        held = self._held if self._held is not None and self._held.holding else None
         origin = self._origin.decoded(len(text)) if held is not None else None
         reasoning = ""
         if self._reasoning is not None:

@@ -60,6 +60,11 @@ class HeldLogprobs:
         self._shown = 0  # characters shown by `release`
         self._ended = False
 
+    @property
+    def holding(self) -> bool:
+        """Some position is still undecided."""
+        return bool(self._ids)
+
     def add(self, output_logprobs: Any, lengths: Sequence[int]) -> None:
         """The first `len(lengths)` positions of `OutputLogProbs`, whose tokens decoded to
         `lengths` characters each."""

@@ -70,6 +70,16 @@ def _request(tokens: int, *, stream: bool = False) -> GenerationRequest:
     return GenerationRequest("completion", parse_request(raw, CompletionRequest), raw, "r1")
 
 
+async def _ask(fleet: Fleet, tokens: int, stream: bool) -> None:
+    """A request of `tokens` prompt tokens, whole or streamed to its end."""
+    if stream:
+        opened = await fleet.open_stream(_request(tokens, stream=True), _budget())
+        async for _chunk in opened.iterate():
+            pass
+    else:
+        await fleet.complete(_request(tokens), _budget())
+
+
 def _budget() -> RequestBudget:
     budgets = ClassBudgets(total_s=30, ttft_s=30, admission_s=30, stall_s=30)
     return RequestBudget.start("interactive", budgets, time.monotonic, time.monotonic())
@@ -81,12 +91,7 @@ async def test_a_request_too_long_for_one_replica_is_served_by_a_larger_one(stre
     (retries left none: this is not a failure), and the smaller one refuses it once at most."""
     fleet, (small, large) = _fleet(1024, 4096)
     for _ in range(4):
-        if stream:
-            opened = await fleet.open_stream(_request(2000, stream=True), _budget())
-            async for _chunk in opened.iterate():
-                pass
-        else:
-            await fleet.complete(_request(2000), _budget())
+        await _ask(fleet, 2000, stream)
     assert large.calls == 4 and small.calls <= 4
     assert fleet.replicas("m")[0].failures == 0  # a refusal is no failure of the replica
 
@@ -143,10 +148,5 @@ async def test_a_refusal_as_too_long_spends_no_retry(stream: bool) -> None:
     fleet, (small, failing, fine) = _fleet(1024, 4096, 4096, retry_attempts=1)
     failing.fail_with = BackendUnavailable("down", replica="r1")
     _in_order(fleet)
-    if stream:
-        opened = await fleet.open_stream(_request(2000, stream=True), _budget())
-        async for _chunk in opened.iterate():
-            pass
-    else:
-        await fleet.complete(_request(2000), _budget())
+    await _ask(fleet, 2000, stream)
     assert (small.calls, failing.calls, fine.calls) == (1, 1, 1)
