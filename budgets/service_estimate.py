@@ -22,6 +22,13 @@ one.
 
 An estimate with no observation for `max_age_s` is not trusted (None), like one that has none:
 admission then falls back to what it did without predictions, and the next requests refresh it.
+Nor is a flat line over requests of different sizes with no more evidence behind it than the
+line has terms (`_LINE_TERMS`): the first few observations, or the first ones after a lull has
+faded what came before. Its slopes were dropped for want of evidence, not for being noise, so
+it is an average whose scatter is the sizes it could not fit: after a 30 s lull, one 2 s
+answer of 100 tokens with faded millisecond answers of a few tokens made a line that predicted
+3.2 s for the next 100-token answer (it took 2.0 s), and a 3 s deadline was refused as too
+short. Over one size, the average is that size's time.
 
 Routing reads it differently (`remembered`, `evidence`): the last line however old, and how
 much recent evidence stands behind it. With `evidence_half_life_s` observations also fade with
@@ -31,7 +38,8 @@ a burst is not judged by the burst once it has passed).
 A replica that changes speed (a transient slowdown ends, a neighbour starts sharing its GPU) is
 followed at once rather than within dozens of requests: `_SHIFT_RUN` observations outside the
 band the line from before them predicts (z spreads, and at least `_SHIFT_MIN` of the
-prediction), all on the same side, among `_SHIFT_WINDOW` in a row, mean the line no longer
+prediction and `_SHIFT_MIN_S`), all on the same side, among `_SHIFT_WINDOW` in a row, mean
+the line no longer
 describes the replica, and what came before them is forgotten (a remnant of it, mixed with the
 new speed, would count as scatter and keep the margin wide). A request that failed for lack of
 time is a censored observation (`observe(..., at_least=True)`): its tokens came no sooner than
@@ -50,12 +58,16 @@ import math
 import time
 
 from budgets.deadline import Clock
-from budgets.service_fit import ServiceFit, solve
+from budgets.service_fit import ServiceFit, sizes_vary, solve
 
 _SHIFT_RUN = 3  # surprises on one side of the band that mean a change ...
 _SHIFT_WINDOW = 2 * _SHIFT_RUN  # ... among this many observations
 _SHIFT_MIN = 0.25  # of the prediction: a smaller miss is never a surprise, however steady
+# Nor is one of less than this: the event loop's and the network's jitter, which is a large
+# share of a millisecond answer (three 1 ms misses of 4 ms first tokens threw the history away).
+_SHIFT_MIN_S = 0.01
 _TERMS = 10
+_LINE_TERMS = 3  # base, per prompt token, per output token
 
 
 def _terms(p: float, k: float, y: float) -> tuple[float, ...]:
@@ -159,7 +171,7 @@ class ServiceEstimate:
         """Which side of the band around the line an observation falls (0: inside it)."""
         expected = fit.at(prompt_tokens, tokens)
         miss = seconds - expected
-        if abs(miss) <= max(self._z * fit.spread_s, _SHIFT_MIN * expected):
+        if abs(miss) <= max(self._z * fit.spread_s, _SHIFT_MIN * expected, _SHIFT_MIN_S):
             return 0
         return 1 if miss > 0 else -1
 
@@ -199,10 +211,14 @@ class ServiceEstimate:
         return None if fit is None else fit.at(prompt_tokens, tokens)
 
     def fit(self) -> ServiceFit | None:
-        """The current line; None before the first observation or when it is stale."""
+        """The current line; None before there is enough evidence for one (the module's
+        docstring), or when it is stale."""
         if self._clock() - self._last > self._max_age_s:
             return None
-        return self._current()
+        fit = self._current()
+        if fit is not None and fit.flat and self.evidence() <= _LINE_TERMS:
+            return None if sizes_vary(self._sums) else fit
+        return fit
 
     def expected(self, prompt_tokens: int, tokens: int) -> float | None:
         """Expected seconds from admission to the `tokens`-th token (None: unknown)."""

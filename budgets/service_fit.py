@@ -25,6 +25,11 @@ class ServiceFit:
     per_output_token_s: float
     spread_s: float = 0.0
 
+    @property
+    def flat(self) -> bool:
+        """Whether the line has no slope: every size is predicted the same."""
+        return self.per_prompt_token_s == 0.0 and self.per_output_token_s == 0.0
+
     def at(self, prompt_tokens: int, tokens: int) -> float:
         decode = self.per_output_token_s * max(0, tokens - 1)
         return max(0.0, self.base_s + self.per_prompt_token_s * prompt_tokens + decode)
@@ -72,6 +77,16 @@ def solve(sums: list[float]) -> ServiceFit:
         if _clear_of_noise(b + c, variance, fit, w, 2):
             return fit
     return _fit(0.0, 0.0, my, moments)
+
+
+def sizes_vary(sums: list[float]) -> bool:
+    """Whether the observations behind these sums differ in prompt or output size enough to
+    measure a slope by."""
+    w, sp, sk, _, spp, skk = sums[:6]
+    if w <= 0.0:
+        return False
+    mp, mk = sp / w, sk / w
+    return _varies(spp / w - mp * mp, mp) or _varies(skk / w - mk * mk, mk)
 
 
 def _varies(variance: float, mean: float) -> bool:

@@ -108,15 +108,37 @@ def test_a_real_slope_survives_noise() -> None:
 
 
 def test_no_slope_from_as_few_observations_as_the_line_has_terms() -> None:
-    """Two observations fit any slope exactly: it is kept once a third agrees with it."""
+    """Two observations fit any slope exactly: they predict nothing for other sizes (their
+    average would take the sizes for noise); a slope is kept once a third agrees with it."""
     estimate = ServiceEstimate(FakeClock())
     estimate.observe(100, 1, 0.2)
     estimate.observe(900, 1, 0.3)
-    assert estimate.expected(2000, 1) == pytest.approx(0.25, abs=0.01)
+    assert estimate.expected(2000, 1) is None
+    assert estimate.remembered(2000, 1) == pytest.approx(0.25, abs=0.01)
     estimate = ServiceEstimate(FakeClock())
     for p in (100, 900, 500):
         estimate.observe(p, 1, _line(p, 1))
     assert estimate.expected(2000, 1) == pytest.approx(_line(2000, 1))
+
+
+@pytest.mark.parametrize("lull_s", [15, 20, 25, 28])
+def test_after_a_lull_one_answer_of_a_new_size_predicts_no_scatter(lull_s: float) -> None:
+    """A 2 s answer of 100 tokens after a lull faded many millisecond ones of a few tokens: a
+    flat average of the two took the sizes for scatter and predicted up to 3.2 s for the next
+    one, refusing a 3 s deadline; now the evidence carries a slope or nothing is predicted."""
+    clock = FakeClock()
+    estimate = ServiceEstimate(clock, evidence_half_life_s=5)
+    for k in (17, 2) * 25:
+        clock.now += 0.05
+        estimate.observe(7, k, 0.002 + 0.0001 * k)
+    clock.now += lull_s
+    estimate.observe(7, 101, 2.0)
+    upper = estimate.upper(7, 101)
+    assert upper is None or upper < 2.5
+    clock.now += 0.01
+    estimate.observe(7, 101, 2.01)
+    upper = estimate.upper(7, 101)
+    assert upper is not None and 1.9 < upper < 2.5
 
 
 def test_a_single_observation_predicts_itself() -> None:
@@ -264,6 +286,17 @@ def test_sizes_both_speeds_serve_alike_do_not_hide_a_change() -> None:
         estimate.observe(14, k, _fast(k))
     upper = estimate.upper(14, 30)
     assert upper is not None and upper < 1.2
+
+
+def test_a_millisecond_of_jitter_is_no_change() -> None:
+    """Three 3 ms first tokens where the line expects 4 ms miss it by a quarter, but by less
+    than the event loop's jitter: the history stays."""
+    estimate = ServiceEstimate(FakeClock())
+    for _ in range(40):
+        estimate.observe(10, 1, 0.004)
+    for _ in range(3):
+        estimate.observe(10, 1, 0.003)
+    assert estimate.evidence() > 30
 
 
 def test_two_surprises_are_not_a_change() -> None:
