@@ -171,12 +171,7 @@ async def test_predicted_wait_sheds_before_queueing(backend: FakeBackend) -> Non
         budgets=BudgetSettings(classes={"interactive": quick, "batch": BATCH}, max_inflight=1),
     )
     async for url in _serve(backend, settings):
-        long = asyncio.create_task(_post(url, _chat("hold")))
-        await backend.wait_held(1)
-        await asyncio.sleep(0.5)  # not synchronisation: makes the service time >= 0.5 s
-        backend.hold.set()
-        assert (await long)[0] == 200
-        backend.hold.clear()
+        await _held_answer(url, backend, _chat("hold"), 0.5)
         held = asyncio.create_task(_post(url, _chat("hold again")))
         await backend.wait_held(1)
         status, _, body = await _post(url, _chat())
@@ -187,18 +182,29 @@ async def test_predicted_wait_sheds_before_queueing(backend: FakeBackend) -> Non
         assert (await held)[0] == 200
 
 
+async def _held_answer(
+    url: str,
+    backend: FakeBackend,
+    payload: dict[str, Any],
+    hold_s: float,
+    headers: dict[str, str] | None = None,
+) -> None:
+    """One request the backend holds for at least `hold_s` before answering (200)."""
+    assert backend.hold is not None
+    held = asyncio.create_task(_post(url, payload, headers))
+    await backend.wait_held(1)
+    await asyncio.sleep(hold_s)  # not synchronisation: makes the service time >= hold_s
+    backend.hold.set()
+    assert (await held)[0] == 200
+    backend.hold.clear()
+
+
 async def _learn_slow_answers(url: str, backend: FakeBackend) -> None:
     """Teach the replica that a first token comes at once but a whole answer takes >= 0.3 s
     (twice: fewer observations are too little evidence to refuse by)."""
-    assert backend.hold is not None
     assert (await _post(url, _chat(stream=True)))[0] == 200
     for _ in range(2):
-        held = asyncio.create_task(_post(url, _chat("hold")))
-        await backend.wait_held(1)
-        await asyncio.sleep(0.3)  # not synchronisation: makes the answer take >= 0.3 s
-        backend.hold.set()
-        assert (await held)[0] == 200
-        backend.hold.clear()
+        await _held_answer(url, backend, _chat("hold"), 0.3)
 
 
 async def test_request_that_cannot_finish_is_refused_at_once(
@@ -250,12 +256,7 @@ async def test_streams_are_judged_by_their_first_token(backend: FakeBackend) -> 
         # since one stream's first token and end are too little evidence to refuse by.
         for _ in range(2):
             batch = {"x-priority": "batch"}
-            held = asyncio.create_task(_post(url, _chat("hold", stream=True), batch))
-            await backend.wait_held(1)
-            await asyncio.sleep(0.3)  # not synchronisation: the first token comes >= 0.3 s late
-            backend.hold.set()
-            assert (await held)[0] == 200
-            backend.hold.clear()
+            await _held_answer(url, backend, _chat("hold", stream=True), 0.3, batch)
         status, _, body = await _post(url, _chat(stream=True))
         assert status == 400 and orjson.loads(body)["error"]["code"] == "deadline_too_short"
         assert (await _post(url, _chat(max_tokens=3)))[0] == 200
