@@ -39,13 +39,12 @@ A replica that changes speed (a transient slowdown ends, a neighbour starts shar
 followed at once rather than within dozens of requests: `_SHIFT_RUN` observations outside the
 band the line from before them predicts (z spreads, and at least `_SHIFT_MIN` of the
 prediction and `_SHIFT_MIN_S`), all on the same side, among `_SHIFT_WINDOW` in a row, mean
-the line no longer
-describes the replica, and what came before them is forgotten (a remnant of it, mixed with the
-new speed, would count as scatter and keep the margin wide). A request that failed for lack of
-time is a censored observation (`observe(..., at_least=True)`): its tokens came no sooner than
-it had, which teaches something only when that is later than the line expects, and then counts
-like an observation at that time (a lower bound: the line moves towards the truth, never past
-it).
+the line no longer describes the replica, and what came before them is forgotten (a remnant of
+it, mixed with the new speed, would count as scatter and keep the margin wide). A request that
+failed for lack of time is a censored observation (`observe(..., at_least=True)`): its tokens
+came no sooner than it had, which teaches something only when that is later than the line
+expects, and then counts like an observation at that time (a lower bound: the line moves
+towards the truth, never past it).
 
 A refusal on prediction teaches nothing, so an estimate that refuses everything would never
 change: `probe()` lets one refused request through when the estimate has heard nothing for
@@ -58,7 +57,7 @@ import math
 import time
 
 from budgets.deadline import Clock
-from budgets.service_fit import ServiceFit, sizes_vary, solve
+from budgets.service_fit import ServiceFit, solve
 
 _SHIFT_RUN = 3  # surprises on one side of the band that mean a change ...
 _SHIFT_WINDOW = 2 * _SHIFT_RUN  # ... among this many observations
@@ -216,8 +215,8 @@ class ServiceEstimate:
         if self._clock() - self._last > self._max_age_s:
             return None
         fit = self._current()
-        if fit is not None and fit.flat and self.evidence() <= _LINE_TERMS:
-            return None if sizes_vary(self._sums) else fit
+        if fit is not None and fit.sizes_unfitted and self.evidence() <= _LINE_TERMS:
+            return None
         return fit
 
     def expected(self, prompt_tokens: int, tokens: int) -> float | None:

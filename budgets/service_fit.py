@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 _MIN_VARIANCE = 0.1  # tokens^2: below this spread a slope cannot be told from noise
 # Sizes whose standard deviation is less than this fraction of their mean span too little to
@@ -24,11 +24,9 @@ class ServiceFit:
     per_prompt_token_s: float
     per_output_token_s: float
     spread_s: float = 0.0
-
-    @property
-    def flat(self) -> bool:
-        """Whether the line has no slope: every size is predicted the same."""
-        return self.per_prompt_token_s == 0.0 and self.per_output_token_s == 0.0
+    # A flat line over observations that differed in size: no slope could be told from noise,
+    # so the spread counts the sizes' effect as scatter.
+    sizes_unfitted: bool = False
 
     def at(self, prompt_tokens: int, tokens: int) -> float:
         decode = self.per_output_token_s * max(0, tokens - 1)
@@ -51,6 +49,7 @@ def solve(sums: list[float]) -> ServiceFit:
     )
     cpp, ckk, cpk, cpy, cky, _ = moments
     use_p, use_k = _varies(cpp, mp), _varies(ckk, mk)
+    sized = use_p or use_k
     det = cpp * ckk - cpk * cpk
     if use_p and use_k and det > _MIN_INDEPENDENCE * cpp * ckk:
         b = (cpy * ckk - cky * cpk) / det
@@ -76,17 +75,7 @@ def solve(sums: list[float]) -> ServiceFit:
         fit = _fit(b, c, my - b * mp - c * mk, moments)
         if _clear_of_noise(b + c, variance, fit, w, 2):
             return fit
-    return _fit(0.0, 0.0, my, moments)
-
-
-def sizes_vary(sums: list[float]) -> bool:
-    """Whether the observations behind these sums differ in prompt or output size enough to
-    measure a slope by."""
-    w, sp, sk, _, spp, skk = sums[:6]
-    if w <= 0.0:
-        return False
-    mp, mk = sp / w, sk / w
-    return _varies(spp / w - mp * mp, mp) or _varies(skk / w - mk * mk, mk)
+    return replace(_fit(0.0, 0.0, my, moments), sizes_unfitted=sized)
 
 
 def _varies(variance: float, mean: float) -> bool:
