@@ -21,6 +21,7 @@ from core.errors import (
     ModelNotFound,
     NoHealthyBackend,
     PayloadTooLarge,
+    RouteNotFound,
     UnsupportedMediaType,
 )
 from gateway.client_watch import ClientWatch
@@ -198,8 +199,11 @@ async def list_models(request: Request) -> Response:
 
 
 async def retrieve_model(request: Request) -> Response:
-    """One model, as listed; a model this caller may not use is as absent as an unknown one."""
+    """One model, as listed; a model this caller may not use is as absent as an unknown one.
+    `/v1/models/` (an empty id) is no route, as any other trailing slash."""
     name: str = request.path_params["model"]
+    if not name:
+        raise RouteNotFound(f"No route {request.url.path}.")
     if name not in _visible_models(request):
         raise ModelNotFound(name)
     return Response(orjson.dumps(_model_object(name)), media_type=_JSON)

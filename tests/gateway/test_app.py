@@ -137,7 +137,8 @@ async def test_two_authorization_headers_are_400(base_url: str, path: str) -> No
 
 
 @pytest.mark.parametrize(
-    ("method", "path"), [("POST", "/v1/chat/completions/"), ("GET", "/healthz/")]
+    ("method", "path"),
+    [("POST", "/v1/chat/completions/"), ("GET", "/healthz/"), ("GET", "/v1/models/")],
 )
 async def test_a_trailing_slash_is_404_never_a_redirect(
     base_url: str, method: str, path: str
