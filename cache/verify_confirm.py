@@ -11,8 +11,10 @@ lookups, and a hot template's slots repeat.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 import numpy as np
@@ -85,6 +87,8 @@ class Closeable(Protocol):
 class ModelVerifier:
     """`verify`, then `confirm` with the embedder; counters as `Verifier`'s.
 
+    `verify` runs on a thread of its own, one pair at a time: on templated prompts it takes
+    milliseconds to tens of milliseconds a candidate, which must not stall the event loop.
     `owns` is closed with the verifier: the clause judge's own model, when it has one."""
 
     def __init__(
@@ -98,13 +102,16 @@ class ModelVerifier:
         self.threshold = threshold
         self.stats = VerifierStats()
         self._owns = owns
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="semantic-verify")
 
     async def aclose(self) -> None:
+        self._thread.shutdown(wait=False, cancel_futures=True)
         if self._owns is not None:
             await self._owns.aclose()
 
     async def verify(self, query: str, candidate: str, siblings: Sequence[str] = ()) -> Verdict:
-        verdict = verify(query, candidate, siblings=siblings)
+        judge = functools.partial(verify, query, candidate, siblings=tuple(siblings))
+        verdict = await asyncio.get_running_loop().run_in_executor(self._thread, judge)
         verdict = await confirm(verdict, self.clauses, self.threshold)
         self.stats.record(verdict)
         return verdict

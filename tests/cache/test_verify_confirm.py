@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import numpy as np
 import pytest
@@ -118,3 +119,24 @@ def test_model_verifier_closes_the_model_it_owns() -> None:
     asyncio.run(ModelVerifier(Table([]).embed).aclose())
     assert owned.closed == 1
     assert ModelVerifier(Table([]).embed).threshold == PLAIN_SLOT_SIMILARITY < SLOT_SIMILARITY
+
+
+def test_model_verifier_judges_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The text checks run on the verifier's own thread, never on the event loop's."""
+    threads: list[str] = []
+
+    def recording_verify(query: str, candidate: str, siblings: tuple[str, ...] = ()) -> Verdict:
+        threads.append(threading.current_thread().name)
+        return ACCEPT
+
+    monkeypatch.setattr("cache.verify_confirm.verify", recording_verify)
+
+    async def judge() -> Verdict:
+        verifier = ModelVerifier(Table([]).embed)
+        try:
+            return await verifier.verify("a", "b", ["c"])
+        finally:
+            await verifier.aclose()
+
+    assert asyncio.run(judge()) == ACCEPT
+    assert threads and threads[0].startswith("semantic-verify")
