@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -50,9 +51,10 @@ from bench.semantic_sets import (
     load_templated,
 )
 from cache.embedder import SentenceEmbedder
-from cache.semantic_defaults import DEFAULT_SIMILARITY_THRESHOLD
+from cache.semantic_defaults import DEFAULT_SIMILARITY_THRESHOLD, MAX_SEMANTIC_CHARS
 from cache.semantic_factory import load_clause_embedder
 from cache.settings import CacheSettings
+from cache.verify import verify
 from cache.verify_confirm import SLOT_SIMILARITY
 
 
@@ -77,6 +79,49 @@ def slot_table(scored: Sequence[Scored], slots: Iterable[float]) -> str:
         r = rates(scored, DEFAULT_SIMILARITY_THRESHOLD, slot)
         lines.append(f"| {slot:.2f} | {r.hit_verified:.1%} | {r.false_hit_verified:.1%} |")
     return "\n".join(lines)
+
+
+def _count(group: Sequence[Scored], accepted: Iterable[bool]) -> str:
+    hits = sum(accepted)
+    return f"{hits}/{len(group)} ({hits / len(group):.1%})" if group else "-"
+
+
+def served_table(sets: Sequence[tuple[str, Sequence[Scored]]]) -> str:
+    """Per set, at the defaults: what the verifier accepts over every pair, and what the running
+    gateway serves, which looks up no prompt over `MAX_SEMANTIC_CHARS`."""
+    lines = [
+        "| set | pairs with a prompt too long | hits (verifier) | hits served "
+        "| false hits (verifier) | false hits served |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    t = DEFAULT_SIMILARITY_THRESHOLD
+    for name, scored in sets:
+        same = [s for s in scored if s.pair.same]
+        different = [s for s in scored if not s.pair.same]
+        cells = (
+            _count(scored, (not s.reachable for s in scored)),
+            _count(same, (s.hit(t) for s in same)),
+            _count(same, (s.served(t) for s in same)),
+            _count(different, (s.hit(t) for s in different)),
+            _count(different, (s.served(t) for s in different)),
+        )
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _held_out(sets: Evaluation) -> list[tuple[str, Sequence[Scored]]]:
+    def half(scored: Sequence[Scored], name: str = "test") -> list[Scored]:
+        return [s for s in scored if s.pair.half == name]
+
+    return [
+        ("short (test)", half(sets.short)),
+        ("templated (test)", half(sets.templated)),
+        ("templated holdout", sets.holdout),
+        ("templated fresh", sets.fresh),
+        ("templated blind (holdout)", half(sets.blind)),
+        ("near-identical (holdout)", half(sets.additions)),
+        ("small edits (holdout)", half(sets.edits)),
+    ]
 
 
 def _cell(group: Sequence[Scored], same: bool) -> str:
@@ -123,6 +168,11 @@ def report(sets: Evaluation, max_false_hit: float) -> str:
             f"slot similarity {SLOT_SIMILARITY:.2f} (clauses embedded by the clause judge: "
             "all-MiniLM-L6-v2 with the trained adapter). Hits: paraphrases served; false "
             "hits: different-answer pairs served.",
+            "## What the running gateway serves, on the held-out sets",
+            f"The gateway looks up no prompt over {MAX_SEMANTIC_CHARS} characters "
+            "(`cache.semantic_defaults.looked_up`); the tables after this one count the "
+            "verifier's verdicts on every pair, as if it did.",
+            served_table(_held_out(sets)),
             f"## Short pairs ({len(short)}), by kind",
             family_table(short, by_kind=True),
             "Threshold grid on the train (dev) half:",
@@ -321,12 +371,43 @@ async def evaluate() -> Evaluation:
         await clauses.aclose()
 
 
+_LENGTHS = ((0, 1000), (1000, 2000), (2000, 4000))
+
+
+def verifier_cost(pairs: Sequence[Pair], warm_up: Sequence[Pair]) -> str:
+    """CPU time of the verifier's text checks per candidate, by the longer prompt's length:
+    each pair judged once, as a new query is (after `warm_up`, other pairs, has loaded the
+    lexicons); the figure `GATEWAY_SEMANTIC_MAX_CHARS` trades."""
+    for pair in warm_up:
+        verify(pair.a, pair.b, siblings=pair.siblings)
+    lines = [
+        "| longer prompt (characters) | pairs | CPU p50 | CPU p90 | CPU max |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for low, high in _LENGTHS:
+        costs = []
+        for pair in pairs:
+            if low < max(len(pair.a), len(pair.b)) <= high:
+                started = time.thread_time()
+                verify(pair.a, pair.b, siblings=pair.siblings)
+                costs.append((time.thread_time() - started) * 1e3)
+        if costs:
+            costs.sort()
+            p50, p90 = costs[len(costs) // 2], costs[int(len(costs) * 0.9)]
+            cells = f"{p50:.1f} ms | {p90:.1f} ms | {costs[-1]:.1f} ms"
+            lines.append(f"| {low}-{high} | {len(costs)} | {cells} |")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--max-false-hit", type=float, default=0.01)
     args = parser.parse_args(argv)
     sets = asyncio.run(evaluate())
     print(report(sets, args.max_false_hit))
+    templated = [*load_templated(), *load_holdout(), *load_fresh(), *load_blind()]
+    print("\n## What the verifier costs, templated pairs\n")
+    print(verifier_cost(templated, warm_up=load_pairs()[:100]))
     return 0
 
 

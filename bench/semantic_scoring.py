@@ -13,7 +13,7 @@ import numpy as np
 from bench.semantic_sets import Pair
 from cache.embedder import SentenceEmbedder
 from cache.keys import embedded_text
-from cache.semantic_defaults import DEFAULT_SIMILARITY_THRESHOLD
+from cache.semantic_defaults import DEFAULT_SIMILARITY_THRESHOLD, looked_up
 from cache.types import Vector
 from cache.verify import Verdict, verify
 from cache.verify_confirm import SLOT_SIMILARITY
@@ -24,13 +24,15 @@ SLOT_GRID = tuple(round(0.6 + 0.01 * i, 2) for i in range(36))
 
 @dataclass(frozen=True, slots=True)
 class Scored:
-    """A pair with its similarity, the verifier's verdict without the model, and the lowest
-    similarity of the clause pairs the verdict left pending (None when none were)."""
+    """A pair with its similarity, the verifier's verdict without the model, the lowest
+    similarity of the clause pairs the verdict left pending (None when none were), and whether
+    the gateway's semantic stage looks up both prompts at all (`looked_up`: not too long)."""
 
     pair: Pair
     similarity: float
     verdict: Verdict
     slot_similarity: float | None = None
+    reachable: bool = True
 
     def verified(self, slot_threshold: float = SLOT_SIMILARITY) -> bool:
         """The verifier's decision once the pending clauses are compared."""
@@ -40,12 +42,19 @@ class Scored:
         return self.slot_similarity is not None and self.slot_similarity >= needed
 
     def hit(self, threshold: float, slot_threshold: float = SLOT_SIMILARITY) -> bool:
+        """The match and the verifier's consent: what the gateway would serve if it looked up
+        prompts of any length."""
         return self.similarity >= threshold and self.verified(slot_threshold)
+
+    def served(self, threshold: float, slot_threshold: float = SLOT_SIMILARITY) -> bool:
+        """What the running gateway serves: a hit whose prompts it looks up."""
+        return self.reachable and self.hit(threshold, slot_threshold)
 
 
 @dataclass(frozen=True, slots=True)
 class Rates:
-    """Acceptance rates at one threshold; `*_verified` also require the verifier's consent."""
+    """Acceptance rates at one threshold; `*_verified` also require the verifier's consent,
+    `*_served` also that the gateway looks the prompts up (`Scored.served`)."""
 
     threshold: float
     hit: float
@@ -54,6 +63,8 @@ class Rates:
     false_hit_verified: float
     same: int
     different: int
+    hit_served: float = 0.0
+    false_hit_served: float = 0.0
 
 
 async def embed_all(texts: Sequence[str], embedder: SentenceEmbedder) -> dict[str, Vector]:
@@ -96,7 +107,8 @@ async def score(
             (float(np.dot(clause_vectors[x], clause_vectors[y])) for x, y in verdict.pending),
             default=None,
         )
-        scored.append(Scored(pair, similarity, verdict, slot))
+        reachable = looked_up(pair.a) and looked_up(pair.b)
+        scored.append(Scored(pair, similarity, verdict, slot, reachable))
     return scored
 
 
@@ -118,6 +130,10 @@ def rates(
         false_hit_verified=_share(different, (s.hit(threshold, slot_threshold) for s in different)),
         same=len(same),
         different=len(different),
+        hit_served=_share(same, (s.served(threshold, slot_threshold) for s in same)),
+        false_hit_served=_share(
+            different, (s.served(threshold, slot_threshold) for s in different)
+        ),
     )
 
 

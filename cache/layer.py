@@ -21,7 +21,7 @@ from cache.keys import (
 )
 from cache.match_judge import MatchJudge
 from cache.outcome import CacheOutcome, CachePlan, Lookup, LookupResult
-from cache.semantic_defaults import MAX_SEMANTIC_CHARS
+from cache.semantic_defaults import looked_up
 from cache.settings import CacheSettings
 from cache.types import CacheUnavailable
 from cache.writeback import WriteBackQueue
@@ -97,7 +97,7 @@ class CacheLayer:
         semantic = None
         if self._semantic is not None:
             semantic = semantic_query(body, context, form)
-        if semantic is not None and len(semantic.text) > MAX_SEMANTIC_CHARS:
+        if semantic is not None and not looked_up(semantic.text, settings.semantic_max_chars):
             semantic = None
         return CachePlan(
             tenant,

@@ -12,5 +12,13 @@ rate with the verifier stays at or below 1% (0.6%; hit rate 82%). Below it false
 fast (2.6% at 0.75): raise it, never lower it, without re-running the benchmark."""
 
 MAX_SEMANTIC_CHARS = 1000
-"""Longer prompts skip the semantic cache: all-MiniLM-L6-v2 reads only the first 256 word
-pieces (~1000 characters of English), so differences past that are invisible to it."""
+"""Longer prompts skip the semantic cache (never looked up, never stored) unless
+`GATEWAY_SEMANTIC_MAX_CHARS` says otherwise: the verifier's text checks cost CPU that grows
+with the prompt, tens of milliseconds a candidate on long templated prompts."""
+
+
+def looked_up(text: str, max_chars: int = MAX_SEMANTIC_CHARS) -> bool:
+    """Whether the semantic stage looks up, and stores, a prompt of this (last message) text
+    (`GATEWAY_SEMANTIC_MAX_CHARS`); `bench.semantic_scoring` counts the pairs it does not as
+    never served."""
+    return len(text) <= max_chars

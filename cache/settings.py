@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, cast
 
-from cache.semantic_defaults import DEFAULT_SIMILARITY_THRESHOLD
+from cache.semantic_defaults import DEFAULT_SIMILARITY_THRESHOLD, MAX_SEMANTIC_CHARS
 from cache.types import CacheMode
 from core.env import (
     DAY_S,
@@ -53,6 +53,7 @@ class CacheSettings:
     breaker_cooldown_s: float = 2.0
     semantic: SemanticMode = "off"
     semantic_threshold: float = DEFAULT_SIMILARITY_THRESHOLD
+    semantic_max_chars: int = MAX_SEMANTIC_CHARS  # longer last messages skip the semantic stage
     semantic_max_entries: int = 10_000
     semantic_max_error_rate: float = 0.0  # 0: no learned error bound
     semantic_audit_rate: float = 0.05  # share of would-be hits answered fresh and judged
@@ -121,6 +122,9 @@ class CacheSettings:
             semantic=env_choice(env, "GATEWAY_SEMANTIC_CACHE", d.semantic, ("off", "shadow", "on")),
             semantic_threshold=env_float(
                 env, "GATEWAY_SEMANTIC_THRESHOLD", d.semantic_threshold, low=-1.0, high=1.0
+            ),
+            semantic_max_chars=env_int(
+                env, "GATEWAY_SEMANTIC_MAX_CHARS", d.semantic_max_chars, low=1, high=100_000
             ),
             semantic_max_entries=env_int(
                 env,

@@ -18,6 +18,7 @@ from cache.keys import KeyContext, SemanticQuery, semantic_query
 from cache.layer import CacheLayer
 from cache.memory_store import MemoryExactStore
 from cache.semantic import SemanticCache
+from cache.semantic_defaults import MAX_SEMANTIC_CHARS
 from cache.settings import CacheSettings
 from cache.types import CacheUnavailable, Vector
 from cache.vector_index_memory import InMemoryVectorIndex
@@ -395,3 +396,18 @@ async def test_a_semantic_hit_restores_nothing_when_the_request_forbids_storing(
     assert (await look(layer, plan)).status == "hit-semantic"
     await layer.writeback.drain(5)
     assert len(store) == 0
+
+
+async def test_a_last_message_over_the_limit_has_no_semantic_query() -> None:
+    """The plan of a prompt longer than `GATEWAY_SEMANTIC_MAX_CHARS` (default
+    `MAX_SEMANTIC_CHARS`) keeps its exact key but is never looked up or stored by meaning; one
+    at the limit is, and a raised limit takes the longer one in."""
+    layer = _layer("on")
+    at_limit = "x" * MAX_SEMANTIC_CHARS
+    assert layer.plan(_body(at_limit), {}, tenant_for({})).semantic is not None
+    over = layer.plan(_body(at_limit + "y"), {}, tenant_for({}))
+    assert over.semantic is None and over.key is not None
+    settings = replace(CacheSettings(), semantic="on", semantic_max_chars=MAX_SEMANTIC_CHARS + 1)
+    exact = ExactCache(MemoryExactStore(100), None, timeout_s=1, ttl_s=60)
+    raised = CacheLayer(settings, exact, _semantic(), WriteBackQueue(maxsize=10))
+    assert raised.plan(_body(at_limit + "y"), {}, tenant_for({})).semantic is not None
