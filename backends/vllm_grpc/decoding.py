@@ -220,15 +220,20 @@ class ChoiceDecoder:
         """
         if self._echo_only:
             finish_reason = "length"  # `max_tokens: 0`, as OpenAI ends it
-        text = self._apply_stop(self._detok.flush().rstrip("\ufffd"))
+        flushed = self._detok.flush().rstrip("\ufffd")
+        text = self._apply_stop(flushed)
         if self._stop is not None and not self._stopped:
             text += self._stop.finish()
         # Nothing held (no logprobs asked, or all shown): no origins to follow to the end.
         held = self._held if self._held is not None and self._held.holding else None
         origin = self._origin.decoded(len(text)) if held is not None else None
+        if held is not None:
+            held.flushed(len(flushed))
         reasoning = ""
+        thinking = False  # the output ends inside the thinking
         if self._reasoning is not None:
             split = self._reasoning.feed(text)
+            thinking = self._reasoning.in_reasoning
             last = self._reasoning.finish(cut=finish_reason == "length")
             reasoning, text = split.reasoning + last.reasoning, split.content + last.content
             if origin is not None:
@@ -248,7 +253,7 @@ class ChoiceDecoder:
         logprobs = None
         if held is not None:
             assert origin is not None
-            logprobs = self._show(held, origin, ended=True)
+            logprobs = self._show(held, origin, ended=True, thinking=thinking)
         return ChoiceDelta(
             self.index,
             self._take_echo() + text,
@@ -260,16 +265,19 @@ class ChoiceDecoder:
             self._thought,
         )
 
-    def _show(self, held: HeldLogprobs, origin: Pieces, *, ended: bool) -> Any:
+    def _show(
+        self, held: HeldLogprobs, origin: Pieces, *, ended: bool, thinking: bool = False
+    ) -> Any:
         """The logprobs of the tokens whose text is now all shown, the output's characters
         in `origin` being shown now; once a stop string matched and `ended`, up to the token
-        that completed it, as vLLM lists them (`HeldLogprobs`)."""
+        that completed it, as vLLM lists them (`HeldLogprobs`); `thinking`: the output
+        ended inside the thinking."""
         stop = None
         if ended and self._stop is not None and self._stopped:
             stop = (self._origin.length, self._stop.trimmed)
             if stop[0] == 0 and self._thought:
-                stop = None  # matched at the start of the thinking
-        positions = held.show(origin, ended=ended, stop=stop)
+                stop, thinking = None, True  # matched at the start of the thinking
+        positions = held.show(origin, ended=ended, stop=stop, thinking=thinking)
         if positions is None:
             return None
         return format_positions(self._endpoint, *positions, self._token_text, self._offsets)

@@ -11,7 +11,10 @@ token any of whose characters went elsewhere (a stop string, the thinking, a cal
 newlines a parser dropped) is dropped, one that straddles the boundary included (the text is
 then a few characters longer than its tokens, as where a token holds both text and the start
 of a stop string). A token that decoded to nothing (the first bytes of a character another
-token completes) shares the fate of the character that follows it.
+token completes) shares the fate of the character that follows it; where the output ends
+before any follows (the bytes of a character the answer was cut inside), of the character
+before it, or, in an output of no characters, of its start (shown unless it is thinking), so
+that an answer's last tokens are listed whether or not a stop list made them wait.
 
 Where a stop string ended the answer, vLLM's list is followed: its tokens are listed up to
 the one that completed it (whose text may run past the stop string's end: only its characters
@@ -53,7 +56,7 @@ class HeldLogprobs:
         self._values: list[float] = []
         self._tops: list[Any] = []
         self._ends: list[int] = []  # characters decoded up to the end of each held token
-        self._fed = 0  # characters the tokens so far decoded to
+        self._fed = 0  # characters the output so far decoded to
         self._first = 0  # where the first held token's characters start
         self._spans: deque[list[int]] = deque()  # shown characters: [start, end), merged
         self._reach = 0  # the end of the last shown character: nothing before it will be
@@ -79,18 +82,25 @@ class HeldLogprobs:
             self._fed += length
             self._ends.append(self._fed)
 
+    def flushed(self, length: int) -> None:
+        """`length` more characters of the output that no new token brought: the text the
+        detokenizer held back for a character left unfinished, released at the end."""
+        self._fed += length
+
     def show(
         self,
         pieces: Iterable[Piece],
         *,
         ended: bool,
         stop: Piece | None = None,
+        thinking: bool = False,
     ) -> Positions | None:
         """The positions decided to be shown once the output's characters in `pieces`
         (`(start, length)`, after those shown before) are; `ended`: no more will be (a stop
         string matched, or the choice finished), so every other position is dropped, and so
         is any added later. `stop`: the matched stop string's characters (`(start, length)`,
-        length 0 where the text shows it), listed up to the token that completed it."""
+        length 0 where the text shows it), listed up to the token that completed it.
+        `thinking`: the output ended inside the thinking."""
         spans = self._spans
         for start, length in pieces:
             if length <= 0 or start == WRITTEN:  # written by a parser: no token's
@@ -110,15 +120,19 @@ class HeldLogprobs:
                 else:
                     spans.append([stop[0], stop_end])
                 self._reach = stop_end
-        taken = self._decide(ended, stop_end)
+        # Empty tokens at the output's end go with the character before them (none: with its
+        # start), never after a matched stop string.
+        tail = ended and stop is None and not thinking and self._reach == self._fed
+        taken = self._decide(ended, stop_end, tail)
         if ended:
             self._ended = True
             del self._ids[:], self._values[:], self._tops[:], self._ends[:]
             spans.clear()
         return taken
 
-    def _decide(self, ended: bool, stop_end: int | None) -> Positions | None:
-        """Takes the decided positions off the front; returns those that are shown."""
+    def _decide(self, ended: bool, stop_end: int | None, tail: bool) -> Positions | None:
+        """Takes the decided positions off the front; returns those that are shown (`tail`:
+        with the empty tokens at the output's end)."""
         spans, ends = self._spans, self._ends
         ids: list[int] = []
         values: list[float] = []
@@ -132,7 +146,9 @@ class HeldLogprobs:
                 break
             while spans and spans[0][1] <= start:
                 spans.popleft()
-            if spans and spans[0][0] <= start and last <= spans[0][1]:
+            if (spans and spans[0][0] <= start and last <= spans[0][1]) or (
+                tail and start == self._fed
+            ):
                 ids.append(self._ids[count])
                 values.append(self._values[count])
                 tops.append(self._tops[count])

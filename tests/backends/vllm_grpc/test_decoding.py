@@ -279,3 +279,76 @@ def test_a_stop_string_in_the_thinking_lists_no_logprobs(streamed: bool, tools: 
     deltas = _decode(decoder, _ids(thinking, output), streamed=streamed)
     assert "".join(delta.text for delta in deltas) == ""
     assert joined_logprobs([d.logprobs for d in deltas]) is None
+
+
+def _bytes(logprobs: Any) -> bytes | None:
+    """The bytes a chat answer's logprobs add up to (None: no logprobs)."""
+    if logprobs is None:
+        return None
+    return bytes(b for entry in logprobs["content"] for b in entry["bytes"])
+
+
+def _finished(
+    decoder: ChoiceDecoder, ids: list[int], *, streamed: bool, reason: str
+) -> list[ChoiceDelta]:
+    """The deltas of a choice fed its ids one at a time (streamed) or all at once, then
+    finished for `reason`."""
+    groups = [[token_id] for token_id in ids] if streamed else [ids]
+    return [*(decoder.feed(group, _logprobs(group)) for group in groups), decoder.finish(reason)]
+
+
+@pytest.mark.parametrize("endpoint", ["chat", "completion"])
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize("eos", [False, True])
+@pytest.mark.parametrize(("text", "cut"), [("延", 2), ("延ok延", 1)])
+def test_a_stop_list_keeps_the_logprobs_of_a_cut_characters_bytes(
+    bundle: TokenizerBundle, endpoint: Endpoint, streamed: bool, eos: bool, text: str, cut: int
+) -> None:
+    """An answer that ends inside a character (at `max_tokens`, or before the EOS) lists that
+    character's first bytes' tokens, as vLLM lists every token, with a stop list that never
+    matches as without one (with it the logprobs wait for their text)."""
+    ids = _ids(bundle, text)[:-cut]
+    sent = [*ids, bundle.eos_token_ids[0]] if eos else ids
+    reason = "stop" if eos else "length"
+    listed = []
+    for stops in ([], ["zzzz"]):
+        decoder = _decoder(bundle, endpoint, stops)
+        deltas = _finished(decoder, sent, streamed=streamed, reason=reason)
+        listed.append(joined_logprobs([delta.logprobs for delta in deltas]))
+    assert listed[0] is not None and listed[1] == listed[0]
+    assert len(listed[0]["content" if endpoint == "chat" else "tokens"]) == len(ids)
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_stop_string_after_a_characters_first_bytes_lists_them(
+    bundle: TokenizerBundle, streamed: bool
+) -> None:
+    """Bytes of a character no token completed, then a stop string: their tokens are listed
+    with those up to the one that completed it."""
+    ids = [*_ids(bundle, "延")[:-1], *_ids(bundle, "zzzz and more")]
+    deltas = _finished(_decoder(bundle, stops=["zzzz"]), ids, streamed=streamed, reason="stop")
+    assert _bytes(joined_logprobs([delta.logprobs for delta in deltas])) == b"\xe5\xbbzzzz"
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize(
+    ("output", "starts_inside", "shown"),
+    [
+        ("<think>\nhm\n</think>\n\nHi.延", False, b"Hi.\xe5\xbb"),
+        ("Hi.延", False, b"Hi.\xe5\xbb"),
+        ("延", True, None),  # cut inside the thinking
+        ("hm.延", True, None),
+    ],
+)
+def test_with_parsers_a_cut_characters_bytes_go_with_the_text_before_them(
+    streamed: bool, output: str, starts_inside: bool, shown: bytes | None
+) -> None:
+    """With the reasoning and tool-call parsers, an answer cut inside a character lists that
+    character's first bytes when its content ran up to them, not when it was thinking."""
+    thinking = load_tokenizer_bundle(tokenizer_dir(thinking=True))
+    reasoning = ThinkParser("qwen3", starts_inside=starts_inside)
+    decoder = _parsed_decoder(thinking, [], HermesParser(["get_weather"]), reasoning)
+    ids = _ids(thinking, output)[:-1]
+    deltas = _finished(decoder, ids, streamed=streamed, reason="length")
+    logprobs = joined_logprobs([delta.logprobs for delta in deltas])
+    assert _bytes(logprobs) == shown
