@@ -24,6 +24,9 @@ class GenerationRequest:
     raw: bytes
     request_id: str
     headers: Mapping[str, str] = field(default_factory=dict)
+    # The body's `max_tokens` is its key's cap, not the client's: a ceiling that the room the
+    # context leaves lowers, as it bounds a request that names none, rather than a 400.
+    max_tokens_from_key: bool = False
     # What a backend prepared (rendered, tokenized) to route the request by its prompt's
     # prefix; the replica chosen reuses it instead of preparing again.
     prepared: object | None = None

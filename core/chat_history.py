@@ -127,13 +127,17 @@ def _unanswered_calls(unanswered: dict[str, int]) -> None:
 
 
 def _check_arguments(call: dict[str, Any], where: str) -> None:
-    """A call's `arguments` is the JSON string OpenAI sends, not an object (OpenAI refuses
-    one, though vLLM takes it)."""
+    """A call's `arguments` is the JSON string OpenAI sends, not an object or null (OpenAI
+    refuses them, though vLLM takes them)."""
     function = call.get("function")
-    arguments = function.get("arguments") if isinstance(function, dict) else None
-    if arguments is not None and not isinstance(arguments, str):
+    if not isinstance(function, dict) or "arguments" not in function:
+        return
+    arguments = function["arguments"]
+    if not isinstance(arguments, str):
         kind = "an object" if isinstance(arguments, dict) else "an array"
-        if not isinstance(arguments, dict | list):
+        if arguments is None:
+            kind = "null"
+        elif not isinstance(arguments, dict | list):
             kind = "a non-string value"
         raise InvalidRequest(
             f"Invalid type for '{where}.function.arguments': expected a string, but got {kind} "

@@ -28,15 +28,23 @@ def check_max_tokens(body: Body, caller: Caller) -> None:
         )
 
 
+def runs_at_key_cap(body: Body, caller: Caller) -> bool:
+    """Whether the key's cap is the request's output cap: it names no `max_tokens`, and has
+    no default within the cap (a completion's 16)."""
+    cap = caller.limits.max_tokens
+    if cap is None or body.requested_max_tokens is not None:
+        return False
+    default = body.max_output_tokens
+    return default is None or default > cap
+
+
 def within_key_cap(body: Body, raw: bytes, caller: Caller) -> tuple[Body, bytes]:
     """The request as it may run: one that names no `max_tokens` gets its key's cap as
     `max_tokens` (in the raw body too, which an HTTP backend is sent), so leaving the field
-    out never lifts the cap; a completion's default (16) is kept where it is within the cap."""
+    out never lifts the cap; a completion's default (16) is kept where it is within the cap.
+    The cap is a ceiling, not the client's ask (`GenerationRequest.max_tokens_from_key`)."""
     cap = caller.limits.max_tokens
-    if cap is None or body.requested_max_tokens is not None:
-        return body, raw
-    default = body.max_output_tokens
-    if default is not None and default <= cap:
+    if cap is None or not runs_at_key_cap(body, caller):
         return body, raw
     data = orjson.loads(raw)
     data["max_tokens"] = cap

@@ -28,6 +28,7 @@ from gateway.caller_tokens import (
     check_max_tokens,
     input_reservation,
     reservation,
+    runs_at_key_cap,
     used_tokens,
     within_key_cap,
 )
@@ -146,12 +147,22 @@ class Pipeline:
         if isinstance(body, ChatCompletionRequest):
             self.check_message_count(len(body.messages), "messages")
         check_max_tokens(body, caller)
+        from_key = runs_at_key_cap(body, caller)
         body, raw = within_key_cap(body, raw, caller)
         default = self._default_output_tokens
         admission = await self._limiter.admit(caller, lambda: reservation(body, caller, default))
         try:
             return await self._answer(
-                endpoint, body, raw, headers, budget, record, caller, admission, presentation
+                endpoint,
+                body,
+                raw,
+                headers,
+                budget,
+                record,
+                caller,
+                admission,
+                presentation,
+                from_key,
             )
         except BaseException as exc:
             self._limiter.settle(admission, 0)  # no answer: nothing to charge
@@ -169,6 +180,7 @@ class Pipeline:
         caller: Caller,
         admission: Admission,
         presentation: Presentation,
+        max_tokens_from_key: bool,
     ) -> Response:
         if self._tracing.record_content and record.span is not None:
             record.note_prompt(_prompt_text(body))
@@ -178,6 +190,7 @@ class Pipeline:
             raw=raw,
             request_id=record.request_id,
             headers=_trace_headers(headers, record),
+            max_tokens_from_key=max_tokens_from_key,
         )
         plan = self._cache.plan(body, headers, caller.tenant)
         timeline = budget.timeline

@@ -157,7 +157,9 @@ async def create_response(request: Request) -> Response:
 
 async def retrieve_response(request: Request) -> Response:
     caller = _caller(request, relevant_headers(request.scope["headers"]), _record(request))
-    return await _responses(request).retrieve(caller.tenant, request.path_params["response_id"])
+    return await _responses(request).retrieve(
+        caller.tenant, request.path_params["response_id"], request.query_params
+    )
 
 
 async def list_input_items(request: Request) -> Response:

@@ -33,6 +33,7 @@ def split(request: GenerationRequest) -> list[GenerationRequest]:
             request.raw,  # the batch's: a pass-through backend would send it, gRPC never does
             f"{request.request_id}-{i}",
             request.headers,
+            max_tokens_from_key=request.max_tokens_from_key,
             progress=request.progress,
         )
         for i, prompt in enumerate(body.prompts)

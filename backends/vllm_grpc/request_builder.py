@@ -74,7 +74,7 @@ def prepare(
             param=param,
         )
     max_tokens = body.max_output_tokens
-    if max_tokens is None:
+    if max_tokens is None or (request.max_tokens_from_key and len(ids) + max_tokens > limit):
         max_tokens = limit - len(ids)
         if body.min_tokens and body.min_tokens > max_tokens:
             raise ContextLengthExceeded(

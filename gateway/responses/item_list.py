@@ -36,7 +36,7 @@ def input_item_list(
     order = query.get("order", "desc")
     if order not in ("asc", "desc"):
         raise InvalidRequest(f"order must be 'asc' or 'desc', got {order!r}.", param="order")
-    if query.get("include"):
+    if query.get("include") or query.get("include[]"):  # the official SDKs send `include[]`
         raise UnsupportedParameter(
             "include is not supported: these items hold nothing more to include.",
             param="include",

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import orjson
+from starlette.datastructures import QueryParams
 from starlette.responses import Response
 
 from access.caller import Caller
@@ -32,6 +33,7 @@ from gateway.responses.item_list import input_item_list, with_ids
 from gateway.responses.objects import ResponseShell
 from gateway.responses.param_names import ParamNames
 from gateway.responses.presentation import ResponsesPresentation
+from gateway.responses.retrieval import check_kept, check_query
 from gateway.responses.stored import decode, encode
 from gateway.responses.translate import chat_request, input_items
 from obs.request_record import RequestRecord
@@ -117,10 +119,13 @@ class ResponsesService:
                 ResponsesPresentation(shell, keep),
             )
 
-    async def retrieve(self, tenant: str, response_id: str) -> Response:
+    async def retrieve(self, tenant: str, response_id: str, query: QueryParams) -> Response:
+        """A stored response, as its query asks (`gateway.responses.retrieval`)."""
+        include = check_query(query)
         stored = await self._load(tenant, response_id)
         if stored is None:
             raise ResponseNotFound(response_id)
+        check_kept(stored["response"], include)
         return Response(orjson.dumps(stored["response"]), media_type=_JSON)
 
     async def input_items(

@@ -146,7 +146,9 @@ class SimModel:
         def words(count: int) -> list[str]:
             return self.book.pick_words(rng, count)
 
-        return tool_answer(self.vocab.decode(list(prompt_ids)), tool_format, rng, words)
+        # Read with its special tokens, which mark the turns (`tool_calls.turns`).
+        prompt = self.vocab.tokenizer.decode(list(prompt_ids), skip_special_tokens=False)
+        return tool_answer(prompt, tool_format, rng, words)
 
     def _harmony(
         self, prompt_ids: Sequence[int], spec: SamplingSpec, rng: random.Random, length: int
@@ -155,10 +157,7 @@ class SimModel:
         tools (after a preamble when the scenario has words first), which stop at the first
         `<|call|>`, or, when a tool just answered or none is offered, the answer on the final
         channel, which EOS (`<|return|>`) ends."""
-        prompt = self.vocab.tokenizer.decode(list(prompt_ids), skip_special_tokens=False)
-        calls = (
-            None if _tool_answered(prompt) else self._tool_text(prompt_ids, spec, rng, "harmony")
-        )
+        calls = self._tool_text(prompt_ids, spec, rng, "harmony")
         thought = " ".join(self.book.pick_words(rng, max(1, length // 2)))
         head = f"{HARMONY_CHANNEL}analysis<|message|>{thought}<|end|>"
         if calls is not None:
@@ -258,11 +257,3 @@ def _generation_eos_ids(vocab: Vocabulary) -> frozenset[int]:
     if isinstance(ids, int):
         ids = [ids]
     return frozenset(i for i in ids or () if isinstance(i, int))
-
-
-def _tool_answered(prompt: str) -> bool:
-    """Whether a Harmony prompt's last message, before the turn left to the model, is a tool's
-    result (a message from `functions.NAME`)."""
-    conversation = prompt.removesuffix(ASSISTANT_TURN)
-    last = conversation.rfind(HARMONY_START)
-    return last >= 0 and conversation.startswith("functions.", last + len(HARMONY_START))

@@ -1,8 +1,11 @@
 """The stand-in's answers when a request offers tools: calls to them, in a model's format.
 
 The tools reach the stand-in only as prompt text, the way the chat template writes them (JSON
-lines between <tools> tags). When the conversation's last turn is a tool result, the stand-in
-answers in words instead, so an agent loop that calls a tool and then reads its result ends.
+lines between <tools> tags). The prompt is read with its special tokens, which mark its turns
+(ChatML's `<|im_start|>`, Harmony's `<|start|>`). When the conversation's last message is a
+tool's result (a `<tool_response>` user turn, a Harmony message from `functions.NAME`), the
+stand-in answers in words instead, so an agent loop that calls a tool and then reads its
+result ends; a later user message starts a new round.
 
 The format is `SimConfig.tool_format` (`--tool-format`, `GATEWAY_SIM_TOOL_FORMAT`; default
 hermes; see `tool_formats.TOOL_FORMATS`). The stand-in's chat template is Qwen2.5's whatever
@@ -10,8 +13,8 @@ the format (it offers tools as <tools> lines and writes past calls back as <tool
 so a gateway reads the template as Hermes: in front of a stand-in answering in another format
 it needs `GATEWAY_TOOL_PARSERS=sim=FORMAT`.
 
-A test picks the answer with a marker in the conversation (a user message, say); the last
-marker wins:
+A test picks the answer with a marker in the last user message (its last marker wins; earlier
+messages' markers do not count, so each round of an agent loop picks its own):
 
     [[single]]          one call, nothing else
     [[parallel]]        two calls (to two tools when two are offered, else one tool twice)
@@ -27,13 +30,13 @@ import json
 import random
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from standin.vllm.tool_formats import write_broken_call, write_calls
 
 OPEN_TOOLS, CLOSE_TOOLS = "<tools>", "</tools>"
-TOOL_RESPONSE = "</tool_response>"
-_CALLED = "</tool_call>"
+TOOL_RESPONSE = "<tool_response>"
 SCENARIOS = ("single", "parallel", "text-then-call", "malformed", "unknown-tool", "text-only")
 DEFAULT_SCENARIO = "text-then-call"
 _MARKER = re.compile(r"\[\[(" + "|".join(re.escape(s) for s in SCENARIOS) + r")\]\]")
@@ -59,20 +62,70 @@ def offered_tools(prompt: str) -> list[dict[str, Any]]:
     return tools
 
 
+@dataclass(frozen=True, slots=True)
+class _Markup:
+    """Where a template's turns begin, and what ends a turn's header and its text."""
+
+    start: str
+    header_end: str
+    text_ends: tuple[str, ...]
+
+
+_TEMPLATES = (
+    _Markup("<|im_start|>", "\n", ("<|im_end|>",)),  # ChatML: a role line
+    _Markup("<|start|>", "<|message|>", ("<|end|>", "<|call|>", "<|return|>")),  # Harmony
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One message of the prompt: its role (a Harmony header's first word, such as `user` or
+    `functions.get_weather`) and its text."""
+
+    role: str
+    text: str
+
+    @property
+    def tool_result(self) -> bool:
+        if self.role.startswith("functions."):  # Harmony's message from a tool
+            return True
+        return self.role == "user" and self.text.lstrip().startswith(TOOL_RESPONSE)
+
+
+def turns(prompt: str) -> list[Turn]:
+    """The prompt's closed messages, in order (the turn the prompt leaves open for the model is
+    not one); a prompt without turn markers is one user message."""
+    markup = next((m for m in _TEMPLATES if m.start in prompt), None)
+    if markup is None:
+        listed = prompt.rfind(CLOSE_TOOLS)  # what comes before, and the list, is no message
+        return [Turn("user", prompt if listed < 0 else prompt[listed + len(CLOSE_TOOLS) :])]
+    found = []
+    for piece in prompt.split(markup.start)[1:]:
+        header, _, rest = piece.partition(markup.header_end)
+        ends = [at for end in markup.text_ends if (at := rest.find(end)) >= 0]
+        if ends:
+            words = header.partition("<|")[0].split()  # Harmony's channel follows the role
+            found.append(Turn(words[0] if words else "", rest[: min(ends)]))
+    return found
+
+
 def answered_by_a_tool(prompt: str) -> bool:
-    """Whether a tool's result came after the last call in the conversation (the prompt as
-    decoded: the chat markers are special tokens, so they are gone)."""
-    conversation = _conversation(prompt)
-    last_call = conversation.rfind(_CALLED)
-    instructions = conversation.find(_CALLED)  # the system block's own example
-    if last_call == instructions:
-        last_call = -1
-    return conversation.rfind(TOOL_RESPONSE) > last_call
+    """Whether the conversation's last message is a tool's result."""
+    return _answered(turns(prompt))
 
 
 def scenario(prompt: str) -> str:
-    """The answer the conversation's last marker asks for (the default without one)."""
-    markers = _MARKER.findall(_conversation(prompt))
+    """The answer the last user message's last marker asks for (the default without one)."""
+    return _picked(turns(prompt))
+
+
+def _answered(messages: list[Turn]) -> bool:
+    return bool(messages) and messages[-1].tool_result
+
+
+def _picked(messages: list[Turn]) -> str:
+    asked = next((t for t in reversed(messages) if t.role == "user" and not t.tool_result), None)
+    markers = _MARKER.findall(asked.text) if asked is not None else []
     return markers[-1] if markers else DEFAULT_SCENARIO
 
 
@@ -80,9 +133,12 @@ def tool_answer(prompt: str, tool_format: str, rng: random.Random, words: Words)
     """What the stand-in answers to `prompt` in `tool_format`, or None to answer in words (no
     tools offered, a tool just answered, or `[[text-only]]`)."""
     tools = offered_tools(prompt)
-    if not tools or answered_by_a_tool(prompt):
+    if not tools:
         return None
-    picked = scenario(prompt)
+    messages = turns(prompt)
+    if _answered(messages):
+        return None
+    picked = _picked(messages)
     if picked == "text-only":
         return None
     return tool_call_text(tools, rng, words, tool_format, picked)
@@ -114,11 +170,6 @@ def tool_call_text(
     if picked == "single":
         return write_calls(tool_format, [(name, arguments)], after_text=False)
     return f"{sentence}\n{write_calls(tool_format, [(name, arguments)], after_text=True)}"
-
-
-def _conversation(prompt: str) -> str:
-    """The prompt after the tool list (the instructions before it may show markup)."""
-    return prompt[prompt.rfind(CLOSE_TOOLS) + len(CLOSE_TOOLS) :]
 
 
 def _properties(function: dict[str, Any]) -> dict[str, Any]:

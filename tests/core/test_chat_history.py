@@ -146,10 +146,11 @@ def test_every_call_is_answered_before_the_conversation_goes_on(
 
 
 @pytest.mark.parametrize(
-    ("arguments", "kind"), [({"city": "Paris"}, "an object"), ([1], "an array")]
+    ("arguments", "kind"), [({"city": "Paris"}, "an object"), ([1], "an array"), (None, "null")]
 )
 def test_call_arguments_are_a_string(arguments: Any, kind: str) -> None:
-    """Arguments sent as JSON rather than its text are a 400 naming them, as OpenAI's."""
+    """Arguments sent as JSON rather than its text, or null, are a 400 naming them, as
+    OpenAI's."""
     calls = {
         "role": "assistant",
         "content": None,

@@ -186,6 +186,47 @@ async def test_leaving_max_tokens_out_runs_at_the_keys_cap(guarded: Stack) -> No
     assert response.usage is not None and response.usage.output_tokens <= 8
 
 
+async def test_the_keys_cap_gives_way_to_the_room_the_context_leaves(guarded: Stack) -> None:
+    """Near the context's end (4096 tokens), a request naming no max_tokens under a key capped
+    at 8 runs to the room left (chat, streamed, Responses), as it would without the cap; the
+    client's own max_tokens of 8 there is a 400 naming it."""
+    limited, eos = _client(guarded, LIMITED), {"ignore_eos": True}
+    prompt = [1] * (4096 - 3)
+    answer = await limited.completions.create(model="sim", prompt=prompt, extra_body=eos)
+    assert answer.choices[0].finish_reason == "length"
+    assert answer.usage is not None and answer.usage.completion_tokens == 3
+    with pytest.raises(openai.BadRequestError) as asked:
+        await limited.completions.create(model="sim", prompt=prompt, max_tokens=8)
+    assert asked.value.param == "max_tokens"
+    text = await _words_short_of_the_context(_client(guarded, FULL), 8)
+    words: list[openai.types.chat.ChatCompletionMessageParam] = [{"role": "user", "content": text}]
+    chat = await limited.chat.completions.create(model="sim", messages=words, extra_body=eos)
+    assert chat.choices[0].finish_reason == "length"
+    assert chat.usage is not None and chat.usage.completion_tokens < 8
+    stream = await limited.chat.completions.create(
+        model="sim", messages=words, stream=True, extra_body=eos
+    )
+    assert [c.choices[0].finish_reason async for c in stream if c.choices][-1] == "length"
+    response = await limited.responses.create(model="sim", input=text, store=False)
+    assert response.usage is not None and response.usage.output_tokens < 8
+
+
+async def _words_short_of_the_context(client: openai.AsyncOpenAI, most: int) -> str:
+    """A user message whose chat prompt leaves fewer than `most` tokens of the context."""
+
+    async def prompt_tokens(words: int) -> int:
+        answer = await client.chat.completions.create(
+            model="sim", messages=[{"role": "user", "content": "w " * words}], max_tokens=1
+        )
+        assert answer.usage is not None
+        return answer.usage.prompt_tokens
+
+    base, step = await prompt_tokens(100), await prompt_tokens(101) - await prompt_tokens(100)
+    words = 100 + (4096 - most + 1 - base + step - 1) // step
+    assert 0 < 4096 - await prompt_tokens(words) < most
+    return "w " * words
+
+
 async def test_a_batch_is_held_to_the_key_cap_for_each_choice(guarded: Stack) -> None:
     """A batch of prompts under a key capped at 8 tokens: asking more is a 400 naming
     max_tokens; asking nothing runs every choice of every prompt at the cap."""

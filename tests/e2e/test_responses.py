@@ -5,7 +5,7 @@ and what the gateway refuses."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import openai
 import orjson
@@ -338,6 +338,30 @@ async def test_logprobs_are_shown_when_included_and_cached_apart(stack: Stack, m
     raw = await client.responses.with_raw_response.create(**asked)
     assert raw.headers["x-cache"] != "hit-exact"
     assert _output_text(raw.parse().output).logprobs == []
+
+
+async def test_a_retrieval_asking_what_is_not_served_is_a_400(stack: Stack) -> None:
+    """Retrieving with stream=true (OpenAI replays only background responses, which the
+    gateway never has) or an unknown include is a 400 naming it, not a 200 the SDK reads as
+    an empty stream; included logprobs are served where the response kept them."""
+    client = _client(stack)
+    plain = await client.responses.create(model="sim", input="Keep me")
+    with pytest.raises(openai.BadRequestError) as streamed:
+        await client.responses.retrieve(plain.id, stream=True)
+    assert _error(streamed.value)["param"] == "stream"
+    with pytest.raises(openai.BadRequestError) as bogus:
+        await client.responses.retrieve(plain.id, include=cast(Any, ["bogus"]))
+    assert _error(bogus.value)["param"] == "include"
+    with pytest.raises(openai.BadRequestError) as unkept:
+        await client.responses.retrieve(plain.id, include=["message.output_text.logprobs"])
+    assert _error(unkept.value)["param"] == "include"
+    with_logprobs = await client.responses.create(
+        model="sim", input="Keep me", include=["message.output_text.logprobs"]
+    )
+    again = await client.responses.retrieve(
+        with_logprobs.id, include=["message.output_text.logprobs"]
+    )
+    assert _output_text(again.output).logprobs == _output_text(with_logprobs.output).logprobs
 
 
 async def test_top_logprobs_out_of_range_is_a_400(stack: Stack) -> None:

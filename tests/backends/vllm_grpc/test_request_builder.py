@@ -143,3 +143,24 @@ def test_a_64_bit_seed_is_folded_into_the_protos_int32(
     two's complement, so an int32 seed is sent as it is."""
     prepared = prepare(_chat("hi", seed=seed), bundle, FACTS, "r1")
     assert prepared.message.sampling_params.seed == sent
+
+
+def test_the_keys_cap_gives_way_to_the_room_the_context_leaves(bundle: TokenizerBundle) -> None:
+    """A max_tokens set by the key's cap (the client sent none) runs to the room the context
+    leaves where that is less; the client's own max_tokens there is still a 400."""
+    keyed = dataclasses.replace(
+        _completion(prompt=[1] * 60, max_tokens=8), max_tokens_from_key=True
+    )
+    assert prepare(keyed, bundle, FACTS, "r1").message.sampling_params.max_tokens == 4
+    roomy = dataclasses.replace(
+        _completion(prompt=[1] * 50, max_tokens=8), max_tokens_from_key=True
+    )
+    assert prepare(roomy, bundle, FACTS, "r1").message.sampling_params.max_tokens == 8
+    with pytest.raises(ContextLengthExceeded) as asked:
+        prepare(_completion(prompt=[1] * 60, max_tokens=8), bundle, FACTS, "r1")
+    assert asked.value.param == "max_tokens"
+    with pytest.raises(ContextLengthExceeded) as full:
+        prepare(
+            dataclasses.replace(keyed, body=_completion(prompt=[1] * 64).body), bundle, FACTS, "r1"
+        )
+    assert full.value.param == "prompt"

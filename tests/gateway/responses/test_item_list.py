@@ -95,11 +95,13 @@ def test_order_limit_and_after_page_through_the_items() -> None:
         ({"order": "sideways"}, "order"),
         ({"after": "msg_nope"}, "after"),
         ({"include": "message.input_image.image_url"}, "include"),
+        ({"include[]": "message.input_image.image_url"}, "include"),
     ],
 )
 def test_bad_query_values_are_400s_naming_them(query: dict[str, str], param: str) -> None:
     """A limit outside 1-100, an unknown order, a cursor that is no item of this response and
-    `include` (nothing of these items can be included) are 400s naming the parameter."""
+    `include` (nothing of these items can be included; sent plain or as the SDK sends arrays)
+    are 400s naming the parameter."""
     with pytest.raises(InvalidRequest) as refused:
         input_item_list(STORED, RESPONSE_ID, query)
     assert refused.value.param == param
