@@ -5,8 +5,9 @@ misread.
 
 A schema is checked as an instance of the metaschema of the draft its `$schema` names (the
 five published ones), else of Draft 2020-12's, as OpenAI reads it. The metaschemas are
-compiled offline: nothing a client writes (`$schema`, `$ref`) is ever fetched. The verdict
-is kept per schema text, as agents send the same tools with every turn.
+compiled offline: nothing a client writes (`$schema`, `$ref`) is ever fetched. Its
+references must then resolve within it (`core.schema_refs`). The verdict is kept per schema
+text, as agents send the same tools with every turn.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import jsonschema_rs
 import orjson
 
 from core.errors import InvalidFunctionParameters, InvalidJsonSchema
+from core.schema_refs import REFERENCES, reference_problem
 
 _METASCHEMAS: dict[str, tuple[type[jsonschema_rs.Validator], str]] = {
     "2020-12": (jsonschema_rs.Draft202012Validator, "https://json-schema.org/draft/2020-12/schema"),
@@ -56,21 +58,23 @@ def schema_problem(schema: dict[str, Any]) -> str | None:
     """Why `schema` is not a valid JSON Schema (where, then what), or None when it is."""
     text = orjson.dumps(schema)
     if len(text) > _CACHED_TEXT:
-        return _problem(schema)
+        return _problem(schema, text)
     return _problem_of_text(text)
 
 
 @functools.lru_cache(maxsize=1024)
 def _problem_of_text(text: bytes) -> str | None:
-    return _problem(orjson.loads(text))
+    return _problem(orjson.loads(text), text)
 
 
-def _problem(schema: dict[str, Any]) -> str | None:
+def _problem(schema: dict[str, Any], text: bytes) -> str | None:
     validator = _metaschema(_draft(schema.get("$schema")))
-    if validator.is_valid(schema):
-        return None
-    error = next(iter(validator.iter_errors(schema)))
-    return f"In context={tuple(error.instance_path)!r}, {error.message}."
+    if not validator.is_valid(schema):
+        error = next(iter(validator.iter_errors(schema)))
+        return f"In context={tuple(error.instance_path)!r}, {error.message}."
+    if any(key in text for key in REFERENCES):  # most schemas hold none: no walk
+        return reference_problem(schema)
+    return None
 
 
 def _draft(uri: object) -> str:
