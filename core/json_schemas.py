@@ -36,8 +36,15 @@ _CACHED_TEXT = 16_384
 
 def check_function_parameters(parameters: dict[str, Any], name: str, param: str) -> None:
     """A 400 `invalid_function_parameters` naming `param` unless `parameters` is a valid
-    JSON Schema; its message says where in the schema and why, in OpenAI's words."""
+    JSON Schema of an object (a call's arguments are one; a schema that says no `type` is
+    read as an object's, as an omitted `parameters` is); its message says where in the
+    schema and why, in OpenAI's words."""
     problem = schema_problem(parameters)
+    if problem is None and parameters.get("type", "object") != "object":
+        problem = (
+            "schema must be a JSON Schema of 'type: \"object\"', "
+            f"got 'type: \"{parameters['type']}\"'."
+        )
     if problem is not None:
         raise InvalidFunctionParameters(
             f"Invalid schema for function {name!r}: {problem}", param=param

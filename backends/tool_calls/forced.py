@@ -108,5 +108,10 @@ def _functions(body: ChatCompletionRequest) -> dict[str, dict[str, Any]]:
 
 
 def _parameters(function: dict[str, Any]) -> dict[str, Any]:
+    """The function's arguments schema, always an object's: a schema that names no type
+    (`{}`, `properties` alone) would let the engine write a string or a list, which no call
+    can carry (the request's check refused any other type, `core.json_schemas`)."""
     parameters = function.get("parameters")
-    return parameters if isinstance(parameters, dict) else {"type": "object", "properties": {}}
+    if not isinstance(parameters, dict):
+        return {"type": "object", "properties": {}}
+    return parameters if parameters.get("type") == "object" else {**parameters, "type": "object"}

@@ -246,3 +246,32 @@ def test_a_verdict_is_kept_per_schema_text() -> None:
     huge = {"type": "object", "description": "x" * json_schemas._CACHED_TEXT}
     assert schema_problem(huge) is None
     assert json_schemas._problem_of_text.cache_info().currsize == 2
+
+
+@pytest.mark.parametrize(
+    ("parameters", "kind"),
+    [
+        ({"type": "string"}, "string"),
+        ({"type": "array", "items": {"type": "integer"}}, "array"),
+        ({"type": ["object", "null"]}, "['object', 'null']"),
+    ],
+)
+def test_function_parameters_are_an_objects_schema(parameters: dict[str, Any], kind: str) -> None:
+    """A valid schema of anything but an object is refused as a function's parameters, in
+    OpenAI's words (a call's arguments are an object), while a structured output may be
+    one."""
+    with pytest.raises(InvalidFunctionParameters) as refused:
+        check_function_parameters(parameters, "f", "tools[1].parameters")
+    assert refused.value.param == "tools[1].parameters"
+    assert refused.value.message == (
+        "Invalid schema for function 'f': schema must be a JSON Schema of 'type: \"object\"', "
+        f"got 'type: \"{kind}\"'."
+    )
+    check_response_schema(parameters, "out", "text.format.schema")
+
+
+def test_function_parameters_without_a_type_are_an_objects() -> None:
+    """A schema that names no type (`{}`, properties alone) is read as an object's, as an
+    omitted `parameters` is."""
+    check_function_parameters({}, "f", "tools[0].function.parameters")
+    check_function_parameters({"properties": {"a": {}}}, "f", "tools[0].function.parameters")
