@@ -17,6 +17,7 @@ from core.chat_history import check_roles, from_history
 from core.errors import InvalidRequest, UnsupportedParameter
 from core.json_schemas import check_response_schema
 from core.metadata import Metadata
+from core.names import check_name
 from core.request_model import RequestModel
 from core.token_lists import token_list_error
 from core.tool_specs import check_tool_choice, check_tools
@@ -64,6 +65,7 @@ class ResponseFormat(RequestModel):
             return self
         if self.json_schema is None:
             raise ValueError("json_schema is required when type is 'json_schema'")
+        check_name(self.json_schema.name, "response_format.json_schema.name")
         if self.json_schema.schema_ is not None:
             check_response_schema(
                 self.json_schema.schema_,

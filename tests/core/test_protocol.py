@@ -276,3 +276,14 @@ def test_a_json_schema_format_needs_its_name() -> None:
         )
     assert info.value.param == "response_format.json_schema.name"
     assert info.value.message == "Missing required parameter: response_format.json_schema.name."
+
+
+@pytest.mark.parametrize("name", ["a b/c", "", "x" * 65])
+def test_a_json_schema_formats_name_is_openais_pattern(name: str) -> None:
+    """`response_format.json_schema.name` is 1 to 64 letters, digits, `_` or `-`, as at
+    OpenAI and as the Responses API's `text.format.name`: else a 400 naming it."""
+    format_ = {"type": "json_schema", "json_schema": {"name": name, "schema": {"type": "object"}}}
+    with pytest.raises(InvalidRequest) as info:
+        parse_request(_chat(response_format=format_), ChatCompletionRequest)
+    assert info.value.param == "response_format.json_schema.name"
+    assert info.value.message.startswith("Invalid 'response_format.json_schema.name': string ")
