@@ -206,8 +206,11 @@ class ChatCompletionRequest(_Sampling):
             check_tools(self.tools)
         if self.tool_choice is not None:
             check_tool_choice(self.tool_choice, self.tools or [])
-        if self.top_logprobs and not self.logprobs:
-            raise InvalidRequest("top_logprobs requires logprobs=true.", param="top_logprobs")
+        if self.top_logprobs is not None and not self.logprobs:  # 0 too, as OpenAI (not vLLM)
+            raise InvalidRequest(
+                "The 'top_logprobs' parameter is only allowed when 'logprobs' is enabled.",
+                param="top_logprobs",
+            )
         if self.stream_options is not None and not self.stream:
             raise InvalidRequest("stream_options requires stream=true.", param="stream_options")
         if self.continue_final_message and self.add_generation_prompt:

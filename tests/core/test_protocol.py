@@ -30,6 +30,8 @@ def _chat(**fields: object) -> bytes:
         ({"messages": []}, "messages"),
         ({"messages": [{"role": "robot", "content": "x"}]}, "messages[0].role"),
         ({"top_logprobs": 2}, "top_logprobs"),
+        ({"top_logprobs": 0}, "top_logprobs"),
+        ({"top_logprobs": 0, "logprobs": False}, "top_logprobs"),
         ({"stream_options": {"include_usage": True}}, "stream_options"),
         ({"response_format": {"type": "xml"}}, "response_format.type"),
         ({"seed": 2**63}, "seed"),  # int64, as vLLM (folded into the proto's int32)
