@@ -5,8 +5,9 @@ misread.
 
 A schema is checked as an instance of the metaschema of the draft its `$schema` names (the
 five published ones), else of Draft 2020-12's, as OpenAI reads it. The metaschemas are
-compiled offline: nothing a client writes (`$schema`, `$ref`) is ever fetched. The verdict
-is kept per schema text, as agents send the same tools with every turn.
+compiled offline: nothing a client writes (`$schema`, `$ref`) is ever fetched. Its
+references must then resolve within it (`core.schema_refs`). The verdict is kept per schema
+text, as agents send the same tools with every turn.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import jsonschema_rs
 import orjson
 
 from core.errors import InvalidFunctionParameters, InvalidJsonSchema
+from core.schema_refs import REFERENCES, reference_problem
 
 _METASCHEMAS: dict[str, tuple[type[jsonschema_rs.Validator], str]] = {
     "2020-12": (jsonschema_rs.Draft202012Validator, "https://json-schema.org/draft/2020-12/schema"),
@@ -34,8 +36,15 @@ _CACHED_TEXT = 16_384
 
 def check_function_parameters(parameters: dict[str, Any], name: str, param: str) -> None:
     """A 400 `invalid_function_parameters` naming `param` unless `parameters` is a valid
-    JSON Schema; its message says where in the schema and why, in OpenAI's words."""
+    JSON Schema of an object (a call's arguments are one; a schema that says no `type` is
+    read as an object's, as an omitted `parameters` is); its message says where in the
+    schema and why, in OpenAI's words."""
     problem = schema_problem(parameters)
+    if problem is None and parameters.get("type", "object") != "object":
+        problem = (
+            "schema must be a JSON Schema of 'type: \"object\"', "
+            f"got 'type: \"{parameters['type']}\"'."
+        )
     if problem is not None:
         raise InvalidFunctionParameters(
             f"Invalid schema for function {name!r}: {problem}", param=param
@@ -56,21 +65,23 @@ def schema_problem(schema: dict[str, Any]) -> str | None:
     """Why `schema` is not a valid JSON Schema (where, then what), or None when it is."""
     text = orjson.dumps(schema)
     if len(text) > _CACHED_TEXT:
-        return _problem(schema)
+        return _problem(schema, text)
     return _problem_of_text(text)
 
 
 @functools.lru_cache(maxsize=1024)
 def _problem_of_text(text: bytes) -> str | None:
-    return _problem(orjson.loads(text))
+    return _problem(orjson.loads(text), text)
 
 
-def _problem(schema: dict[str, Any]) -> str | None:
+def _problem(schema: dict[str, Any], text: bytes) -> str | None:
     validator = _metaschema(_draft(schema.get("$schema")))
-    if validator.is_valid(schema):
-        return None
-    error = next(iter(validator.iter_errors(schema)))
-    return f"In context={tuple(error.instance_path)!r}, {error.message}."
+    if not validator.is_valid(schema):
+        error = next(iter(validator.iter_errors(schema)))
+        return f"In context={tuple(error.instance_path)!r}, {error.message}."
+    if any(key in text for key in REFERENCES):  # most schemas hold none: no walk
+        return reference_problem(schema)
+    return None
 
 
 def _draft(uri: object) -> str:

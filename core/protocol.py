@@ -17,6 +17,7 @@ from core.chat_history import check_roles, from_history
 from core.errors import InvalidRequest, UnsupportedParameter
 from core.json_schemas import check_response_schema
 from core.metadata import Metadata
+from core.names import check_name
 from core.request_model import RequestModel
 from core.token_lists import token_list_error
 from core.tool_specs import check_tool_choice, check_tools
@@ -64,6 +65,7 @@ class ResponseFormat(RequestModel):
             return self
         if self.json_schema is None:
             raise ValueError("json_schema is required when type is 'json_schema'")
+        check_name(self.json_schema.name, "response_format.json_schema.name")
         if self.json_schema.schema_ is not None:
             check_response_schema(
                 self.json_schema.schema_,
@@ -204,8 +206,11 @@ class ChatCompletionRequest(_Sampling):
             check_tools(self.tools)
         if self.tool_choice is not None:
             check_tool_choice(self.tool_choice, self.tools or [])
-        if self.top_logprobs and not self.logprobs:
-            raise InvalidRequest("top_logprobs requires logprobs=true.", param="top_logprobs")
+        if self.top_logprobs is not None and not self.logprobs:  # 0 too, as OpenAI (not vLLM)
+            raise InvalidRequest(
+                "The 'top_logprobs' parameter is only allowed when 'logprobs' is enabled.",
+                param="top_logprobs",
+            )
         if self.stream_options is not None and not self.stream:
             raise InvalidRequest("stream_options requires stream=true.", param="stream_options")
         if self.continue_final_message and self.add_generation_prompt:

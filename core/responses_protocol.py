@@ -3,7 +3,6 @@ what this gateway cannot do (hosted tools, background mode, images) is a 400 nam
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
@@ -11,10 +10,10 @@ from pydantic import ConfigDict, Field, model_validator
 from core.errors import InvalidRequest, UnsupportedParameter
 from core.json_schemas import check_function_parameters, check_response_schema
 from core.metadata import Metadata
+from core.names import check_name
 from core.protocol import ReasoningEffort
 from core.request_model import RequestModel
 
-_FORMAT_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 OUTPUT_TEXT_LOGPROBS = "message.output_text.logprobs"
 INCLUDABLE = frozenset({OUTPUT_TEXT_LOGPROBS})  # what `include` may ask for
 
@@ -36,12 +35,7 @@ class TextFormat(RequestModel):
             raise InvalidRequest(
                 "Missing required parameter: text.format.name.", param="text.format.name"
             )
-        if not _FORMAT_NAME.fullmatch(self.name):
-            raise InvalidRequest(
-                f"Invalid 'text.format.name': {self.name!r} is not 1 to 64 letters, digits, "
-                "underscores or dashes (pattern '^[a-zA-Z0-9_-]{1,64}$').",
-                param="text.format.name",
-            )
+        check_name(self.name, "text.format.name")
         if self.schema_ is None:
             raise InvalidRequest(
                 "text.format.schema is required when its type is 'json_schema'.",
@@ -151,8 +145,11 @@ def _check_tool(tool: dict[str, Any], index: int) -> None:
             "declare function tools and run them in your application.",
             param=f"tools[{index}].type",
         )
-    if not isinstance(tool.get("name"), str) or not tool["name"]:
-        raise InvalidRequest("A function tool needs a name.", param=f"tools[{index}].name")
+    if not isinstance(tool.get("name"), str):
+        raise InvalidRequest(
+            f"Missing required parameter: tools[{index}].name.", param=f"tools[{index}].name"
+        )
+    check_name(tool["name"], f"tools[{index}].name")
     unknown = set(tool) - {"type", "name", "description", "parameters", "strict"}
     if unknown:
         raise UnsupportedParameter(

@@ -4,14 +4,13 @@ a tool's `parameters` must be a valid JSON Schema (`core.json_schemas`)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from core.errors import InvalidRequest, UnsupportedParameter
 from core.json_schemas import check_function_parameters
+from core.names import check_name
 
-_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _TOOL_KEYS = frozenset({"type", "function"})
 _FUNCTION_KEYS = frozenset({"name", "description", "parameters", "strict"})
 CHOICES = ("none", "auto", "required")
@@ -42,11 +41,11 @@ def check_tools(tools: Sequence[dict[str, Any]]) -> None:
         where += ".function"
         _no_other_keys(function, _FUNCTION_KEYS, where)
         name = function.get("name")
-        if not isinstance(name, str) or not _NAME.fullmatch(name):
+        if not isinstance(name, str):
             raise InvalidRequest(
-                "A function name is 1 to 64 letters, digits, underscores or dashes.",
-                param=f"{where}.name",
+                f"Missing required parameter: {where}.name.", param=f"{where}.name"
             )
+        check_name(name, f"{where}.name")
         if name in names:
             raise InvalidRequest(
                 f"Duplicate function name {name!r}: tools[{names[name]}] has it already; "

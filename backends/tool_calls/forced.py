@@ -14,6 +14,7 @@ import orjson
 from backends.tool_calls import exact_json
 from backends.tool_calls.functions import json_text
 from backends.tool_calls.parsed import Parsed, ParsedCall
+from core.errors import UnsupportedParameter
 from core.protocol import ChatCompletionRequest
 
 
@@ -52,9 +53,29 @@ def forced_schema(body: ChatCompletionRequest) -> dict[str, Any] | None:
             ]
         },
     }
+    definitions = _shared_definitions(functions)
+    if definitions:
+        schema["$defs"] = definitions
     if body.parallel_tool_calls is False:
         schema["maxItems"] = 1
     return schema
+
+
+def _shared_definitions(functions: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The tools' `$defs`, at the root of the "required" schema as vLLM puts them: a tool's
+    `#/$defs/...` resolves from the root, which is no longer its own schema. Two tools that
+    define one name differently cannot share it: a 400, as at vLLM."""
+    definitions: dict[str, Any] = {}
+    for i, function in enumerate(functions.values()):
+        own = _parameters(function).get("$defs")
+        for key, value in own.items() if isinstance(own, dict) else ():
+            if definitions.setdefault(key, value) != value:
+                raise UnsupportedParameter(
+                    f"Tools define $defs {key!r} differently; with tool_choice 'required' "
+                    "the tools' $defs are shared, so each name must mean one schema.",
+                    param=f"tools[{i}].function.parameters",
+                )
+    return definitions
 
 
 class ForcedCallsParser:
@@ -108,5 +129,10 @@ def _functions(body: ChatCompletionRequest) -> dict[str, dict[str, Any]]:
 
 
 def _parameters(function: dict[str, Any]) -> dict[str, Any]:
+    """The function's arguments schema, always an object's: a schema that names no type
+    (`{}`, `properties` alone) would let the engine write a string or a list, which no call
+    can carry (the request's check refused any other type, `core.json_schemas`)."""
     parameters = function.get("parameters")
-    return parameters if isinstance(parameters, dict) else {"type": "object", "properties": {}}
+    if not isinstance(parameters, dict):
+        return {"type": "object", "properties": {}}
+    return parameters if parameters.get("type") == "object" else {**parameters, "type": "object"}

@@ -60,6 +60,7 @@ def chat_request(
         "user": request.user,
         "safety_identifier": request.safety_identifier,
         "prompt_cache_key": request.prompt_cache_key,
+        "service_tier": request.service_tier,
         "reasoning_effort": request.reasoning.effort if request.reasoning else None,
         "verbosity": request.text.verbosity if request.text else None,
     }

@@ -192,11 +192,34 @@ def test_the_errors_carry_openais_codes_and_the_param() -> None:
 )
 def test_an_unknown_metaschema_is_read_as_2020_12_never_fetched(uri: str) -> None:
     """A `$schema` that is none of the five drafts is checked as Draft 2020-12 (no address a
-    client writes is fetched: the metaschemas are compiled offline), and so is a remote
-    `$ref`, which is only a string to the metaschema."""
+    client writes is fetched: the metaschemas are compiled offline); a `$ref` to an address
+    is refused, not fetched."""
     assert schema_problem({"$schema": uri, **WEATHER}) is None
-    assert schema_problem({"$schema": uri, "$ref": uri, "type": "object"}) is None
     assert schema_problem({"$schema": uri, "type": "objekt"}) is not None
+    problem = schema_problem({"$schema": uri, "$ref": uri, "type": "object"})
+    assert problem is not None and f"reference {uri!r} is not local" in problem
+
+
+@pytest.mark.parametrize(
+    ("schema", "words"),
+    [
+        ({"type": "object", "properties": {"a": {"$ref": "#/$defs/nope"}}}, "does not resolve"),
+        ({"$ref": "http://127.0.0.1:9/x.json"}, "is not local"),
+        ({"$ref": "https://json-schema.org/draft/2020-12/schema"}, "is not local"),
+        ({**DRAFT_07, "properties": {"a": {"$ref": "#/definitions/city"}}}, "does not resolve"),
+    ],
+)
+def test_a_reference_that_cannot_be_followed_is_a_problem(
+    schema: dict[str, Any], words: str
+) -> None:
+    """A valid schema whose `$ref` points nowhere in it, or outside it, is refused with the
+    place and the reason, in both checks (`core.schema_refs`)."""
+    problem = schema_problem(schema)
+    assert problem is not None and words in problem and problem.startswith("In context=")
+    with pytest.raises(InvalidFunctionParameters):
+        check_function_parameters(schema, "f", "tools[0].function.parameters")
+    with pytest.raises(InvalidJsonSchema):
+        check_response_schema(schema, "out", "response_format.json_schema.schema")
 
 
 def test_the_draft_a_schema_names_is_the_one_checked() -> None:
@@ -223,3 +246,32 @@ def test_a_verdict_is_kept_per_schema_text() -> None:
     huge = {"type": "object", "description": "x" * json_schemas._CACHED_TEXT}
     assert schema_problem(huge) is None
     assert json_schemas._problem_of_text.cache_info().currsize == 2
+
+
+@pytest.mark.parametrize(
+    ("parameters", "kind"),
+    [
+        ({"type": "string"}, "string"),
+        ({"type": "array", "items": {"type": "integer"}}, "array"),
+        ({"type": ["object", "null"]}, "['object', 'null']"),
+    ],
+)
+def test_function_parameters_are_an_objects_schema(parameters: dict[str, Any], kind: str) -> None:
+    """A valid schema of anything but an object is refused as a function's parameters, in
+    OpenAI's words (a call's arguments are an object), while a structured output may be
+    one."""
+    with pytest.raises(InvalidFunctionParameters) as refused:
+        check_function_parameters(parameters, "f", "tools[1].parameters")
+    assert refused.value.param == "tools[1].parameters"
+    assert refused.value.message == (
+        "Invalid schema for function 'f': schema must be a JSON Schema of 'type: \"object\"', "
+        f"got 'type: \"{kind}\"'."
+    )
+    check_response_schema(parameters, "out", "text.format.schema")
+
+
+def test_function_parameters_without_a_type_are_an_objects() -> None:
+    """A schema that names no type (`{}`, properties alone) is read as an object's, as an
+    omitted `parameters` is."""
+    check_function_parameters({}, "f", "tools[0].function.parameters")
+    check_function_parameters({"properties": {"a": {}}}, "f", "tools[0].function.parameters")

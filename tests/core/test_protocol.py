@@ -30,6 +30,8 @@ def _chat(**fields: object) -> bytes:
         ({"messages": []}, "messages"),
         ({"messages": [{"role": "robot", "content": "x"}]}, "messages[0].role"),
         ({"top_logprobs": 2}, "top_logprobs"),
+        ({"top_logprobs": 0}, "top_logprobs"),
+        ({"top_logprobs": 0, "logprobs": False}, "top_logprobs"),
         ({"stream_options": {"include_usage": True}}, "stream_options"),
         ({"response_format": {"type": "xml"}}, "response_format.type"),
         ({"seed": 2**63}, "seed"),  # int64, as vLLM (folded into the proto's int32)
@@ -276,3 +278,14 @@ def test_a_json_schema_format_needs_its_name() -> None:
         )
     assert info.value.param == "response_format.json_schema.name"
     assert info.value.message == "Missing required parameter: response_format.json_schema.name."
+
+
+@pytest.mark.parametrize("name", ["a b/c", "", "x" * 65])
+def test_a_json_schema_formats_name_is_openais_pattern(name: str) -> None:
+    """`response_format.json_schema.name` is 1 to 64 letters, digits, `_` or `-`, as at
+    OpenAI and as the Responses API's `text.format.name`: else a 400 naming it."""
+    format_ = {"type": "json_schema", "json_schema": {"name": name, "schema": {"type": "object"}}}
+    with pytest.raises(InvalidRequest) as info:
+        parse_request(_chat(response_format=format_), ChatCompletionRequest)
+    assert info.value.param == "response_format.json_schema.name"
+    assert info.value.message.startswith("Invalid 'response_format.json_schema.name': string ")

@@ -36,6 +36,22 @@ def _tool(name: str, parameters: dict[str, Any]) -> dict[str, Any]:
             "text.format.schema",
             "invalid_json_schema",
         ),
+        (
+            {"tools": [_tool("a", VALID), _tool("b", {"type": "string"})]},
+            "tools[1].parameters",
+            "invalid_function_parameters",
+        ),
+        (
+            {"tools": [_tool("a", {"$ref": "http://127.0.0.1:9/x.json"})]},
+            "tools[0].parameters",
+            "invalid_function_parameters",
+        ),
+        (
+            {"text": {"format": {"type": "json_schema", "name": "o", "schema": {"$ref": "#/x"}}}},
+            "text.format.schema",
+            "invalid_json_schema",
+        ),
+        ({"tools": [_tool("a b", VALID)]}, "tools[0].name", "invalid_value"),
     ],
 )
 def test_schemas_that_are_no_json_schemas_are_400s(

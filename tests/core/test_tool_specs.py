@@ -36,6 +36,14 @@ def _parse(**fields: Any) -> ChatCompletionRequest:
             "tools[0].function.parameters",
         ),
         (
+            {"type": "function", "function": {"name": "f", "parameters": {"type": "string"}}},
+            "tools[0].function.parameters",
+        ),
+        (
+            {"type": "function", "function": {"name": "f", "parameters": {"$ref": "#/$defs/x"}}},
+            "tools[0].function.parameters",
+        ),
+        (
             {"type": "function", "function": {"name": "f", "strict": "yes"}},
             "tools[0].function.strict",
         ),

@@ -104,6 +104,48 @@ async def test_responses_refuses_schemas_that_are_no_json_schemas(stack: Stack, 
     assert _refusal(refused.value) == ("text.format.schema", "invalid_json_schema")
 
 
+@pytest.mark.parametrize("model", ["sim", "mock"])
+async def test_schemas_no_engine_can_follow_are_refused(stack: Stack, model: str) -> None:
+    """Parameters of a string, a `$ref` that points nowhere or to a URL, and a format name
+    outside OpenAI's pattern: 400s naming the field in either API, before any backend
+    sees them (a forced call to a string schema came back as content)."""
+    client = _client(stack)
+    ask: Any = {"model": model, "messages": [{"role": "user", "content": "Hi"}]}
+    forced: Any = {"type": "function", "function": {"name": "f"}}
+    with pytest.raises(openai.BadRequestError) as refused:
+        await client.chat.completions.create(
+            **ask, tools=[_tool("f", {"type": "string"})], tool_choice=forced
+        )
+    assert _refusal(refused.value) == (
+        "tools[0].function.parameters",
+        "invalid_function_parameters",
+    )
+    dangling = {"type": "object", "properties": {"a": {"$ref": "#/$defs/nope"}}}
+    for schema in (dangling, {"$ref": "http://127.0.0.1:9/x.json"}):
+        response_format: Any = {
+            "type": "json_schema",
+            "json_schema": {"name": "s", "schema": schema},
+        }
+        with pytest.raises(openai.BadRequestError) as refused:
+            await client.chat.completions.create(**ask, response_format=response_format)
+        assert _refusal(refused.value) == (
+            "response_format.json_schema.schema",
+            "invalid_json_schema",
+        )
+    named: Any = {"type": "json_schema", "json_schema": {"name": "a b/c", "schema": {}}}
+    with pytest.raises(openai.BadRequestError) as refused:
+        await client.chat.completions.create(**ask, response_format=named)
+    assert _refusal(refused.value) == ("response_format.json_schema.name", "invalid_value")
+    tools: Any = [{"type": "function", "name": "f", "parameters": {"type": "array"}}]
+    with pytest.raises(openai.BadRequestError) as refused:
+        await client.responses.create(model=model, input="Hi", tools=tools, tool_choice="required")
+    assert _refusal(refused.value) == ("tools[0].parameters", "invalid_function_parameters")
+    text: Any = {"format": {"type": "json_schema", "name": "o", "schema": dangling}}
+    with pytest.raises(openai.BadRequestError) as refused:
+        await client.responses.create(model=model, input="Hi", text=text)
+    assert _refusal(refused.value) == ("text.format.schema", "invalid_json_schema")
+
+
 async def test_the_sdks_own_schemas_are_answered(stack: Stack) -> None:
     """`parse` with pydantic models (strict schemas with `$defs`), a recursive schema and a
     strict function tool: answered, the call's arguments valid for the schema sent."""

@@ -19,6 +19,7 @@ from core.answers import ChoiceDelta
 from core.errors import InvalidRequest, UnsupportedParameter
 from core.protocol import ChatCompletionRequest
 from core.request_parsing import parse_request
+from core.schema_refs import reference_problem
 from standin.vllm.tokenizer_files import tokenizer_dir
 
 WEATHER = {
@@ -187,6 +188,41 @@ def test_forced_schemas() -> None:
             _chat(tools=[WEATHER], tool_choice={"type": "function", "function": {"name": "x"}})
         )
     assert info.value.param == "tool_choice"
+
+
+@pytest.mark.parametrize("parameters", [{}, {"properties": {"n": {"type": "integer"}}}])
+def test_forced_arguments_are_always_an_object(parameters: dict[str, Any]) -> None:
+    """A tool whose parameters name no type is still forced to an object (else the engine may
+    write a string, which would come back as content, not a call), named or "required"."""
+    tool = {"type": "function", "function": {"name": "f", "parameters": parameters}}
+    named = forced_schema(
+        _chat(tools=[tool], tool_choice={"type": "function", "function": {"name": "f"}})
+    )
+    assert named == {**parameters, "type": "object"}
+    required = forced_schema(_chat(tools=[tool], tool_choice="required"))
+    assert required is not None
+    assert required["items"]["anyOf"][0]["properties"]["parameters"] == named
+
+
+def test_forced_calls_share_the_tools_definitions() -> None:
+    """Under "required" each tool's schema is no longer the root, so its `$defs` go to the
+    root, as vLLM puts them (every `#/$defs/...` resolves); one name defined two ways is a
+    400 naming the second tool."""
+    step = {"type": "object", "properties": {"x": {"type": "string"}}}
+    steps = {"type": "array", "items": {"$ref": "#/$defs/Step"}}
+    plan = {"type": "object", "properties": {"steps": steps}, "$defs": {"Step": step}}
+    tools = [
+        {"type": "function", "function": {"name": name, "parameters": plan}}
+        for name in ("plan", "replan")
+    ]
+    schema = forced_schema(_chat(tools=[WEATHER, *tools], tool_choice="required"))
+    assert schema is not None and schema["$defs"] == {"Step": step}
+    assert reference_problem(schema) is None
+    other = {**plan, "$defs": {"Step": {"type": "integer"}}}
+    tools[1] = {"type": "function", "function": {"name": "replan", "parameters": other}}
+    with pytest.raises(UnsupportedParameter) as refused:
+        forced_schema(_chat(tools=[WEATHER, *tools], tool_choice="required"))
+    assert refused.value.param == "tools[2].function.parameters"
 
 
 def test_tool_choice_without_tools_is_refused() -> None:

@@ -109,7 +109,8 @@ def test_tools_choice_format_and_limits() -> None:
 
 def test_effort_verbosity_and_hints_carry_over() -> None:
     """reasoning.effort and text.verbosity become chat's reasoning_effort and verbosity, and
-    the hints go along, so both APIs treat them alike."""
+    the hints and the service tier go along (to a pass-through backend), so both APIs treat
+    them alike."""
     request = ResponsesRequest.model_validate(
         {
             "model": "m",
@@ -118,11 +119,13 @@ def test_effort_verbosity_and_hints_carry_over() -> None:
             "text": {"verbosity": "high"},
             "prompt_cache_key": "p",
             "safety_identifier": "s",
+            "service_tier": "default",
         }
     )
     body, _ = chat_request(request, [], input_items(request))
     assert (body.reasoning_effort, body.verbosity) == ("low", "high")
     assert (body.prompt_cache_key, body.safety_identifier) == ("p", "s")
+    assert body.service_tier == "default"
     assert body.chat_template_kwargs is None
 
 

@@ -1,0 +1,123 @@
+"""The references inside a client's JSON schema (`$ref`, `$dynamicRef`, `$recursiveRef`),
+each resolved within the schema itself: a reference that points nowhere, or outside the
+schema (a URL, another file, even the metaschema's address), would reach the engine's
+grammar compiler, which cannot fetch it and fails or reads it as "any value". Nothing is
+ever fetched: a reference is refused rather than followed.
+
+A reference is local when it starts with `#`: `#` is the whole schema, `#/a/b` a JSON
+Pointer from its root (as the engines resolve it, whatever `$id` a subschema declares),
+`#name` an `$anchor` or `$dynamicAnchor` (draft 4-7: an `$id` of `#name`). Only schema
+keywords are followed, so a `$ref` inside an `enum`, a `const` or an example is data.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import unquote
+
+REFERENCES = (b'"$ref"', b'"$dynamicRef"', b'"$recursiveRef"')
+"""A schema's JSON text holds one of these when it may hold a reference."""
+# What each keyword holds: a reference, an anchor, an id (an anchor when it is `#name`), one
+# subschema, a list of them, or a map of names to them.
+_REF, _ANCHOR, _ID, _ONE, _LIST, _NAMED = range(6)
+_KEYWORDS = {
+    **dict.fromkeys(("$ref", "$dynamicRef", "$recursiveRef"), _REF),
+    **dict.fromkeys(("$anchor", "$dynamicAnchor"), _ANCHOR),
+    **dict.fromkeys(("$id", "id"), _ID),
+    **dict.fromkeys(
+        (
+            "additionalItems",
+            "additionalProperties",
+            "contains",
+            "contentSchema",
+            "else",
+            "if",
+            "not",
+            "propertyNames",
+            "then",
+            "unevaluatedItems",
+            "unevaluatedProperties",
+        ),
+        _ONE,
+    ),
+    **dict.fromkeys(("allOf", "anyOf", "items", "oneOf", "prefixItems"), _LIST),
+    **dict.fromkeys(
+        (
+            "$defs",
+            "definitions",
+            "dependencies",
+            "dependentSchemas",
+            "patternProperties",
+            "properties",
+        ),
+        _NAMED,
+    ),
+}
+_INDEX = re.compile(r"0|[1-9][0-9]*")  # RFC 6901's array index
+
+Path = tuple[str | int, ...]
+
+
+def reference_problem(schema: dict[str, Any]) -> str | None:
+    """Why a reference in `schema` cannot be followed (where, then what), or None when every
+    one resolves within it."""
+    references, anchors = _walk(schema)
+    for path, ref in references:
+        if not ref.startswith("#"):
+            return (
+                f"In context={path!r}, reference {ref!r} is not local: only references within "
+                "the schema ('#', '#/$defs/name', '#anchor') are allowed, and none is fetched."
+            )
+        fragment = ref[1:]
+        if fragment.startswith("/") or not fragment:
+            found = _pointer(schema, fragment)
+        else:
+            found = unquote(fragment) in anchors
+        if not found:
+            return f"In context={path!r}, reference {ref!r} does not resolve within the schema."
+    return None
+
+
+def _walk(schema: dict[str, Any]) -> tuple[list[tuple[Path, str]], set[str]]:
+    """The references of every subschema (where each is, what it says) and the anchors.
+    A stack, not recursion: a schema nests as deep as its JSON may."""
+    references: list[tuple[Path, str]] = []
+    anchors: set[str] = set()
+    stack: list[tuple[Path, Any]] = [((), schema)]
+    while stack:
+        path, node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        for key, value in node.items():
+            kind = _KEYWORDS.get(key)
+            if kind is None:
+                continue
+            if kind == _REF and isinstance(value, str):
+                references.append((path, value))
+            elif kind == _ANCHOR and isinstance(value, str):
+                anchors.add(value)
+            elif kind == _ID and isinstance(value, str) and value.startswith("#"):
+                anchors.add(value[1:])
+            elif kind == _ONE or (kind == _LIST and isinstance(value, dict)):
+                stack.append(((*path, key), value))  # `items`: one schema, or a list
+            elif kind == _LIST and isinstance(value, list):
+                stack.extend(((*path, key, i), sub) for i, sub in enumerate(value))
+            elif kind == _NAMED and isinstance(value, dict):
+                stack.extend(((*path, key, name), sub) for name, sub in value.items())
+    return references, anchors
+
+
+def _pointer(schema: dict[str, Any], pointer: str) -> bool:
+    """Whether the JSON Pointer (RFC 6901, percent-encoded as a URI fragment) names a schema
+    (an object or a boolean) in `schema`."""
+    node: Any = schema
+    for token in unquote(pointer).split("/")[1:]:
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and _INDEX.fullmatch(token) and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return False
+    return isinstance(node, dict | bool)

@@ -1,0 +1,99 @@
+"""References in a client's schema: local ones that resolve pass, any that points nowhere or
+outside the schema is named by where it is and what it says."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from core.schema_refs import reference_problem
+
+STRING = {"type": "string"}
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"properties": {"a": {"$ref": "#/$defs/t"}}, "$defs": {"t": STRING}},
+        {"properties": {"a": {"$ref": "#/definitions/t"}}, "definitions": {"t": STRING}},
+        {"properties": {"child": {"$ref": "#"}}},
+        {"$defs": {"a/b~c": STRING}, "properties": {"a": {"$ref": "#/$defs/a~1b~0c"}}},
+        {"$defs": {"a b": STRING}, "properties": {"a": {"$ref": "#/$defs/a%20b"}}},
+        {"$defs": {"t": {"$anchor": "name", **STRING}}, "items": {"$ref": "#name"}},
+        {"$defs": {"t": {"$id": "#name", **STRING}}, "items": [{"$ref": "#name"}]},
+        {"$defs": {"t": {"$dynamicAnchor": "node"}}, "items": {"$dynamicRef": "#node"}},
+        {"anyOf": [STRING, {"$ref": "#/anyOf/0"}]},
+        {"properties": {"x": {"$ref": "#/$defs/t"}}, "$defs": {"t": True}},
+    ],
+)
+def test_local_references_that_resolve_pass(schema: dict[str, Any]) -> None:
+    """Pointers (escaped, percent-encoded, into $defs, definitions or elsewhere), the root,
+    anchors of every draft and dynamic anchors resolve within the schema."""
+    assert reference_problem(schema) is None
+
+
+@pytest.mark.parametrize(
+    ("schema", "context", "ref"),
+    [
+        ({"properties": {"a": {"$ref": "#/$defs/nope"}}}, "('properties', 'a')", "#/$defs/nope"),
+        ({"items": {"$ref": "#nowhere"}}, "('items',)", "#nowhere"),
+        ({"allOf": [{}, {"$ref": "#/allOf/2"}]}, "('allOf', 1)", "#/allOf/2"),
+        ({"$defs": {"unused": {"$ref": "#/x"}}}, "('$defs', 'unused')", "#/x"),
+        ({"properties": {"a": {"$ref": "#/required"}}, "required": ["a"]}, None, "#/required"),
+        ({"$recursiveRef": "#/nope"}, "()", "#/nope"),
+    ],
+)
+def test_a_local_reference_that_points_nowhere_is_named(
+    schema: dict[str, Any], context: str | None, ref: str
+) -> None:
+    """A pointer or an anchor that names no schema, in a used or an unused definition, is a
+    problem naming the place in the schema and the reference."""
+    problem = reference_problem(schema)
+    assert problem is not None and f"reference {ref!r} does not resolve" in problem
+    if context is not None:
+        assert problem.startswith(f"In context={context}, ")
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "http://127.0.0.1:9/x.json",
+        "https://json-schema.org/draft/2020-12/schema",
+        "other.json",
+        "other.json#/$defs/t",
+        "urn:example:t",
+        "https://example.com/root#/$defs/t",
+    ],
+)
+def test_a_reference_outside_the_schema_is_refused(ref: str) -> None:
+    """A URL (the metaschema's too), a relative file, a URN or the schema's own `$id` are not
+    local: the engine cannot fetch them and the gateway never does."""
+    schema = {"$id": "https://example.com/root", "$defs": {"t": STRING}, "items": {"$ref": ref}}
+    problem = reference_problem(schema)
+    assert problem is not None
+    assert problem.startswith(f"In context=('items',), reference {ref!r} is not local")
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"enum": [{"$ref": "#/nope"}]},
+        {"const": {"$ref": "http://127.0.0.1:9/x"}},
+        {"default": {"$ref": "#/nope"}, "examples": [{"$ref": "#/nope"}]},
+        {"properties": {"$ref": STRING}},
+    ],
+)
+def test_a_reference_in_data_is_data(schema: dict[str, Any]) -> None:
+    """Only schema keywords are followed: a `$ref` key in an enum, a const, a default or an
+    example, or a property named `$ref`, refers to nothing."""
+    assert reference_problem(schema) is None
+
+
+def test_a_deeply_nested_schema_is_walked_without_recursion() -> None:
+    """A schema nested far deeper than Python's recursion limit is walked all the same."""
+    schema: dict[str, Any] = {"$ref": "#/$defs/missing"}
+    for _ in range(5000):
+        schema = {"items": schema}
+    problem = reference_problem(schema)
+    assert problem is not None and "'#/$defs/missing' does not resolve" in problem
