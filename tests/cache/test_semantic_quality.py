@@ -379,15 +379,17 @@ def test_stored_siblings_keep_reworded_templates_from_serving_other_slots(
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue #12 targets not met on templated prompts: test half 60.5% hits / 0.9% false "
-    "hits, independent holdout 58.9% / 0%, fresh set 33% / 0%, blind holdout 33% / 1.2% "
-    "(targets >= 60% and <= 1%)",
+    reason="issue #12 targets not met on templated prompts, as the gateway serves them (no "
+    "prompt over 1000 characters looked up): test half 46.9% hits / 0.9% false hits, "
+    "independent holdout 38.4% / 0%, fresh set 1% / 0%, blind holdout 22.7% / 0% (the "
+    "verifier alone: 60.5%, 58.9%, 33%, 33%; targets >= 60% and <= 1%)",
 )
 def test_templated_test_half_and_holdout_meet_the_targets(
     templated: list[Scored], holdout: list[Scored], fresh: list[Scored], blind: list[Scored]
 ) -> None:
-    """The issue's targets on held-out templated prompts, the test half, the independent
-    holdout, the fresh set and the blind set's holdout half: false hits <= 1%, hits >= 60%.
+    """The issue's targets on held-out templated prompts as the gateway serves them (prompts
+    over `MAX_SEMANTIC_CHARS` never are), the test half, the independent holdout, the fresh set
+    and the blind set's holdout half: false hits <= 1%, hits >= 60%.
 
     When this passes, the semantic cache may default to `on`: update the README."""
     blind_holdout = [s for s in blind if s.pair.half == "test"]
