@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping
+from typing import Final
 
 from core.env import SettingsError
 
@@ -142,6 +143,15 @@ def check_variable_names(env: Mapping[str, str]) -> None:
         )
 
 
+REMOVED: Final[Mapping[str, str]] = {
+    "GATEWAY_CACHE_NORMALIZE_WHITESPACE": "removed: cache keys take message text as sent, "
+    "since a backend may answer text that differs only in whitespace differently",
+}
+"""Variables of earlier releases, and why they went: named so, not as unknown typos."""
+
+
 def _described(name: str) -> str:
+    if name in REMOVED:
+        return f"{name} ({REMOVED[name]})"
     close = difflib.get_close_matches(name, KNOWN, n=1, cutoff=0.8)
     return f"{name} (did you mean {close[0]}?)" if close else name

@@ -36,6 +36,13 @@ def test_an_unknown_name_is_an_error_naming_it(name: str, suggested: str | None)
     assert (suggested in str(info.value)) if suggested else "did you mean" not in str(info.value)
 
 
+def test_a_removed_variable_is_named_as_removed() -> None:
+    """A variable an earlier release had stops the gateway saying it was removed, and why."""
+    with pytest.raises(SettingsError, match="GATEWAY_CACHE_NORMALIZE_WHITESPACE") as info:
+        check_variable_names({"GATEWAY_CACHE_NORMALIZE_WHITESPACE": "true"})
+    assert "removed" in str(info.value)
+
+
 def test_kubernetes_service_links_are_not_typos() -> None:
     """The variables Kubernetes injects for a Service named `gateway` pass the name check."""
     check_variable_names(
