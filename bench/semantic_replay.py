@@ -6,7 +6,10 @@ below the threshold, is a miss; a verified candidate is served if `cache.error_b
 certifies its score, else withheld and judged by its label, as the gateway judges a withheld
 match against the fresh answer; a sampled share of would-be hits is audited the same way.
 Every event's entry is new (as a new phrasing is), so nothing is learned per entry: only the
-tenant-wide neighbourhood certifies, which is the conservative case.
+neighbourhood of the entry's segment (tenant and scope) certifies, which is the conservative
+case. A stream is one segment (its prompts differ only in the last user message), except "all
+mixed, a scope per set", where each set's pairs are their own (another system prompt, model or
+output schema), so one set's evidence never serves another's.
 
     python -m bench.semantic_replay [--events 20000] [--seeds 5]
 """
@@ -16,7 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from bench.semantic_quality import Evaluation, evaluate
@@ -26,6 +29,11 @@ from cache.semantic_defaults import DEFAULT_SIMILARITY_THRESHOLD
 
 DEFAULT_EVENTS = 20_000
 DEFAULT_AUDIT_RATE = 0.05
+
+
+def one_scope(scored: Scored) -> str:
+    """Every pair in one segment."""
+    return ""
 
 
 def bound_score(scored: Scored) -> float:
@@ -77,8 +85,10 @@ def replay(
     audit_rate: float = DEFAULT_AUDIT_RATE,
     seed: int = 0,
     threshold: float = DEFAULT_SIMILARITY_THRESHOLD,
+    scope_of: Callable[[Scored], str] = one_scope,
 ) -> Replayed:
-    """Replays `events` lookups drawn from `scored` through a fresh error bound."""
+    """Replays `events` lookups drawn from `scored` through a fresh error bound, each in the
+    segment `scope_of` gives it."""
     rng = random.Random(seed)
     bound = ErrorBound(max_error_rate, audit_rate=audit_rate, random_source=rng.random)
     candidates = served = wrong = candidates_wrong = 0
@@ -92,21 +102,28 @@ def replay(
             continue
         candidates += 1
         candidates_wrong += not same
-        entry, score = f"{event}", bound_score(s)
-        if bound.allows("t", entry, score) and not bound.audit():
+        entry, score, scope = f"{event}", bound_score(s), scope_of(s)
+        if bound.allows("t", scope, entry, score) and not bound.audit():
             served += 1
             wrong += not same
             paraphrases_served += same
             late_served += same and second_half
         else:
-            bound.observe("t", entry, score, same)
+            bound.observe("t", scope, entry, score, same)
     return Replayed(
         events, candidates, served, wrong, paraphrases, paraphrases_served, late, late_served,
         candidates_wrong,
     )  # fmt: skip
 
 
-def table(streams: Mapping[str, Sequence[Scored]], rates: Sequence[float], seeds: int) -> str:
+def table(
+    streams: Mapping[str, Sequence[Scored]],
+    rates: Sequence[float],
+    seeds: int,
+    scopes: Mapping[str, Callable[[Scored], str]] | None = None,
+) -> str:
+    """The replay of every stream at every rate; `scopes` gives a stream's pairs their
+    segments (one for all where it names none)."""
     lines = [
         "| stream | bound | served wrong (of hits served) | 95% upper | hits, 2nd half "
         "| without the bound: wrong |",
@@ -114,7 +131,8 @@ def table(streams: Mapping[str, Sequence[Scored]], rates: Sequence[float], seeds
     ]
     for name, scored in streams.items():
         for rate in rates:
-            runs = [replay(scored, rate, seed=seed) for seed in range(seeds)]
+            scope_of = (scopes or {}).get(name, one_scope)
+            runs = [replay(scored, rate, seed=seed, scope_of=scope_of) for seed in range(seeds)]
             served, wrong = sum(r.served for r in runs), sum(r.wrong for r in runs)
             late = sum(r.late_paraphrases for r in runs)
             late_served = sum(r.late_paraphrases_served for r in runs)
@@ -126,6 +144,9 @@ def table(streams: Mapping[str, Sequence[Scored]], rates: Sequence[float], seeds
                 f"| {unbounded:.2%} |"
             )
     return "\n".join(lines)
+
+
+MIXED_BY_SET = "all mixed, a scope per set"
 
 
 def held_out(sets: Evaluation) -> dict[str, list[Scored]]:
@@ -144,6 +165,12 @@ def held_out(sets: Evaluation) -> dict[str, list[Scored]]:
     return streams
 
 
+def set_scopes(sets: Mapping[str, Sequence[Scored]]) -> Callable[[Scored], str]:
+    """Each pair's scope: the name of the set it comes from."""
+    names = {id(s): name for name, stream in sets.items() for s in stream}
+    return lambda scored: names[id(scored)]
+
+
 def _test_half(scored: Sequence[Scored]) -> list[Scored]:
     return [s for s in scored if s.pair.half == "test"]
 
@@ -154,11 +181,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sets = asyncio.run(evaluate())
     streams = held_out(sets)
+    scopes = {MIXED_BY_SET: set_scopes({n: s for n, s in streams.items() if n != "all mixed"})}
+    streams[MIXED_BY_SET] = streams["all mixed"]
     print(
         f"{DEFAULT_EVENTS} lookups per stream and seed, {args.seeds} seeds, audit "
         f"{DEFAULT_AUDIT_RATE:.0%}, threshold {DEFAULT_SIMILARITY_THRESHOLD}:\n"
     )
-    print(table(streams, (0.01, 0.02, 0.05), args.seeds))
+    print(table(streams, (0.01, 0.02, 0.05), args.seeds, scopes))
     return 0
 
 

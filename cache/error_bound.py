@@ -9,10 +9,14 @@ A set of observations certifies the lowest score s such that, among its observat
 >= s, the 95% Wilson upper bound of the wrong rate is at most the operator's bound. Two sets
 are kept (after vCache's per-prompt thresholds, with a neighbourhood to fall back on):
 
-- per entry (tenant, entry text): its own certified score, if it has one;
-- per tenant, the neighbourhood of every entry: the last `max_pool_observations` judgements.
+- per entry (tenant, scope, entry text): its own certified score, if it has one;
+- per segment (tenant and scope: model, revision, prompt version, sampling, system prompt,
+  earlier turns), the neighbourhood of its entries: its last `max_pool_observations`
+  judgements. Agreement seen in one segment says nothing of another (a one-value JSON schema
+  or a classification agrees on every paraphrase; free text does not), so evidence certifies
+  only where it was observed.
 
-An entry is served at its own certified score; else at the tenant's, and then never at or
+An entry is served at its own certified score; else at its segment's, and then never at or
 below a score at which the entry itself was judged wrong; else not at all. With no evidence
 nothing is served: evidence comes from shadow mode, from the candidates the bound withholds in
 `on` mode (their requests are answered by the backend anyway), and from a sampled share of
@@ -32,7 +36,7 @@ import numpy as np
 
 Z_95 = 1.959963984540054  # two-sided 95% normal quantile
 NEVER = math.inf
-_POOL_REFRESH = 16  # recertify a tenant's pool every this many correct judgements
+_POOL_REFRESH = 16  # recertify a segment's pool every this many correct judgements
 
 
 def match_score(similarity: float, clause_similarity: float | None) -> float:
@@ -98,7 +102,7 @@ class _Entry:
 
 
 class _Pool:
-    """A tenant's last judgements, kept sorted by score (negated, so highest first)."""
+    """A segment's last judgements, kept sorted by score (negated, so highest first)."""
 
     __slots__ = ("certified", "pending", "recent", "sorted")
 
@@ -108,13 +112,16 @@ class _Pool:
         self.certified: float | None = None
         self.pending = 0
 
-    def add(self, score: float, correct: bool, limit: int) -> None:
+    def add(self, score: float, correct: bool, limit: int) -> int:
+        """Adds a judgement, forgetting the oldest past `limit`; how many more are held."""
         self.recent.append((score, correct))
         insort(self.sorted, (-score, correct))
-        while len(self.recent) > limit:
-            old_score, old_correct = self.recent.popleft()
-            del self.sorted[bisect_left(self.sorted, (-old_score, old_correct))]
         self.pending += 1
+        if len(self.recent) <= limit:
+            return 1
+        old_score, old_correct = self.recent.popleft()
+        del self.sorted[bisect_left(self.sorted, (-old_score, old_correct))]
+        return 0
 
     def recertify(self, max_error_rate: float) -> None:
         self.certified = certify([(-s, c) for s, c in self.sorted], max_error_rate)
@@ -122,8 +129,10 @@ class _Pool:
 
 
 class ErrorBound:
-    """Judgements per entry (a bounded LRU) and per tenant, and the scores they certify under
-    `max_error_rate`."""
+    """Judgements per entry and per segment (bounded LRUs), and the scores they certify under
+    `max_error_rate`. Segments are forgotten least recently used first past `max_segments`,
+    or past `max_pooled_observations` judgements held over all of them, so a flood of
+    distinct scopes cannot grow memory without limit."""
 
     def __init__(
         self,
@@ -133,6 +142,8 @@ class ErrorBound:
         max_entries: int = 10_000,
         max_observations: int = 1024,
         max_pool_observations: int = 4096,
+        max_segments: int = 1024,
+        max_pooled_observations: int = 65_536,
         random_source: Callable[[], float] = random.random,
     ) -> None:
         if not 0.0 < max_error_rate < 1.0:
@@ -144,15 +155,19 @@ class ErrorBound:
         self._max_entries = max_entries
         self._max_observations = max_observations
         self._max_pool = max_pool_observations
+        self._max_segments = max_segments
+        self._max_pooled = max_pooled_observations
         self._random = random_source
-        self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
-        self._pools: dict[str, _Pool] = {}
+        self._entries: OrderedDict[tuple[str, str, str], _Entry] = OrderedDict()
+        self._pools: OrderedDict[tuple[str, str], _Pool] = OrderedDict()
+        self._pooled = 0
         self._correct = 0
         self._wrong = 0
 
-    def observe(self, tenant: str, entry: str, score: float, correct: bool) -> None:
-        """Record one judgement of `entry` matched at `score` (off the request path)."""
-        key = (tenant, entry)
+    def observe(self, tenant: str, scope: str, entry: str, score: float, correct: bool) -> None:
+        """Record one judgement of `entry` (in `scope`) matched at `score` (off the request
+        path)."""
+        key = (tenant, scope, entry)
         known = self._entries.pop(key, None)
         seen = known.seen if known is not None else []
         seen.append((score, correct))
@@ -162,8 +177,9 @@ class ErrorBound:
         self._entries[key] = _Entry(seen, certified, math.nextafter(floor, NEVER))
         while len(self._entries) > self._max_entries:
             self._entries.popitem(last=False)
-        pool = self._pools.setdefault(tenant, _Pool())
-        pool.add(score, correct, self._max_pool)
+        pool = self._pool(tenant, scope)
+        self._pooled += pool.add(score, correct, self._max_pool)
+        self._forget_segments()
         # A wrong judgement tightens at once; correct ones may loosen, in batches.
         if not correct or pool.pending >= _POOL_REFRESH or pool.certified is None:
             pool.recertify(self.max_error_rate)
@@ -172,20 +188,47 @@ class ErrorBound:
         else:
             self._wrong += 1
 
-    def threshold(self, tenant: str, entry: str) -> float:
-        """The lowest score at which `entry` may be served (`NEVER` without evidence)."""
-        known = self._entries.get((tenant, entry))
+    def _pool(self, tenant: str, scope: str) -> _Pool:
+        key = (tenant, scope)
+        pool = self._pools.get(key)
+        if pool is None:
+            pool = self._pools[key] = _Pool()
+        else:
+            self._pools.move_to_end(key)
+        return pool
+
+    def _forget_segments(self) -> None:
+        """Drops the least recently used segments past either cap (never the last one)."""
+        pools = self._pools
+        while len(pools) > 1 and (
+            len(pools) > self._max_segments or self._pooled > self._max_pooled
+        ):
+            self._pooled -= len(pools.popitem(last=False)[1].recent)
+
+    def threshold(self, tenant: str, scope: str, entry: str) -> float:
+        """The lowest score at which `entry` may be served in `scope` (`NEVER` without
+        evidence from that scope)."""
+        key = (tenant, scope, entry)
+        known = self._entries.get(key)
         if known is not None:
-            self._entries.move_to_end((tenant, entry))
+            self._entries.move_to_end(key)
             if known.certified is not None:
                 return known.certified
-        pool = self._pools.get(tenant)
-        if pool is None or pool.certified is None:
+        pool = self._pools.get((tenant, scope))
+        if pool is None:
+            return NEVER
+        self._pools.move_to_end((tenant, scope))
+        if pool.certified is None:
             return NEVER
         return max(pool.certified, known.wrong_floor if known is not None else -NEVER)
 
-    def allows(self, tenant: str, entry: str, score: float) -> bool:
-        return score >= self.threshold(tenant, entry)
+    def allows(self, tenant: str, scope: str, entry: str, score: float) -> bool:
+        return score >= self.threshold(tenant, scope, entry)
+
+    @property
+    def segments(self) -> int:
+        """Segments holding judgements now."""
+        return len(self._pools)
 
     def audit(self) -> bool:
         """Whether to answer this would-be hit fresh and judge it (a sampled share)."""

@@ -52,10 +52,12 @@ KEY_SCHEMA = 4
     `temperature`, `top_p`, `top_k`, `min_p` or `repetition_penalty` as its neutral value,
     though the model's generation_config.json samples it otherwise. A new schema keeps such
     entries unreachable."""
-SCOPE_SCHEMA = 4
+SCOPE_SCHEMA = 5
 """Part of every semantic scope's digest: KEY_SCHEMA until 3, which changed exact keys only
-(a scope's messages are still normalized), so entries stored before it stay reachable; 4 for
-the omitted sampling fields, as KEY_SCHEMA."""
+(a scope's messages were still normalized), so entries stored before it stayed reachable; 4 for
+the omitted sampling fields, as KEY_SCHEMA; 5 when the earlier messages that scope a query
+became verbatim: 4 trimmed each text part, so code or YAML sent as one part a line shared one
+scope whatever its indentation (a line inside a loop or after it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,29 +69,31 @@ class KeyContext:
     prompt_version: str = ""
 
 
-def _text(value: str, normalize: bool) -> str:
-    """Message text as compared by meaning (`normalize`): trimmed, with one kind of line break,
-    whitespace inside kept (indentation and spacing change what code, tables and verse mean).
-    The exact key takes it verbatim: every character of it is what the model reads."""
-    return _LINE_BREAK.sub("\n", value).strip() if normalize else value
+def _compared_text(value: str) -> str:
+    """The last user text as compared by meaning: one kind of line break, without blank lines
+    around it or whitespace at its end; whitespace inside and the first line's indentation
+    kept (they change what code, tables and verse mean, and the verifier compares them).
+    Everything else in a key is verbatim: every character of it is what the model reads."""
+    text = _LINE_BREAK.sub("\n", value).rstrip()
+    return text[text.rfind("\n", 0, len(text) - len(text.lstrip())) + 1 :]
 
 
-def _content(content: str | list[dict[str, Any]] | None, normalize: bool) -> Any:
+def _content(content: str | list[dict[str, Any]] | None) -> Any:
     if content is None or isinstance(content, str):
-        return None if content is None else _text(content, normalize)
+        return content
     parts = []
     for part in content:
         if part.get("type") == "text" and isinstance(part.get("text"), str):
-            parts.append({"type": "text", "text": _text(part["text"], normalize)})
+            parts.append({"type": "text", "text": part["text"]})
         else:
             parts.append(part)
     return parts
 
 
-def _message(message: ChatMessage, normalize: bool) -> dict[str, Any]:
+def _message(message: ChatMessage) -> dict[str, Any]:
     return {
         "role": message.role,
-        "content": _content(message.content, normalize),
+        "content": _content(message.content),
         "name": message.name,
         "tool_calls": message.tool_calls,
         "tool_call_id": message.tool_call_id,
@@ -134,7 +138,7 @@ def canonical_chat(body: ChatCompletionRequest) -> dict[str, Any]:
     return {
         "endpoint": "chat",
         **_sampling(body),
-        "messages": [_message(m, normalize=False) for m in body.messages],
+        "messages": [_message(m) for m in body.messages],
         "logprobs": body.logprobs,
         "top_logprobs": (body.top_logprobs or 0) if body.logprobs else 0,
         "response_format": (
@@ -223,9 +227,9 @@ def semantic_query(
     not: a completion's `echo` (the prompt, and its logprobs, open the answer) and a chat's
     `continue_final_message` (the answer goes on from the last message's last character).
 
-    Meaning is compared on whitespace-normalized text, and the rest of the request scopes it
-    with its message text normalized alike. `form`, the request's canonical form if already
-    built, is not modified.
+    Meaning is compared on the last user text with its ends and line breaks normalized
+    (`_compared_text`); the rest of the request, earlier messages verbatim, scopes it. `form`,
+    the request's canonical form if already built, is not modified.
     """
     if isinstance(body, ChatCompletionRequest):
         if body.tools or body.continue_final_message:
@@ -233,9 +237,9 @@ def semantic_query(
         last = body.messages[-1]
         if last.role != "user" or not isinstance(last.content, str) or last.name:
             return None
-        text = _text(last.content, normalize=True)
+        text = _compared_text(last.content)
         form = dict(form) if form is not None else canonical(body)
-        form["messages"] = [_message(m, normalize=True) for m in body.messages[:-1]]
+        form["messages"] = form["messages"][:-1]
     else:
         if body.echo or not isinstance(body.prompt, str):
             return None

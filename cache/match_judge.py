@@ -57,5 +57,5 @@ class MatchJudge:
         agreed = same_text(served, [c.text for c in truth.choices])
         bound = self._semantic.error_bound
         if bound is not None:
-            bound.observe(tenant, match.candidate_text, match.score, agreed)
+            bound.observe(tenant, match.scope, match.candidate_text, match.score, agreed)
         return agreed

@@ -51,13 +51,15 @@ class SemanticStats:
 @dataclass(frozen=True, slots=True)
 class SemanticMatch:
     """A verified entry. `score` is what the error bound judges it by: the similarity, or the
-    changed clauses' similarity when the verifier compared clauses and it is lower.
-    `withheld` says why a match was not served: "error_bound" (the evidence does not certify
-    its score) or "audit" (sampled to be answered fresh and judged)."""
+    changed clauses' similarity when the verifier compared clauses and it is lower; `scope`
+    is the query's, whose segment's evidence judges it. `withheld` says why a match was not
+    served: "error_bound" (the evidence does not certify its score) or "audit" (sampled to be
+    answered fresh and judged)."""
 
     answer: CachedAnswer
     similarity: float
     candidate_text: str
+    scope: str
     score: float
     withheld: str | None = None
 
@@ -152,9 +154,9 @@ class SemanticCache:
                 self.stats.rejected["age"] += 1
                 continue
             score = match_score(hit.similarity, verdict.clause_similarity)
-            match = SemanticMatch(answer, hit.similarity, hit.text, score)
+            match = SemanticMatch(answer, hit.similarity, hit.text, query.scope, score)
             if bound is not None:
-                if not bound.allows(tenant, hit.text, score):
+                if not bound.allows(tenant, query.scope, hit.text, score):
                     self.stats.rejected["error_bound"] += 1
                     withheld = withheld or replace(match, withheld="error_bound")
                     continue

@@ -213,14 +213,60 @@ def test_requests_with_tools_have_no_semantic_query() -> None:
 
 
 def test_semantic_query_compares_normalized_text() -> None:
-    """The semantic cache compares meaning: the last user text is trimmed with one kind of
-    line break, and the messages that scope it are normalized alike."""
+    """The semantic cache compares meaning: the last user text is compared with one kind of
+    line break, without blank lines or whitespace at its ends."""
 
-    def query(system: str, user: str) -> Any:
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        return semantic_query(_chat(messages=messages), CTX)
+    def query(user: str) -> Any:
+        return semantic_query(_chat(messages=[{"role": "user", "content": user}]), CTX)
 
-    assert query("S", "How do I reset it?") == query(" S\r\n", "  How do I reset it?\n\n")
+    assert query("How do I reset it?") == query("\r\n\nHow do I reset it?\r\n\n ")
+
+
+def test_semantic_query_keeps_the_first_lines_indentation() -> None:
+    """Leading spaces of the last user text's first line are kept for the verifier's layout
+    check: an indented snippet and its first line at the margin are other programs."""
+    body = _chat(messages=[{"role": "user", "content": "\n  x = 1\n  y = 2\nWhat is y?"}])
+    query = semantic_query(body, CTX)
+    assert query is not None and query.text == "  x = 1\n  y = 2\nWhat is y?"
+
+
+def _scope(messages: list[dict[str, Any]]) -> str:
+    query = semantic_query(_chat(messages=[*messages, {"role": "user", "content": "q?"}]), CTX)
+    assert query is not None
+    return query.scope
+
+
+_LOOP = ["def f(xs):", "    for x in xs:"]
+_YAML = ["Use this config:", "limits:"]
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ([*_LOOP, "        return x"], [*_LOOP, "    return x"]),
+        ([*_YAML, "  max_users: 5"], [*_YAML, "max_users: 5"]),
+        (["a", "b "], ["a", "b"]),
+        (["a"], ["a\n"]),
+    ],
+)
+def test_scope_keeps_every_character_of_text_parts(a: list[str], b: list[str]) -> None:
+    """Earlier turns' text parts scope a query verbatim: a part's indentation (a line inside
+    or outside a loop, a nested YAML key) or trailing space is model input."""
+
+    def parts(lines: list[str]) -> list[dict[str, str]]:
+        return [{"type": "text", "text": line} for line in lines]
+
+    for role in ("system", "user", "assistant"):
+        assert _scope([{"role": role, "content": parts(a)}]) != _scope(
+            [{"role": role, "content": parts(b)}]
+        ), role
+
+
+@pytest.mark.parametrize(("a", "b"), [("S", " S"), ("S", "S\n\n"), ("S\n", "S\r\n")])
+def test_scope_keeps_every_character_of_earlier_messages(a: str, b: str) -> None:
+    """An earlier message's whitespace at its ends and its kind of line break are model input
+    (a template renders them as tokens, an HTTP upstream reads them): other scopes."""
+    assert _scope([{"role": "system", "content": a}]) != _scope([{"role": "system", "content": b}])
 
 
 def test_echo_and_continued_messages_have_no_semantic_query() -> None:

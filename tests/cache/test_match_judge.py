@@ -38,7 +38,7 @@ def _completion(text: str) -> Completion:
 
 
 def _match(text: str, created_at: float = 10.0) -> SemanticMatch:
-    return SemanticMatch(CachedAnswer(_completion(text), created_at), 0.9, "stored?", 0.9)
+    return SemanticMatch(CachedAnswer(_completion(text), created_at), 0.9, "stored?", "s", 0.9)
 
 
 def test_judge_compares_the_answers_and_teaches_the_error_bound() -> None:

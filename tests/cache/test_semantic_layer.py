@@ -72,10 +72,20 @@ def _layer_over(mode: str, semantic: SemanticCache) -> CacheLayer:
     return CacheLayer(settings, exact, semantic, writeback)
 
 
-def _body(text: str) -> ChatCompletionRequest:
-    payload: dict[str, Any] = {"model": "m", "temperature": 0}
+def _body(text: str, **fields: Any) -> ChatCompletionRequest:
+    payload: dict[str, Any] = {"model": "m", "temperature": 0, **fields}
     payload["messages"] = [{"role": "user", "content": text}]
     return parse_request(orjson.dumps(payload), ChatCompletionRequest)
+
+
+def _scope() -> str:
+    """The semantic scope the layer gives `_body`'s requests (whatever their text)."""
+    query = semantic_query(_body("any question"), KeyContext(tenant_for({})))
+    assert query is not None
+    return query.scope
+
+
+SCOPE = _scope()
 
 
 def _answer(text: str) -> Completion:
@@ -180,7 +190,7 @@ async def test_shadow_judgements_teach_the_error_bound() -> None:
     await _shadow_judge(layer, "my password reset how", "Call support.")
     estimate = bound.estimate()
     assert (estimate.correct, estimate.wrong) == (1, 1)
-    assert bound.threshold(tenant_for({}), "reset my password how") > 1.0 - 1e-6
+    assert bound.threshold(tenant_for({}), SCOPE, "reset my password how") > 1.0 - 1e-6
 
 
 async def test_on_mode_refuses_entry_judged_wrong_at_that_similarity() -> None:
@@ -210,7 +220,7 @@ async def test_on_mode_without_evidence_withholds_and_learns_from_the_fresh_answ
     layer.remember(outcome, _answer("Use the link."))
     assert bound.estimate().correct == 1
     for i in range(100):  # other entries' judgements, at a perfect score
-        bound.observe(tenant, f"entry {i}", 1.0, True)
+        bound.observe(tenant, SCOPE, f"entry {i}", 1.0, True)
     outcome = await look(layer, layer.plan(_body("my password reset how"), {}, tenant))
     assert outcome.status == "hit-semantic"
 
@@ -222,14 +232,36 @@ async def test_on_mode_audits_a_share_of_hits() -> None:
     await _store(layer, "reset my password how", "Use the link.")
     tenant = tenant_for({})
     for i in range(100):
-        bound.observe(tenant, f"entry {i}", 1.0, True)
+        bound.observe(tenant, SCOPE, f"entry {i}", 1.0, True)
     outcome = await look(layer, layer.plan(_body("how reset my password"), {}, tenant))
     assert outcome.status == "miss" and outcome.withheld is not None
     assert outcome.withheld.withheld == "audit"
     layer.remember(outcome, _answer("Call support."))
     assert bound.estimate().wrong == 1
     # The wrong judgement holds this entry above the score it was judged at.
-    assert not bound.allows(tenant, "reset my password how", outcome.withheld.score)
+    assert not bound.allows(tenant, SCOPE, "reset my password how", outcome.withheld.score)
+
+
+async def test_evidence_certifies_only_the_scope_it_was_judged_in() -> None:
+    """Matches judged right under a one-value JSON schema (where every answer agrees) certify
+    that scope alone: a free-text paraphrase in the same tenant is still withheld."""
+    layer = _layer("on", ErrorBound(0.05))
+    tenant, unstored = tenant_for({}), {"cache-control": "no-store"}
+    schema = {"type": "json_schema", "json_schema": {"name": "r", "schema": {"enum": ["yes"]}}}
+    for stored, answer in [
+        (_body("reset my account how", response_format=schema), '"yes"'),
+        (_body("reset my password how"), "Use the link."),
+    ]:
+        layer.remember(await look(layer, layer.plan(stored, {}, tenant)), _answer(answer))
+    await layer.writeback.drain(5)
+    asked = _body("how reset my account", response_format=schema)
+    for _ in range(80):
+        outcome = await look(layer, layer.plan(asked, unstored, tenant))
+        layer.remember(outcome, _answer('"yes"'))
+    assert (await look(layer, layer.plan(asked, unstored, tenant))).status == "hit-semantic"
+    outcome = await look(layer, layer.plan(_body("how reset my password"), {}, tenant))
+    assert outcome.status == "miss" and outcome.withheld is not None
+    assert outcome.withheld.withheld == "error_bound"
 
 
 _CODER = (
