@@ -8,12 +8,12 @@ import sys
 import time
 from array import array
 from collections.abc import Mapping
-from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 import orjson
 
+from backends import openai_errors as errors
 from core.answers import (
     Choice,
     ChoiceDelta,
@@ -23,19 +23,7 @@ from core.answers import (
     StreamChunk,
     Usage,
 )
-from core.errors import (
-    BackendError,
-    BackendOverloaded,
-    BackendRejected,
-    GatewayError,
-    UnsupportedParameter,
-    UpstreamModelNotFound,
-)
-
-# Statuses that mean "this request is wrong", so its message belongs to the client.
-_REJECTED = frozenset({400, 404, 413, 422})
-# Statuses that mean "no room now": told to the client as the gateway's own overload.
-_OVERLOADED = frozenset({429, 503})
+from core.errors import BackendError, GatewayError, UnsupportedParameter
 
 
 def completion(body: bytes, endpoint: Endpoint) -> Completion:
@@ -96,8 +84,8 @@ def stream_chunk(payload: bytes, endpoint: Endpoint) -> StreamChunk | None:
         if not (fingerprint and isinstance(fingerprint, str)):
             fingerprint = None  # none sent: the gateway's default shows, as in a whole answer
         return StreamChunk(deltas, usage(used) if used else None, 0, fingerprint)
-    if data.get("error") is not None:
-        raise error_event(data["error"])
+    if (error := _error_object(data)) is not None:
+        raise error_event(error)
     return None
 
 
@@ -165,44 +153,20 @@ def _reasoning(message: Any) -> str | None:
 
 
 def status_error(status: int, body: bytes, retry_after_s: float | None = None) -> GatewayError:
-    """The error for an upstream answer with a status other than 200: the client's own fault
-    (its message, param, code and type pass through), overload (429 or 503, with the
-    upstream's Retry-After), or a failure of the backend."""
-    error = _error(body)
+    """The error for an upstream answer with a status other than 200."""
+    error = errors.read_body(body)
     if status == 404 and not error.enveloped:
         # Not an OpenAI error but a server's bare 404: the base URL names no such endpoint.
         return BackendError(f"Backend has no such endpoint (HTTP 404): {error.message}")
-    if status == 404 and _names_no_model(error):
-        return UpstreamModelNotFound(error.message)
-    if status in _REJECTED:
-        return BackendRejected(error.message, param=error.param, code=error.code, kind=error.kind)
-    if status in _OVERLOADED:
-        message = f"Backend answered HTTP {status}: {error.message}"
-        return BackendOverloaded(message, retry_after_s=retry_after_s)
-    retryable = status == 408 or status >= 500
-    return BackendError(f"Backend answered HTTP {status}: {error.message}", retryable=retryable)
-
-
-def _names_no_model(error: _Error) -> bool:
-    """A 404 saying the model does not exist: OpenAI's `model_not_found`, or vLLM's
-    `NotFoundError` (with `param: "model"` since 0.8, only its words before)."""
-    if error.code == "model_not_found" or error.param == "model":
-        return True
-    return error.kind == "NotFoundError" and "model" in error.message.lower()
+    return errors.as_gateway_error(status, error, retry_after_s)
 
 
 def error_event(error: Any, where: str = "mid-stream") -> GatewayError:
-    """The error for an `{"error": ...}` an upstream sent in the middle of a stream (vLLM
-    sends these), or `where` else an answer belonged."""
-    fields = _error(orjson.dumps({"error": error}))
-    code = error.get("code") if isinstance(error, dict) else None
-    status = int(code) if isinstance(code, int | str) and str(code).isdigit() else 500
-    if status in _REJECTED:
-        return BackendRejected(fields.message, param=fields.param, kind=fields.kind)
-    if status in _OVERLOADED:
-        message = f"Backend overloaded {where}: {fields.message}"
-        return BackendOverloaded(message)
-    return BackendError(f"Backend failed {where}: {fields.message}", retryable=True)
+    """The error for an error object an upstream sent in the middle of a stream (vLLM sends
+    these), or `where` else an answer belonged: what the same error would have been with
+    the HTTP status its code or type stands for."""
+    fields = errors.read_object(error) or errors.UpstreamError(str(error)[:500])
+    return errors.as_gateway_error(errors.in_band_status(error), fields, where=where)
 
 
 def error_in_place(body: bytes, what: str) -> GatewayError | None:
@@ -212,9 +176,19 @@ def error_in_place(body: bytes, what: str) -> GatewayError | None:
         data = orjson.loads(body)
     except orjson.JSONDecodeError:
         return None
-    if not isinstance(data, dict) or data.get("error") is None:
+    error = _error_object(data) if isinstance(data, dict) else None
+    if error is None:
         return None
-    return error_event(data["error"], f"with an error in place of {what}")
+    return error_event(error, f"with an error in place of {what}")
+
+
+def _error_object(data: dict[str, Any]) -> Any:
+    """The error object of a decoded answer or event, or None: its `error`, or itself where
+    it is one (vLLM before 0.8 sent `{"object": "error", "message": ...}`)."""
+    error = data.get("error")
+    if error is None and data.get("object") == "error":
+        return data
+    return error
 
 
 def json_in_place_of_stream(body: bytes) -> GatewayError:
@@ -280,48 +254,6 @@ def malformed(body: bytes, exc: Exception) -> GatewayError:
         f"Backend sent a malformed answer ({type(exc).__name__}: {exc}): {body[:200]!r}",
         retryable=False,
     )
-
-
-@dataclass(frozen=True, slots=True)
-class _Error:
-    """What an upstream error body says; `enveloped` when it was an OpenAI-style error."""
-
-    message: str
-    param: str | None = None
-    code: str = ""
-    kind: str = ""
-    enveloped: bool = False
-
-
-def _error(body: bytes) -> _Error:
-    """The fields of an OpenAI, vLLM or FastAPI error body."""
-    try:
-        data = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        text = body[:500].decode("utf-8", "replace").strip()
-        return _Error(text or "(no error message)")
-    if not isinstance(data, dict):
-        return _Error(str(data)[:500])
-    error = data.get("error", data)  # vLLM before 0.8 put the fields at the top level
-    if isinstance(error, dict) and error.get("message"):
-        param, code, kind = error.get("param"), error.get("code"), error.get("type")
-        return _Error(
-            str(error["message"]),
-            str(param) if param else None,
-            # vLLM's code is the HTTP status again, which says nothing the client lacks.
-            code if isinstance(code, str) and not code.isdigit() else "",
-            kind if isinstance(kind, str) else "",
-            enveloped=True,
-        )
-    if isinstance(error, str):
-        return _Error(error, enveloped=True)
-    detail = data.get("detail")
-    if isinstance(detail, list) and detail and isinstance(detail[0], dict):  # FastAPI 422
-        loc = [str(p) for p in detail[0].get("loc", ()) if p != "body"]
-        param = ".".join(loc) or None
-        message = f"{param}: {detail[0].get('msg', 'invalid')}" if param else str(detail)
-        return _Error(message, param, enveloped=True)
-    return _Error(str(detail or data)[:500])
 
 
 def _vector(value: Any) -> list[float]:

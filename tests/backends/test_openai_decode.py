@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from email.utils import formatdate
 
 import orjson
@@ -20,6 +20,7 @@ from core.errors import (
     BackendError,
     BackendOverloaded,
     BackendRejected,
+    GatewayError,
     UnsupportedParameter,
     UpstreamModelNotFound,
 )
@@ -261,3 +262,110 @@ def test_an_error_sent_in_place_of_an_answer_is_the_upstreams_own() -> None:
     odd = decode.json_in_place_of_stream(b'{"id": "x"}')
     assert isinstance(odd, BackendError) and "not events" in odd.message
     assert "malformed" in decode.malformed(b"[1]", TypeError("list")).message
+
+
+_TOP_P = "Invalid 'top_p': must be <= 1"
+_OPENAI_400 = {
+    "message": _TOP_P,
+    "type": "invalid_request_error",
+    "param": "top_p",
+    "code": "invalid_value",
+}
+# Error objects as upstreams send them in-band: the status the client gets for each, and
+# whether another replica is tried.
+IN_BAND_ERRORS = [
+    # OpenAI's: a string code or none; the type says the status.
+    (_OPENAI_400, 400, False),
+    ({"message": "slow down", "type": "rate_limit_error", "param": None, "code": None}, 429, True),
+    ({"message": "busy", "type": "server_error", "code": "server_is_overloaded"}, 429, True),
+    ({"message": "internal boom", "type": "server_error", "param": None, "code": None}, 502, True),
+    (
+        {"message": "no model", "type": "invalid_request_error", "code": "model_not_found"},
+        404,
+        False,
+    ),
+    (
+        {"message": "bad key", "type": "invalid_request_error", "code": "invalid_api_key"},
+        502,
+        False,
+    ),
+    # vLLM's: the HTTP status as the code; before 0.8 without the envelope.
+    (
+        {"message": "bad top_p", "type": "BadRequestError", "param": "top_p", "code": 400},
+        400,
+        False,
+    ),
+    ({"object": "error", "message": "bad n", "type": "BadRequestError", "code": 400}, 400, False),
+    (
+        {"message": "The model `m` does not exist.", "type": "NotFoundError", "code": 404},
+        404,
+        False,
+    ),
+    ({"message": "engine dead", "type": "InternalServerError", "code": 500}, 502, True),
+    # No code: the type alone says it (vLLM's names; Anthropic's, as some proxies relay them).
+    ({"message": "bad top_p", "type": "BadRequestError", "param": "top_p"}, 400, False),
+    ({"message": "busy", "type": "overloaded_error"}, 429, True),
+    ({"message": "who knows"}, 502, True),
+]
+
+
+def _in_band(way: str, error: dict[str, object]) -> GatewayError:
+    """What the decoder of `way` makes of `error` sent with HTTP 200."""
+    payload = orjson.dumps(error if error.get("object") == "error" else {"error": error})
+    if way == "json to a stream":
+        return decode.json_in_place_of_stream(payload)
+    if way == "event: error":
+        return decode.typed_error_event(payload)
+    decoder: Callable[[bytes], object] = {
+        "completion": lambda body: decode.completion(body, "completion"),
+        "embeddings": lambda body: decode.embeddings(body, 1),
+        "stream data": lambda body: decode.stream_chunk(body, "chat"),
+    }[way]
+    with pytest.raises(GatewayError) as info:
+        decoder(payload)
+    return info.value
+
+
+@pytest.mark.parametrize(("error", "status", "retried"), IN_BAND_ERRORS)
+@pytest.mark.parametrize(
+    "way", ["completion", "embeddings", "json to a stream", "stream data", "event: error"]
+)
+def test_an_in_band_error_is_classified_by_what_it_says(
+    error: dict[str, object], status: int, retried: bool, way: str
+) -> None:
+    """An error sent with HTTP 200 (for an answer, a stream, or in a stream) is the client's
+    400 (its param and code kept), a 404 for a model the upstream lacks, overload's 429 or a
+    failure's 502, by its code or its type; a rejection is never tried on another replica."""
+    told = _in_band(way, error)
+    assert told.status == status, told.message
+    assert (isinstance(told, BackendError) and told.retryable) == retried
+    if status == 400:
+        assert isinstance(told, BackendRejected) and told.message == error["message"]
+        code = error.get("code")
+        assert (told.param, told.code) == (
+            error.get("param"),
+            code if isinstance(code, str) else "invalid_value",
+        )
+    assert isinstance(told, UpstreamModelNotFound) == (status == 404)
+    assert isinstance(told, BackendOverloaded) == (status == 429)
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [
+        (400, _OPENAI_400),
+        (400, {"message": "bad n", "type": "BadRequestError", "param": "n", "code": 400}),
+        (404, {"message": "The model `m` does not exist.", "type": "NotFoundError", "code": 404}),
+        (429, {"message": "slow down", "type": "rate_limit_error"}),
+        (500, {"message": "engine dead", "type": "InternalServerError", "code": 500}),
+    ],
+)
+def test_an_in_band_error_tells_what_its_status_would(
+    status: int, error: dict[str, object]
+) -> None:
+    """An error sent with HTTP 200 tells the client what the same error sent with its own
+    status does: the same class, status, type, code and param."""
+    body = orjson.dumps({"error": error})
+    by_status, in_band = decode.status_error(status, body), decode.json_in_place_of_stream(body)
+    assert type(in_band) is type(by_status)
+    assert (in_band.status, in_band.to_dict()) == (by_status.status, by_status.to_dict())

@@ -3,7 +3,9 @@ official client over a gateway on loopback."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Mapping
 
 import aiohttp
 import openai
@@ -12,10 +14,14 @@ import pytest
 from aiohttp import web
 from openai.types.chat import ChatCompletionMessageParam
 
+from backends.factory import build_backend
 from backends.outliers import OutlierPolicy
+from backends.replica import Replica
 from backends.settings import BackendSettings
+from gateway.app import create_app
 from gateway.settings import Settings
-from tests.support.scripted_upstream import Handler, gateway_over, json_answer
+from tests.support.asgi_server import serving
+from tests.support.scripted_upstream import Handler, gateway_over, json_answer, upstream
 
 HI: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hi"}]
 SLOW_DOWN = {"error": {"message": "slow down", "type": "rate_limit_error"}}
@@ -247,3 +253,65 @@ async def test_one_cut_answer_leaves_the_only_replica_serving(
         assert status == 502 or b'"backend_error"' in body, (status, body)
         assert await _statuses(session, base_url, 5) == [200] * 5
     assert not [m for m in _logged(caplog) if "ejected" in m], _logged(caplog)
+
+
+TOP_P = {
+    "error": {
+        "message": "Invalid 'top_p': must be <= 1",
+        "type": "invalid_request_error",
+        "param": "top_p",
+        "code": "invalid_value",
+    }
+}
+
+
+@pytest.mark.parametrize(
+    ("answer_with", "stream"),
+    [
+        (json_answer(TOP_P), False),
+        (json_answer(TOP_P), True),
+        (_sse(b"data: " + orjson.dumps(TOP_P) + b"\n\n"), True),
+    ],
+    ids=["in place of the answer", "json to a stream", "first event"],
+)
+async def test_an_upstream_rejection_sent_with_200_is_the_clients_400_tried_once(
+    answer_with: Handler, stream: bool
+) -> None:
+    """OpenAI's error object sent with HTTP 200 by one of two replicas is the client's 400
+    naming the upstream's param and code, as with HTTP 400, and no other replica is asked."""
+    calls: list[str] = []
+
+    def counted(name: str) -> Mapping[str, Handler]:
+        async def answer(request: web.Request) -> web.StreamResponse:
+            calls.append(name)
+            return await answer_with(request)
+
+        return {"/v1/chat/completions": answer}
+
+    settings = Settings()
+    async with contextlib.AsyncExitStack() as stack:
+        urls = [await stack.enter_async_context(upstream(counted(n))) for n in ("a", "b")]
+        replicas = [Replica("m", build_backend("m", u, settings.backends), True) for u in urls]
+        base = await stack.enter_async_context(serving(create_app(settings, replicas)))
+        client = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key="k", max_retries=0)
+        with pytest.raises(openai.BadRequestError) as info:
+            await client.chat.completions.create(model="m", messages=HI, stream=stream)
+    assert (info.value.status_code, info.value.code, info.value.param) == (
+        400,
+        "invalid_value",
+        "top_p",
+    )
+    assert info.value.message.endswith("Invalid 'top_p': must be <= 1")
+    assert len(calls) == 1, calls
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_an_upstream_rejection_sent_with_200_is_a_400_in_the_responses_api(
+    stream: bool,
+) -> None:
+    """The Responses API, built on the upstream's chat completions, tells the same 400."""
+    async with gateway_over({"/v1/chat/completions": json_answer(TOP_P)}) as (base_url, _):
+        client = openai.AsyncOpenAI(base_url=base_url, api_key="k", max_retries=0)
+        with pytest.raises(openai.BadRequestError) as info:
+            await client.responses.create(model="m", input="hi", stream=stream)
+    assert (info.value.code, info.value.param) == ("invalid_value", "top_p")
