@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bench.clause_ranking import Ranking, rank_triplets, ranking_section
@@ -32,7 +31,6 @@ from bench.semantic_scoring import (
     Scored,
     choose_slot_threshold,
     choose_threshold,
-    rates,
     score,
 )
 from bench.semantic_sets import (
@@ -50,63 +48,13 @@ from bench.semantic_sets import (
     load_symbols,
     load_templated,
 )
+from bench.semantic_tables import family_table, rates_table, served_table, slot_table
+from bench.verifier_cost import verifier_cost
 from cache.embedder import SentenceEmbedder
 from cache.semantic_defaults import DEFAULT_SIMILARITY_THRESHOLD, MAX_SEMANTIC_CHARS
 from cache.semantic_factory import load_clause_embedder
 from cache.settings import CacheSettings
-from cache.verify import verify
 from cache.verify_confirm import SLOT_SIMILARITY
-
-
-def rates_table(scored: Sequence[Scored], thresholds: Iterable[float]) -> str:
-    lines = [
-        "| threshold | hit rate | false-hit rate | hit rate + verifier "
-        "| false-hit rate + verifier |",
-        "|---:|---:|---:|---:|---:|",
-    ]
-    for t in thresholds:
-        r = rates(scored, t)
-        lines.append(
-            f"| {t:.2f} | {r.hit:.1%} | {r.false_hit:.1%} | "
-            f"{r.hit_verified:.1%} | {r.false_hit_verified:.1%} |"
-        )
-    return "\n".join(lines)
-
-
-def slot_table(scored: Sequence[Scored], slots: Iterable[float]) -> str:
-    lines = ["| slot similarity | hit rate | false-hit rate |", "|---:|---:|---:|"]
-    for slot in slots:
-        r = rates(scored, DEFAULT_SIMILARITY_THRESHOLD, slot)
-        lines.append(f"| {slot:.2f} | {r.hit_verified:.1%} | {r.false_hit_verified:.1%} |")
-    return "\n".join(lines)
-
-
-def _count(group: Sequence[Scored], accepted: Iterable[bool]) -> str:
-    hits = sum(accepted)
-    return f"{hits}/{len(group)} ({hits / len(group):.1%})" if group else "-"
-
-
-def served_table(sets: Sequence[tuple[str, Sequence[Scored]]]) -> str:
-    """Per set, at the defaults: what the verifier accepts over every pair, and what the running
-    gateway serves, which looks up no prompt over `MAX_SEMANTIC_CHARS`."""
-    lines = [
-        "| set | pairs with a prompt too long | hits (verifier) | hits served "
-        "| false hits (verifier) | false hits served |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    t = DEFAULT_SIMILARITY_THRESHOLD
-    for name, scored in sets:
-        same = [s for s in scored if s.pair.same]
-        different = [s for s in scored if not s.pair.same]
-        cells = (
-            _count(scored, (not s.reachable for s in scored)),
-            _count(same, (s.hit(t) for s in same)),
-            _count(same, (s.served(t) for s in same)),
-            _count(different, (s.hit(t) for s in different)),
-            _count(different, (s.served(t) for s in different)),
-        )
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
 
 
 def _held_out(sets: Evaluation) -> list[tuple[str, Sequence[Scored]]]:
@@ -122,36 +70,6 @@ def _held_out(sets: Evaluation) -> list[tuple[str, Sequence[Scored]]]:
         ("near-identical (holdout)", half(sets.additions)),
         ("small edits (holdout)", half(sets.edits)),
     ]
-
-
-def _cell(group: Sequence[Scored], same: bool) -> str:
-    chosen = [s for s in group if s.pair.same is same]
-    hits = sum(s.hit(DEFAULT_SIMILARITY_THRESHOLD) for s in chosen)
-    return f"{hits}/{len(chosen)} ({hits / len(chosen):.0%})" if chosen else "-"
-
-
-def family_table(
-    scored: Sequence[Scored], by_kind: bool = False, halves: Sequence[str] = ("train", "test")
-) -> str:
-    """Per family (or kind) and half, at the defaults: paraphrases served, wrong answers served."""
-    header = "".join(f" {half}: hits | {half}: false hits |" for half in halves)
-    lines = [
-        f"| {'kind' if by_kind else 'family'} |{header}",
-        "|---|" + "---:|---:|" * len(halves),
-    ]
-
-    def group(s: Scored) -> str:
-        return s.pair.kind if by_kind else s.pair.family
-
-    for name in [*sorted({group(s) for s in scored}), "all"]:
-        chosen = [s for s in scored if name in ("all", group(s))]
-        cells = [
-            _cell([s for s in chosen if s.pair.half == half], same)
-            for half in halves
-            for same in (True, False)
-        ]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
 
 
 def report(sets: Evaluation, max_false_hit: float) -> str:
@@ -369,34 +287,6 @@ async def evaluate() -> Evaluation:
     finally:
         await embedder.aclose()
         await clauses.aclose()
-
-
-_LENGTHS = ((0, 1000), (1000, 2000), (2000, 4000))
-
-
-def verifier_cost(pairs: Sequence[Pair], warm_up: Sequence[Pair]) -> str:
-    """CPU time of the verifier's text checks per candidate, by the longer prompt's length:
-    each pair judged once, as a new query is (after `warm_up`, other pairs, has loaded the
-    lexicons); the figure `GATEWAY_SEMANTIC_MAX_CHARS` trades."""
-    for pair in warm_up:
-        verify(pair.a, pair.b, siblings=pair.siblings)
-    lines = [
-        "| longer prompt (characters) | pairs | CPU p50 | CPU p90 | CPU max |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for low, high in _LENGTHS:
-        costs = []
-        for pair in pairs:
-            if low < max(len(pair.a), len(pair.b)) <= high:
-                started = time.thread_time()
-                verify(pair.a, pair.b, siblings=pair.siblings)
-                costs.append((time.thread_time() - started) * 1e3)
-        if costs:
-            costs.sort()
-            p50, p90 = costs[len(costs) // 2], costs[int(len(costs) * 0.9)]
-            cells = f"{p50:.1f} ms | {p90:.1f} ms | {costs[-1]:.1f} ms"
-            lines.append(f"| {low}-{high} | {len(costs)} | {cells} |")
-    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
