@@ -84,12 +84,20 @@ class Closeable(Protocol):
     async def aclose(self) -> None: ...
 
 
+INLINE_CHARS = 200
+"""Pairs this short (both texts together) are judged on the event loop: their checks take
+about half a millisecond (p50; ~1 ms at 200 characters), less than a busy loop may make a
+thread hop wait. Longer ones, templated prompts above all (milliseconds to tens of
+milliseconds), go to the verifier's thread (`python -m bench.semantic_quality` prints the
+cost by length)."""
+
+
 class ModelVerifier:
     """`verify`, then `confirm` with the embedder; counters as `Verifier`'s.
 
-    `verify` runs on a thread of its own, one pair at a time: on templated prompts it takes
-    milliseconds to tens of milliseconds a candidate, which must not stall the event loop.
-    `owns` is closed with the verifier: the clause judge's own model, when it has one."""
+    A pair longer than `INLINE_CHARS` is judged on a thread of its own, one pair at a time,
+    so that it does not stall the event loop. `owns` is closed with the verifier: the clause
+    judge's own model, when it has one."""
 
     def __init__(
         self,
@@ -103,15 +111,27 @@ class ModelVerifier:
         self.stats = VerifierStats()
         self._owns = owns
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="semantic-verify")
+        self._closed = False
 
     async def aclose(self) -> None:
-        self._thread.shutdown(wait=False, cancel_futures=True)
+        # Judgements already queued still finish (their lookups are awaiting them); later
+        # ones fail as the cache being unavailable.
+        self._closed = True
+        self._thread.shutdown(wait=False)
         if self._owns is not None:
             await self._owns.aclose()
 
     async def verify(self, query: str, candidate: str, siblings: Sequence[str] = ()) -> Verdict:
-        judge = functools.partial(verify, query, candidate, siblings=tuple(siblings))
-        verdict = await asyncio.get_running_loop().run_in_executor(self._thread, judge)
+        if len(query) + len(candidate) <= INLINE_CHARS:
+            verdict = verify(query, candidate, siblings=siblings)
+        else:
+            verdict = await self._on_thread(query, candidate, tuple(siblings))
         verdict = await confirm(verdict, self.clauses, self.threshold)
         self.stats.record(verdict)
         return verdict
+
+    async def _on_thread(self, query: str, candidate: str, siblings: tuple[str, ...]) -> Verdict:
+        if self._closed:  # the gateway is stopping
+            raise CacheUnavailable("the semantic verifier is closed")
+        judge = functools.partial(verify, query, candidate, siblings=siblings)
+        return await asyncio.get_running_loop().run_in_executor(self._thread, judge)

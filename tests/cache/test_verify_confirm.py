@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from cache.types import CacheUnavailable, Vector
 from cache.verify import ACCEPT, Verdict
 from cache.verify_confirm import (
+    INLINE_CHARS,
     PLAIN_SLOT_SIMILARITY,
     SLOT_SIMILARITY,
     ClauseEmbeddings,
@@ -121,22 +123,30 @@ def test_model_verifier_closes_the_model_it_owns() -> None:
     assert ModelVerifier(Table([]).embed).threshold == PLAIN_SLOT_SIMILARITY < SLOT_SIMILARITY
 
 
-def test_model_verifier_judges_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The text checks run on the verifier's own thread, never on the event loop's."""
+def test_model_verifier_judges_long_pairs_off_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pair longer than `INLINE_CHARS` is judged on the verifier's thread, a short one on the
+    event loop's (cheaper than the hop); once closed, a long pair finds the cache unavailable."""
     threads: list[str] = []
 
-    def recording_verify(query: str, candidate: str, siblings: tuple[str, ...] = ()) -> Verdict:
+    def recording_verify(query: str, candidate: str, siblings: Sequence[str] = ()) -> Verdict:
         threads.append(threading.current_thread().name)
         return ACCEPT
 
     monkeypatch.setattr("cache.verify_confirm.verify", recording_verify)
+    long = "x" * INLINE_CHARS
 
-    async def judge() -> Verdict:
+    async def judge() -> None:
         verifier = ModelVerifier(Table([]).embed)
         try:
-            return await verifier.verify("a", "b", ["c"])
+            assert await verifier.verify("a", "b", ["c"]) == ACCEPT
+            assert await verifier.verify(long, "b", ["c"]) == ACCEPT
         finally:
             await verifier.aclose()
+        with pytest.raises(CacheUnavailable):
+            await verifier.verify(long, "b")
 
-    assert asyncio.run(judge()) == ACCEPT
-    assert threads and threads[0].startswith("semantic-verify")
+    asyncio.run(judge())
+    assert threads[0] == threading.main_thread().name
+    assert threads[1].startswith("semantic-verify") and len(threads) == 2
