@@ -12,7 +12,7 @@ import numpy as np
 
 from bench.semantic_sets import Pair
 from cache.embedder import SentenceEmbedder
-from cache.keys import embedded_text
+from cache.keys import compared_text, embedded_text
 from cache.semantic_defaults import DEFAULT_SIMILARITY_THRESHOLD, looked_up
 from cache.types import Vector
 from cache.verify import Verdict, verify
@@ -107,7 +107,7 @@ async def score(
             (float(np.dot(clause_vectors[x], clause_vectors[y])) for x, y in verdict.pending),
             default=None,
         )
-        reachable = looked_up(pair.a) and looked_up(pair.b)
+        reachable = looked_up(compared_text(pair.a)) and looked_up(compared_text(pair.b))
         scored.append(Scored(pair, similarity, verdict, slot, reachable))
     return scored
 

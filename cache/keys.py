@@ -69,7 +69,7 @@ class KeyContext:
     prompt_version: str = ""
 
 
-def _compared_text(value: str) -> str:
+def compared_text(value: str) -> str:
     """The last user text as compared by meaning: one kind of line break, without blank lines
     around it or whitespace at its end; whitespace inside and the first line's indentation
     kept (they change what code, tables and verse mean, and the verifier compares them).
@@ -228,7 +228,7 @@ def semantic_query(
     `continue_final_message` (the answer goes on from the last message's last character).
 
     Meaning is compared on the last user text with its ends and line breaks normalized
-    (`_compared_text`); the rest of the request, earlier messages verbatim, scopes it. `form`,
+    (`compared_text`); the rest of the request, earlier messages verbatim, scopes it. `form`,
     the request's canonical form if already built, is not modified.
     """
     if isinstance(body, ChatCompletionRequest):
@@ -237,7 +237,7 @@ def semantic_query(
         last = body.messages[-1]
         if last.role != "user" or not isinstance(last.content, str) or last.name:
             return None
-        text = _compared_text(last.content)
+        text = compared_text(last.content)
         form = dict(form) if form is not None else canonical(body)
         form["messages"] = form["messages"][:-1]
     else:
