@@ -15,13 +15,13 @@ from backends.base import EmbeddingCall, GenerationRequest
 from backends.vllm_grpc.batch import all_answers, is_batch, merged_stream, split
 from backends.vllm_grpc.collected import CollectedOutput
 from backends.vllm_grpc.connection import VllmGrpcConnection
-from backends.vllm_grpc.decoding import ResponseDecoder, whole_calls
 from backends.vllm_grpc.embed_calls import EmbedCalls
 from backends.vllm_grpc.embed_requests import embed_requests, input_param
 from backends.vllm_grpc.errors import map_rpc_error
 from backends.vllm_grpc.logprobs import joined_logprobs
 from backends.vllm_grpc.output_formats import OutputFormats
 from backends.vllm_grpc.request_builder import PreparedPrompt, prepare
+from backends.vllm_grpc.response_decoder import ResponseDecoder, whole_calls
 from backends.vllm_grpc.served_model import ServedModel
 from budgets.deadline import Deadline
 from core.answers import Choice, Completion, Embeddings, StreamChunk

@@ -12,9 +12,10 @@ from backends.reasoning.choice import SPECIAL_MARKERS as REASONING_SPECIAL_MARKE
 from backends.reasoning.parsed import ReasoningParser
 from backends.tool_calls.choice import SPECIAL_MARKERS, tool_format, tool_parser
 from backends.tool_calls.parsed import ToolCallParser
-from backends.vllm_grpc.decoding import DecodeOptions, ResponseDecoder
+from backends.vllm_grpc.decoding import DecodeOptions
 from backends.vllm_grpc.logprobs import TokenTexts
 from backends.vllm_grpc.request_builder import PreparedPrompt
+from backends.vllm_grpc.response_decoder import ResponseDecoder
 from backends.vllm_grpc.tokenizer_store import TokenizerBundle
 from core.protocol import ChatCompletionRequest, CompletionRequest
 

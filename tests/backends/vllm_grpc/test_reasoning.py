@@ -10,8 +10,9 @@ import pytest
 
 from backends.reasoning.think import ThinkParser
 from backends.tool_calls.hermes import HermesParser
-from backends.vllm_grpc.decoding import DecodeOptions, ResponseDecoder
+from backends.vllm_grpc.decoding import DecodeOptions
 from backends.vllm_grpc.logprobs import TokenTexts
+from backends.vllm_grpc.response_decoder import ResponseDecoder
 from backends.vllm_grpc.tokenizer_store import TokenizerBundle, load_tokenizer_bundle
 from standin.vllm.tokenizer_files import tokenizer_dir
 

@@ -12,8 +12,9 @@ import pytest
 from backends.tool_calls.choice import detect_format, tool_parser
 from backends.tool_calls.forced import ForcedCallsParser, forced_schema
 from backends.tool_calls.hermes import HermesParser
-from backends.vllm_grpc.decoding import DecodeOptions, ResponseDecoder, whole_calls
+from backends.vllm_grpc.decoding import DecodeOptions
 from backends.vllm_grpc.logprobs import TokenTexts
+from backends.vllm_grpc.response_decoder import ResponseDecoder, whole_calls
 from backends.vllm_grpc.tokenizer_store import TokenizerBundle, load_tokenizer_bundle
 from core.answers import ChoiceDelta
 from core.errors import InvalidRequest, UnsupportedParameter
