@@ -7,7 +7,8 @@ ever fetched: a reference is refused rather than followed.
 A reference is local when it starts with `#`: `#` is the whole schema, `#/a/b` a JSON
 Pointer from its root (as the engines resolve it, whatever `$id` a subschema declares),
 `#name` an `$anchor` or `$dynamicAnchor` (draft 4-7: an `$id` of `#name`). Only schema
-keywords are followed, so a `$ref` inside an `enum`, a `const` or an example is data.
+keywords are followed, so a `$ref` inside an `enum`, a `const` or an example is data, unless
+a pointer names that place: the engine then compiles it as a schema, references and all.
 """
 
 from __future__ import annotations
@@ -62,8 +63,18 @@ Path = tuple[str | int, ...]
 def reference_problem(schema: dict[str, Any]) -> str | None:
     """Why a reference in `schema` cannot be followed (where, then what), or None when every
     one resolves within it."""
-    references, anchors = _walk(schema)
-    for path, ref in references:
+    references: list[tuple[Path, str]] = []
+    anchors: set[str] = set()
+    seen: set[int] = set()
+    _walk((), schema, references, anchors, seen)
+    # A pointer's target is compiled as a schema wherever it lies (in an `enum` entry, under a
+    # key no keyword names), so its references are followed too; a target already walked (a
+    # recursion, a shared definition) is not walked again. Anchors count only where a
+    # keyword puts them, as the engines and validators look for them.
+    i = 0
+    while i < len(references):
+        path, ref = references[i]
+        i += 1
         if not ref.startswith("#"):
             return (
                 f"In context={path!r}, reference {ref!r} is not local: only references within "
@@ -71,24 +82,26 @@ def reference_problem(schema: dict[str, Any]) -> str | None:
             )
         fragment = ref[1:]
         if fragment.startswith("/") or not fragment:
-            found = _pointer(schema, fragment)
-        else:
-            found = unquote(fragment) in anchors
-        if not found:
+            target = _pointer(schema, fragment)
+            if target is None:
+                return f"In context={path!r}, reference {ref!r} does not resolve within the schema."
+            _walk(target[0], target[1], references, set(), seen)
+        elif unquote(fragment) not in anchors:
             return f"In context={path!r}, reference {ref!r} does not resolve within the schema."
     return None
 
 
-def _walk(schema: dict[str, Any]) -> tuple[list[tuple[Path, str]], set[str]]:
-    """The references of every subschema (where each is, what it says) and the anchors.
-    A stack, not recursion: a schema nests as deep as its JSON may."""
-    references: list[tuple[Path, str]] = []
-    anchors: set[str] = set()
-    stack: list[tuple[Path, Any]] = [((), schema)]
+def _walk(
+    start: Path, schema: Any, references: list[tuple[Path, str]], anchors: set[str], seen: set[int]
+) -> None:
+    """Adds the references of every subschema of `schema` not `seen` yet (where each is, what
+    it says) and its anchors. A stack, not recursion: a schema nests as deep as its JSON may."""
+    stack: list[tuple[Path, Any]] = [(start, schema)]
     while stack:
         path, node = stack.pop()
-        if not isinstance(node, dict):
+        if not isinstance(node, dict) or id(node) in seen:
             continue
+        seen.add(id(node))
         for key, value in node.items():
             kind = _KEYWORDS.get(key)
             if kind is None:
@@ -105,19 +118,21 @@ def _walk(schema: dict[str, Any]) -> tuple[list[tuple[Path, str]], set[str]]:
                 stack.extend(((*path, key, i), sub) for i, sub in enumerate(value))
             elif kind == _NAMED and isinstance(value, dict):
                 stack.extend(((*path, key, name), sub) for name, sub in value.items())
-    return references, anchors
 
 
-def _pointer(schema: dict[str, Any], pointer: str) -> bool:
-    """Whether the JSON Pointer (RFC 6901, percent-encoded as a URI fragment) names a schema
-    (an object or a boolean) in `schema`."""
+def _pointer(schema: dict[str, Any], pointer: str) -> tuple[Path, dict[str, Any] | bool] | None:
+    """Where the JSON Pointer (RFC 6901, percent-encoded as a URI fragment) leads in `schema`
+    and the schema (an object or a boolean) there, or None when it names none."""
     node: Any = schema
+    path: list[str | int] = []
     for token in unquote(pointer).split("/")[1:]:
         token = token.replace("~1", "/").replace("~0", "~")
         if isinstance(node, dict) and token in node:
             node = node[token]
+            path.append(token)
         elif isinstance(node, list) and _INDEX.fullmatch(token) and int(token) < len(node):
             node = node[int(token)]
+            path.append(int(token))
         else:
-            return False
-    return isinstance(node, dict | bool)
+            return None
+    return (tuple(path), node) if isinstance(node, dict | bool) else None

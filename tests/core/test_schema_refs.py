@@ -97,3 +97,53 @@ def test_a_deeply_nested_schema_is_walked_without_recursion() -> None:
         schema = {"items": schema}
     problem = reference_problem(schema)
     assert problem is not None and "'#/$defs/missing' does not resolve" in problem
+
+
+@pytest.mark.parametrize(
+    ("schema", "context", "words"),
+    [
+        (
+            {"properties": {"a": {"$ref": "#/x/A"}}, "x": {"A": {"$ref": "https://e.com/s.json"}}},
+            "('x', 'A')",
+            "reference 'https://e.com/s.json' is not local",
+        ),
+        (
+            {"properties": {"a": {"$ref": "#/x/A"}}, "x": {"A": {"$ref": "#/nowhere"}}},
+            "('x', 'A')",
+            "reference '#/nowhere' does not resolve",
+        ),
+        (
+            {
+                "properties": {
+                    "a": {"$ref": "#/properties/b/enum/0"},
+                    "b": {"enum": [{"$ref": "#/n"}]},
+                }
+            },
+            "('properties', 'b', 'enum', 0)",
+            "reference '#/n' does not resolve",
+        ),
+        (
+            {"$ref": "#/x", "x": {"items": {"$ref": "#/x/y"}, "y": {"$ref": "#/nope"}}},
+            "('x', 'y')",
+            "reference '#/nope' does not resolve",
+        ),
+    ],
+)
+def test_a_pointer_target_is_walked_for_its_references(
+    schema: dict[str, Any], context: str, words: str
+) -> None:
+    """A place reached only through a pointer (under an unknown key, in an enum entry, a chain
+    of them) is compiled as a schema, so a reference in it must resolve too."""
+    problem = reference_problem(schema)
+    assert problem is not None and problem.startswith(f"In context={context}, ")
+    assert words in problem
+
+
+def test_pointer_targets_that_resolve_and_recurse_pass() -> None:
+    """A pointer into an unknown key whose references resolve, recursing through itself or the
+    root, passes: each target is walked once."""
+    schema = {
+        "properties": {"a": {"$ref": "#/x/A"}},
+        "x": {"A": {"properties": {"self": {"$ref": "#/x/A"}, "root": {"$ref": "#"}}}},
+    }
+    assert reference_problem(schema) is None
