@@ -14,6 +14,7 @@ a pointer names that place: the engine then compiles it as a schema, references 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote
 
@@ -63,7 +64,52 @@ Path = tuple[str | int, ...]
 def reference_problem(schema: dict[str, Any]) -> str | None:
     """Why a reference in `schema` cannot be followed (where, then what), or None when every
     one resolves within it."""
-    references: list[tuple[Path, str]] = []
+    for path, ref, _, resolves in _references(schema):
+        if not ref.startswith("#"):
+            return (
+                f"In context={path!r}, reference {ref!r} is not local: only references within "
+                "the schema ('#', '#/$defs/name', '#anchor') are allowed, and none is fetched."
+            )
+        if not resolves:
+            return f"In context={path!r}, reference {ref!r} does not resolve within the schema."
+    return None
+
+
+def rebased(schema: dict[str, Any], base: str) -> dict[str, Any] | None:
+    """A copy of `schema` (whose references resolve) to be placed at the JSON Pointer `base`
+    (`/$defs/name`) of another schema: each pointer it follows (`#`, `#/a/b`) gets `base` in
+    front, so it names the same place there; anchors and data are as they were. None when it
+    follows no pointer: it reads the same anywhere."""
+    holders = {id(holder) for _, ref, holder, _ in _references(schema) if _is_pointer(ref)}
+    if not holders:
+        return None
+    copy: dict[str, Any] = {}
+    stack: list[tuple[Any, Any]] = [(schema, copy)]
+    while stack:  # a stack, not recursion, as in `_walk`
+        source, target = stack.pop()
+        for key, value in source.items() if isinstance(source, dict) else enumerate(source):
+            if isinstance(value, dict | list):
+                target[key] = {} if isinstance(value, dict) else [None] * len(value)
+                stack.append((value, target[key]))
+            elif id(source) in holders and _is_reference(key) and _is_pointer(value):
+                target[key] = f"#{base}{value[1:]}"
+            else:
+                target[key] = value
+    return copy
+
+
+def _is_reference(key: str | int) -> bool:
+    return isinstance(key, str) and _KEYWORDS.get(key) == _REF
+
+
+def _is_pointer(ref: Any) -> bool:
+    return isinstance(ref, str) and (ref == "#" or ref.startswith("#/"))
+
+
+def _references(schema: dict[str, Any]) -> Iterator[tuple[Path, str, dict[str, Any], bool]]:
+    """Every reference the engine follows in `schema`: where it is, what it says, the object
+    that holds it and whether it resolves within the schema (never when it is not local)."""
+    references: list[tuple[Path, str, dict[str, Any]]] = []
     anchors: set[str] = set()
     seen: set[int] = set()
     _walk((), schema, references, anchors, seen)
@@ -73,26 +119,26 @@ def reference_problem(schema: dict[str, Any]) -> str | None:
     # keyword puts them, as the engines and validators look for them.
     i = 0
     while i < len(references):
-        path, ref = references[i]
+        path, ref, holder = references[i]
         i += 1
-        if not ref.startswith("#"):
-            return (
-                f"In context={path!r}, reference {ref!r} is not local: only references within "
-                "the schema ('#', '#/$defs/name', '#anchor') are allowed, and none is fetched."
-            )
         fragment = ref[1:]
-        if fragment.startswith("/") or not fragment:
+        if not ref.startswith("#"):
+            yield path, ref, holder, False
+        elif fragment.startswith("/") or not fragment:
             target = _pointer(schema, fragment)
-            if target is None:
-                return f"In context={path!r}, reference {ref!r} does not resolve within the schema."
-            _walk(target[0], target[1], references, set(), seen)
-        elif unquote(fragment) not in anchors:
-            return f"In context={path!r}, reference {ref!r} does not resolve within the schema."
-    return None
+            if target is not None:
+                _walk(target[0], target[1], references, set(), seen)
+            yield path, ref, holder, target is not None
+        else:
+            yield path, ref, holder, unquote(fragment) in anchors
 
 
 def _walk(
-    start: Path, schema: Any, references: list[tuple[Path, str]], anchors: set[str], seen: set[int]
+    start: Path,
+    schema: Any,
+    references: list[tuple[Path, str, dict[str, Any]]],
+    anchors: set[str],
+    seen: set[int],
 ) -> None:
     """Adds the references of every subschema of `schema` not `seen` yet (where each is, what
     it says) and its anchors. A stack, not recursion: a schema nests as deep as its JSON may."""
@@ -107,7 +153,7 @@ def _walk(
             if kind is None:
                 continue
             if kind == _REF and isinstance(value, str):
-                references.append((path, value))
+                references.append((path, value, node))
             elif kind == _ANCHOR and isinstance(value, str):
                 anchors.add(value)
             elif kind == _ID and isinstance(value, str) and value.startswith("#"):

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from core.schema_refs import reference_problem
+from core.schema_refs import rebased, reference_problem
 
 STRING = {"type": "string"}
 
@@ -147,3 +147,22 @@ def test_pointer_targets_that_resolve_and_recurse_pass() -> None:
         "x": {"A": {"properties": {"self": {"$ref": "#/x/A"}, "root": {"$ref": "#"}}}},
     }
     assert reference_problem(schema) is None
+
+
+def test_rebased_prefixes_the_pointers_it_follows_only() -> None:
+    """A schema placed elsewhere gets the new place in front of each pointer it follows (the
+    root, a definition, a pointer's target), not of anchors or data; with no pointer, None."""
+    schema = {
+        "properties": {"a": {"$ref": "#"}, "b": {"$ref": "#/x"}, "c": {"$ref": "#name"}},
+        "x": {"$ref": "#/$defs/t"},
+        "$defs": {"t": {"$anchor": "name", "enum": [{"$ref": "#/nope"}]}},
+    }
+    moved = rebased(schema, "/$defs/f")
+    assert moved is not None and moved["properties"] == {
+        "a": {"$ref": "#/$defs/f"},
+        "b": {"$ref": "#/$defs/f/x"},
+        "c": {"$ref": "#name"},
+    }
+    assert moved["x"] == {"$ref": "#/$defs/f/$defs/t"}
+    assert moved["$defs"] == schema["$defs"] and moved["$defs"] is not schema["$defs"]
+    assert rebased({"properties": {"a": STRING}, "enum": [{"$ref": "#"}]}, "/$defs/f") is None
