@@ -67,6 +67,8 @@ class KeyContext:
     tenant: str
     model_revision: str = ""
     prompt_version: str = ""
+    max_tokens_from_key: bool = False
+    """The body's `max_tokens` is its API key's cap, not the client's (`canonical`)."""
 
 
 def compared_text(value: str) -> str:
@@ -182,10 +184,22 @@ def canonical_completion(body: CompletionRequest) -> dict[str, Any]:
     }
 
 
-def canonical(body: ChatCompletionRequest | CompletionRequest) -> dict[str, Any]:
-    if isinstance(body, ChatCompletionRequest):
-        return canonical_chat(body)
-    return canonical_completion(body)
+def canonical(
+    body: ChatCompletionRequest | CompletionRequest, max_tokens_from_key: bool = False
+) -> dict[str, Any]:
+    """The request as keyed. A `max_tokens` that is the API key's cap is a ceiling, which
+    gives way where the context leaves less room, unlike the client's own (a 400 there): it
+    is keyed as the client sent it, unset, beside the cap, so one never serves the other. The
+    keys of every other request are as they were."""
+    form = (
+        canonical_chat(body)
+        if isinstance(body, ChatCompletionRequest)
+        else (canonical_completion(body))
+    )
+    if max_tokens_from_key:
+        form["key_max_tokens"] = form["max_tokens"]
+        form["max_tokens"] = None
+    return form
 
 
 def _digest(document: Any) -> str:
@@ -205,7 +219,7 @@ def exact_key(
     form was already built.
     """
     if form is None:
-        form = canonical(body)
+        form = canonical(body, context.max_tokens_from_key)
     return _digest([KEY_SCHEMA, form, context.model_revision, context.prompt_version])
 
 
@@ -238,13 +252,13 @@ def semantic_query(
         if last.role != "user" or not isinstance(last.content, str) or last.name:
             return None
         text = compared_text(last.content)
-        form = dict(form) if form is not None else canonical(body)
+        form = dict(form) if form is not None else canonical(body, context.max_tokens_from_key)
         form["messages"] = form["messages"][:-1]
     else:
         if body.echo or not isinstance(body.prompt, str):
             return None
         text = body.prompt
-        form = dict(form) if form is not None else canonical(body)
+        form = dict(form) if form is not None else canonical(body, context.max_tokens_from_key)
         form["prompt"] = None
     if not text:
         return None

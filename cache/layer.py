@@ -78,8 +78,10 @@ class CacheLayer:
         body: ChatCompletionRequest | CompletionRequest,
         headers: Mapping[str, str],
         tenant: str,
+        max_tokens_from_key: bool = False,
     ) -> CachePlan:
-        """Eligibility and key, in `tenant`'s namespace; no I/O."""
+        """Eligibility and key, in `tenant`'s namespace; no I/O. `max_tokens_from_key`: the
+        body's `max_tokens` is its API key's cap, keyed apart from a client's own."""
         settings = self._settings
         if settings.mode == "off" or not self._eligible(body):
             return CachePlan(tenant)
@@ -92,8 +94,9 @@ class CacheLayer:
             tenant=tenant,
             model_revision=settings.model_revisions.get(body.model, ""),
             prompt_version=headers.get("x-prompt-version", settings.prompt_version),
+            max_tokens_from_key=max_tokens_from_key,
         )
-        form = canonical(body)
+        form = canonical(body, max_tokens_from_key)
         semantic = None
         if self._semantic is not None:
             semantic = semantic_query(body, context, form)

@@ -7,12 +7,14 @@ ever fetched: a reference is refused rather than followed.
 A reference is local when it starts with `#`: `#` is the whole schema, `#/a/b` a JSON
 Pointer from its root (as the engines resolve it, whatever `$id` a subschema declares),
 `#name` an `$anchor` or `$dynamicAnchor` (draft 4-7: an `$id` of `#name`). Only schema
-keywords are followed, so a `$ref` inside an `enum`, a `const` or an example is data.
+keywords are followed, so a `$ref` inside an `enum`, a `const` or an example is data, unless
+a pointer names that place: the engine then compiles it as a schema, references and all.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote
 
@@ -62,39 +64,96 @@ Path = tuple[str | int, ...]
 def reference_problem(schema: dict[str, Any]) -> str | None:
     """Why a reference in `schema` cannot be followed (where, then what), or None when every
     one resolves within it."""
-    references, anchors = _walk(schema)
-    for path, ref in references:
+    for path, ref, _, resolves in _references(schema):
         if not ref.startswith("#"):
             return (
                 f"In context={path!r}, reference {ref!r} is not local: only references within "
                 "the schema ('#', '#/$defs/name', '#anchor') are allowed, and none is fetched."
             )
-        fragment = ref[1:]
-        if fragment.startswith("/") or not fragment:
-            found = _pointer(schema, fragment)
-        else:
-            found = unquote(fragment) in anchors
-        if not found:
+        if not resolves:
             return f"In context={path!r}, reference {ref!r} does not resolve within the schema."
     return None
 
 
-def _walk(schema: dict[str, Any]) -> tuple[list[tuple[Path, str]], set[str]]:
-    """The references of every subschema (where each is, what it says) and the anchors.
-    A stack, not recursion: a schema nests as deep as its JSON may."""
-    references: list[tuple[Path, str]] = []
+def rebased(schema: dict[str, Any], base: str) -> dict[str, Any] | None:
+    """A copy of `schema` (whose references resolve) to be placed at the JSON Pointer `base`
+    (`/$defs/name`) of another schema: each pointer it follows (`#`, `#/a/b`) gets `base` in
+    front, so it names the same place there; anchors and data are as they were. None when it
+    follows no pointer: it reads the same anywhere."""
+    holders = {id(holder) for _, ref, holder, _ in _references(schema) if _is_pointer(ref)}
+    if not holders:
+        return None
+    copy: dict[str, Any] = {}
+    stack: list[tuple[Any, Any]] = [(schema, copy)]
+    while stack:  # a stack, not recursion, as in `_walk`
+        source, target = stack.pop()
+        for key, value in source.items() if isinstance(source, dict) else enumerate(source):
+            if isinstance(value, dict | list):
+                target[key] = {} if isinstance(value, dict) else [None] * len(value)
+                stack.append((value, target[key]))
+            elif id(source) in holders and _is_reference(key) and _is_pointer(value):
+                target[key] = f"#{base}{value[1:]}"
+            else:
+                target[key] = value
+    return copy
+
+
+def _is_reference(key: str | int) -> bool:
+    return isinstance(key, str) and _KEYWORDS.get(key) == _REF
+
+
+def _is_pointer(ref: Any) -> bool:
+    return isinstance(ref, str) and (ref == "#" or ref.startswith("#/"))
+
+
+def _references(schema: dict[str, Any]) -> Iterator[tuple[Path, str, dict[str, Any], bool]]:
+    """Every reference the engine follows in `schema`: where it is, what it says, the object
+    that holds it and whether it resolves within the schema (never when it is not local)."""
+    references: list[tuple[Path, str, dict[str, Any]]] = []
     anchors: set[str] = set()
-    stack: list[tuple[Path, Any]] = [((), schema)]
+    seen: set[int] = set()
+    _walk((), schema, references, anchors, seen)
+    # A pointer's target is compiled as a schema wherever it lies (in an `enum` entry, under a
+    # key no keyword names), so its references are followed too; a target already walked (a
+    # recursion, a shared definition) is not walked again. Anchors count only where a
+    # keyword puts them, as the engines and validators look for them.
+    i = 0
+    while i < len(references):
+        path, ref, holder = references[i]
+        i += 1
+        fragment = ref[1:]
+        if not ref.startswith("#"):
+            yield path, ref, holder, False
+        elif fragment.startswith("/") or not fragment:
+            target = _pointer(schema, fragment)
+            if target is not None:
+                _walk(target[0], target[1], references, set(), seen)
+            yield path, ref, holder, target is not None
+        else:
+            yield path, ref, holder, unquote(fragment) in anchors
+
+
+def _walk(
+    start: Path,
+    schema: Any,
+    references: list[tuple[Path, str, dict[str, Any]]],
+    anchors: set[str],
+    seen: set[int],
+) -> None:
+    """Adds the references of every subschema of `schema` not `seen` yet (where each is, what
+    it says) and its anchors. A stack, not recursion: a schema nests as deep as its JSON may."""
+    stack: list[tuple[Path, Any]] = [(start, schema)]
     while stack:
         path, node = stack.pop()
-        if not isinstance(node, dict):
+        if not isinstance(node, dict) or id(node) in seen:
             continue
+        seen.add(id(node))
         for key, value in node.items():
             kind = _KEYWORDS.get(key)
             if kind is None:
                 continue
             if kind == _REF and isinstance(value, str):
-                references.append((path, value))
+                references.append((path, value, node))
             elif kind == _ANCHOR and isinstance(value, str):
                 anchors.add(value)
             elif kind == _ID and isinstance(value, str) and value.startswith("#"):
@@ -105,19 +164,21 @@ def _walk(schema: dict[str, Any]) -> tuple[list[tuple[Path, str]], set[str]]:
                 stack.extend(((*path, key, i), sub) for i, sub in enumerate(value))
             elif kind == _NAMED and isinstance(value, dict):
                 stack.extend(((*path, key, name), sub) for name, sub in value.items())
-    return references, anchors
 
 
-def _pointer(schema: dict[str, Any], pointer: str) -> bool:
-    """Whether the JSON Pointer (RFC 6901, percent-encoded as a URI fragment) names a schema
-    (an object or a boolean) in `schema`."""
+def _pointer(schema: dict[str, Any], pointer: str) -> tuple[Path, dict[str, Any] | bool] | None:
+    """Where the JSON Pointer (RFC 6901, percent-encoded as a URI fragment) leads in `schema`
+    and the schema (an object or a boolean) there, or None when it names none."""
     node: Any = schema
+    path: list[str | int] = []
     for token in unquote(pointer).split("/")[1:]:
         token = token.replace("~1", "/").replace("~0", "~")
         if isinstance(node, dict) and token in node:
             node = node[token]
+            path.append(token)
         elif isinstance(node, list) and _INDEX.fullmatch(token) and int(token) < len(node):
             node = node[int(token)]
+            path.append(int(token))
         else:
-            return False
-    return isinstance(node, dict | bool)
+            return None
+    return (tuple(path), node) if isinstance(node, dict | bool) else None

@@ -192,7 +192,7 @@ class Pipeline:
             headers=_trace_headers(headers, record),
             max_tokens_from_key=max_tokens_from_key,
         )
-        plan = self._cache.plan(body, headers, caller.tenant)
+        plan = self._cache.plan(body, headers, caller.tenant, max_tokens_from_key)
         timeline = budget.timeline
         if timeline.record(StageName.PARSE, timeline.started) > self._budgets.parse_s:
             raise DeadlineExceeded(StageName.PARSE)

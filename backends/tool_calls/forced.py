@@ -14,8 +14,8 @@ import orjson
 from backends.tool_calls import exact_json
 from backends.tool_calls.functions import json_text
 from backends.tool_calls.parsed import Parsed, ParsedCall
-from core.errors import UnsupportedParameter
 from core.protocol import ChatCompletionRequest
+from core.schema_refs import rebased
 
 
 def forced_function(body: ChatCompletionRequest) -> str | None:
@@ -36,46 +36,34 @@ def forced_schema(body: ChatCompletionRequest) -> dict[str, Any] | None:
         return _parameters(functions[named])
     if body.tool_choice != "required":
         return None
-    schema: dict[str, Any] = {
-        "type": "array",
-        "minItems": 1,
-        "items": {
-            "anyOf": [
-                {
-                    "type": "object",
-                    "properties": {
-                        "name": {"type": "string", "enum": [name]},
-                        "parameters": _parameters(function),
-                    },
-                    "required": ["name", "parameters"],
-                }
-                for name, function in functions.items()
-            ]
-        },
-    }
-    definitions = _shared_definitions(functions)
+    # A tool's schema is no longer the root here, so one whose references point into it (`#`,
+    # `#/$defs/...`, `#/definitions/...`, `#/properties/...`) moves to the root's `$defs`, its
+    # pointers rebased there: they name what they named in the tool, and no two tools' names
+    # meet. `$defs/<name>`, not the array's path: some engines' pointers cannot index a list.
+    definitions: dict[str, Any] = {}
+    options = []
+    for name, function in functions.items():
+        parameters = _parameters(function)
+        moved = rebased(parameters, f"/$defs/{name}")
+        if moved is not None:
+            definitions[name] = moved
+            parameters = {"$ref": f"#/$defs/{name}"}
+        options.append(
+            {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "enum": [name]},
+                    "parameters": parameters,
+                },
+                "required": ["name", "parameters"],
+            }
+        )
+    schema: dict[str, Any] = {"type": "array", "minItems": 1, "items": {"anyOf": options}}
     if definitions:
         schema["$defs"] = definitions
     if body.parallel_tool_calls is False:
         schema["maxItems"] = 1
     return schema
-
-
-def _shared_definitions(functions: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The tools' `$defs`, at the root of the "required" schema as vLLM puts them: a tool's
-    `#/$defs/...` resolves from the root, which is no longer its own schema. Two tools that
-    define one name differently cannot share it: a 400, as at vLLM."""
-    definitions: dict[str, Any] = {}
-    for i, function in enumerate(functions.values()):
-        own = _parameters(function).get("$defs")
-        for key, value in own.items() if isinstance(own, dict) else ():
-            if definitions.setdefault(key, value) != value:
-                raise UnsupportedParameter(
-                    f"Tools define $defs {key!r} differently; with tool_choice 'required' "
-                    "the tools' $defs are shared, so each name must mean one schema.",
-                    param=f"tools[{i}].function.parameters",
-                )
-    return definitions
 
 
 class ForcedCallsParser:

@@ -176,6 +176,22 @@ def test_sampling_and_context_change_key() -> None:
     assert exact_key(_chat(), KeyContext("t", prompt_version="v2")) != base
 
 
+def test_a_keys_cap_is_keyed_apart_from_the_clients_max_tokens() -> None:
+    """max_tokens written in from the API key's cap (a ceiling that gives way near the
+    context's end) separates exact entries and semantic scopes from the client's own
+    max_tokens of the same value and from another cap; other keys are as they were."""
+    capped = _chat(max_tokens=8)
+    from_key = KeyContext("t", max_tokens_from_key=True)
+    assert exact_key(capped, from_key) != exact_key(capped, CTX)
+    assert exact_key(capped, from_key) != exact_key(_chat(), CTX)
+    assert exact_key(capped, from_key) != exact_key(_chat(max_tokens=9), from_key)
+    assert exact_key(capped, from_key) == exact_key(capped, from_key, canonical(capped, True))
+    keyed, asked = semantic_query(capped, from_key), semantic_query(capped, CTX)
+    assert keyed is not None and asked is not None and keyed.scope != asked.scope
+    assert "key_max_tokens" not in canonical(capped)
+    assert canonical(capped, True) == {**canonical(_chat()), "key_max_tokens": 8}
+
+
 def test_stop_order_is_irrelevant() -> None:
     """Stop sequences are a set."""
     assert exact_key(_chat(stop=["a", "b"]), CTX) == exact_key(_chat(stop=["b", "a"]), CTX)

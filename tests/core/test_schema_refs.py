@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from core.schema_refs import reference_problem
+from core.schema_refs import rebased, reference_problem
 
 STRING = {"type": "string"}
 
@@ -97,3 +97,72 @@ def test_a_deeply_nested_schema_is_walked_without_recursion() -> None:
         schema = {"items": schema}
     problem = reference_problem(schema)
     assert problem is not None and "'#/$defs/missing' does not resolve" in problem
+
+
+@pytest.mark.parametrize(
+    ("schema", "context", "words"),
+    [
+        (
+            {"properties": {"a": {"$ref": "#/x/A"}}, "x": {"A": {"$ref": "https://e.com/s.json"}}},
+            "('x', 'A')",
+            "reference 'https://e.com/s.json' is not local",
+        ),
+        (
+            {"properties": {"a": {"$ref": "#/x/A"}}, "x": {"A": {"$ref": "#/nowhere"}}},
+            "('x', 'A')",
+            "reference '#/nowhere' does not resolve",
+        ),
+        (
+            {
+                "properties": {
+                    "a": {"$ref": "#/properties/b/enum/0"},
+                    "b": {"enum": [{"$ref": "#/n"}]},
+                }
+            },
+            "('properties', 'b', 'enum', 0)",
+            "reference '#/n' does not resolve",
+        ),
+        (
+            {"$ref": "#/x", "x": {"items": {"$ref": "#/x/y"}, "y": {"$ref": "#/nope"}}},
+            "('x', 'y')",
+            "reference '#/nope' does not resolve",
+        ),
+    ],
+)
+def test_a_pointer_target_is_walked_for_its_references(
+    schema: dict[str, Any], context: str, words: str
+) -> None:
+    """A place reached only through a pointer (under an unknown key, in an enum entry, a chain
+    of them) is compiled as a schema, so a reference in it must resolve too."""
+    problem = reference_problem(schema)
+    assert problem is not None and problem.startswith(f"In context={context}, ")
+    assert words in problem
+
+
+def test_pointer_targets_that_resolve_and_recurse_pass() -> None:
+    """A pointer into an unknown key whose references resolve, recursing through itself or the
+    root, passes: each target is walked once."""
+    schema = {
+        "properties": {"a": {"$ref": "#/x/A"}},
+        "x": {"A": {"properties": {"self": {"$ref": "#/x/A"}, "root": {"$ref": "#"}}}},
+    }
+    assert reference_problem(schema) is None
+
+
+def test_rebased_prefixes_the_pointers_it_follows_only() -> None:
+    """A schema placed elsewhere gets the new place in front of each pointer it follows (the
+    root, a definition, a pointer's target), not of anchors or data; with no pointer, None."""
+    schema = {
+        "properties": {"a": {"$ref": "#"}, "b": {"$ref": "#/x"}, "c": {"$ref": "#name"}},
+        "x": {"$ref": "#/$defs/t"},
+        "$defs": {"t": {"$anchor": "name", "enum": [{"$ref": "#/nope"}]}},
+    }
+    moved = rebased(schema, "/$defs/f")
+    assert moved is not None and moved["properties"] == {
+        "a": {"$ref": "#/$defs/f"},
+        "b": {"$ref": "#/$defs/f/x"},
+        "c": {"$ref": "#name"},
+    }
+    assert moved["x"] == {"$ref": "#/$defs/f/$defs/t"}
+    assert moved["$defs"] == schema["$defs"] and moved["$defs"] is not schema["$defs"]
+    assert rebased({"properties": {"a": STRING}, "enum": [{"$ref": "#"}]}, "/$defs/f") is None

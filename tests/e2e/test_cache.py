@@ -16,6 +16,8 @@ import pytest
 import redis
 from openai.types.chat import ChatCompletionMessageParam
 
+from access.caller import key_digest
+from access.key_set import key_set_entry, new_key
 from bench.harness.processes import ProcessGroup
 from bench.harness.redis_stack import RedisProcess, redis_stack
 from standin.vllm.control import ControlClient
@@ -299,3 +301,45 @@ async def test_callers_sharing_one_call_get_their_own_call_ids(
         assert (await sim.stats())["generate_calls"] - before == 1
         every = [call_id for answer in answers for call_id in answer]
         assert len(every) == 5 and len(set(every)) == 5, (stream, answers)
+
+
+async def test_an_answer_run_at_the_keys_cap_never_serves_the_clients_max_tokens(
+    tmp_path: Path, redis_server: RedisProcess
+) -> None:
+    """Near the context's end a request naming no max_tokens under a key capped at 8 runs to
+    the room left and is cached; the same request asking max_tokens=8 itself stays a 400."""
+    key = new_key()
+    keys = tmp_path / "keys.json"
+    keys.write_text(f"[{key_set_entry(key_digest(key), 'globex', models=['sim'], max_tokens=8)}]")
+    with ProcessGroup(tmp_path) as group:
+        _, sim_port = start_sim(group)
+        _, port = start_gateway(
+            group,
+            f"sim=grpc://127.0.0.1:{sim_port}",
+            {
+                "GATEWAY_REDIS_URL": redis_server.url,
+                "GATEWAY_REDIS_TIMEOUT_MS": "2000",
+                "GATEWAY_API_KEYS_FILE": str(keys),
+                "GATEWAY_TOKENIZER_CACHE_DIR": str(tmp_path / "tok"),
+            },
+        )
+        client = openai.AsyncOpenAI(
+            base_url=f"http://127.0.0.1:{port}/v1", api_key=key, max_retries=0
+        )
+        ask: dict[str, Any] = {
+            "model": "sim",
+            "prompt": [1] * (4096 - 3),
+            "temperature": 0,
+            "extra_body": {"ignore_eos": True},
+        }
+        async with asyncio.timeout(20):
+            while True:  # until the capped answer is stored
+                raw = await client.completions.with_raw_response.create(**ask)
+                answer = raw.parse()
+                assert answer.choices[0].finish_reason == "length"
+                assert answer.usage is not None and answer.usage.completion_tokens == 3
+                if raw.headers["x-cache"] == "hit-exact":
+                    break
+        with pytest.raises(openai.BadRequestError) as asked:
+            await client.completions.create(**ask, max_tokens=8)
+        assert asked.value.param == "max_tokens" and asked.value.code == "context_length_exceeded"

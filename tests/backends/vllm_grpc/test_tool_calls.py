@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jsonschema_rs
 import orjson
 import pytest
 
@@ -205,25 +206,71 @@ def test_forced_arguments_are_always_an_object(parameters: dict[str, Any]) -> No
     assert required["items"]["anyOf"][0]["properties"]["parameters"] == named
 
 
-def test_forced_calls_share_the_tools_definitions() -> None:
-    """Under "required" each tool's schema is no longer the root, so its `$defs` go to the
-    root, as vLLM puts them (every `#/$defs/...` resolves); one name defined two ways is a
-    400 naming the second tool."""
+def test_forced_calls_keep_each_tools_definitions_apart() -> None:
+    """Under "required" each tool's schema is no longer the root: one with references moves to
+    the root's `$defs` under its name, its pointers rebased, so two tools may define one
+    `$defs` name differently (vLLM's shared `$defs` would refuse them) and every one resolves."""
     step = {"type": "object", "properties": {"x": {"type": "string"}}}
     steps = {"type": "array", "items": {"$ref": "#/$defs/Step"}}
     plan = {"type": "object", "properties": {"steps": steps}, "$defs": {"Step": step}}
+    other = {**plan, "$defs": {"Step": {"type": "integer"}}}
     tools = [
-        {"type": "function", "function": {"name": name, "parameters": plan}}
-        for name in ("plan", "replan")
+        {"type": "function", "function": {"name": name, "parameters": parameters}}
+        for name, parameters in (("plan", plan), ("replan", other))
     ]
     schema = forced_schema(_chat(tools=[WEATHER, *tools], tool_choice="required"))
-    assert schema is not None and schema["$defs"] == {"Step": step}
-    assert reference_problem(schema) is None
-    other = {**plan, "$defs": {"Step": {"type": "integer"}}}
-    tools[1] = {"type": "function", "function": {"name": "replan", "parameters": other}}
-    with pytest.raises(UnsupportedParameter) as refused:
-        forced_schema(_chat(tools=[WEATHER, *tools], tool_choice="required"))
-    assert refused.value.param == "tools[2].function.parameters"
+    assert schema is not None and reference_problem(schema) is None
+    weather = {"type": "object", "properties": {}}
+    assert schema["items"]["anyOf"][0]["properties"]["parameters"] == weather
+    assert schema["items"]["anyOf"][2]["properties"]["parameters"] == {"$ref": "#/$defs/replan"}
+    replan = schema["$defs"]["replan"]
+    assert replan["properties"]["steps"]["items"] == {"$ref": "#/$defs/replan/$defs/Step"}
+    validator = jsonschema_rs.validator_for(schema)
+    assert validator.is_valid([{"name": "replan", "parameters": {"steps": [3]}}])
+    assert not validator.is_valid([{"name": "plan", "parameters": {"steps": [3]}}])
+
+
+TREE = {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#"}}}}
+V1 = {
+    "type": "object",
+    "properties": {"p": {"$ref": "#/definitions/P"}},
+    "definitions": {"P": {"type": "object", "properties": {"x": {"type": "integer"}}}},
+}
+POINTER = {
+    "type": "object",
+    "properties": {"a": {"type": "string"}, "b": {"$ref": "#/properties/a"}},
+}
+DEFS = {
+    "type": "object",
+    "properties": {"p": {"$ref": "#/$defs/P"}},
+    "$defs": {"P": {"type": "object", "properties": {"x": {"type": "integer"}}}},
+}
+
+
+@pytest.mark.parametrize(
+    ("parameters", "good", "bad"),
+    [
+        (TREE, {"kids": [{"kids": []}]}, {"kids": [[{"name": "tree", "parameters": {}}]]}),
+        (V1, {"p": {"x": 1}}, {"p": {"x": "one"}}),
+        (POINTER, {"a": "x", "b": "y"}, {"a": "x", "b": 2}),
+        (DEFS, {"p": {"x": 1}}, {"p": {"x": "one"}}),
+    ],
+    ids=["root", "definitions", "properties", "defs"],
+)
+def test_forced_calls_resolve_each_reference_as_the_tool_did(
+    parameters: dict[str, Any], good: dict[str, Any], bad: dict[str, Any]
+) -> None:
+    """A tool's `#`, `#/definitions/...`, `#/properties/...` and `#/$defs/...` name in the
+    "required" schema what they named in the tool: a call valid by the tool passes, one
+    invalid by it is refused, beside a tool with no references."""
+    tool = {"type": "function", "function": {"name": "t", "parameters": parameters}}
+    schema = forced_schema(_chat(tools=[WEATHER, tool], tool_choice="required"))
+    assert schema is not None and reference_problem(schema) is None
+    validator = jsonschema_rs.validator_for(schema)
+    assert jsonschema_rs.validator_for(parameters).is_valid(good)
+    assert validator.is_valid([{"name": "t", "parameters": good}])
+    assert not validator.is_valid([{"name": "t", "parameters": bad}])
+    assert validator.is_valid([{"name": "get_weather", "parameters": {}}])
 
 
 def test_tool_choice_without_tools_is_refused() -> None:
