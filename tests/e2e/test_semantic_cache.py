@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import aiohttp
 import pytest
 
+from tests.e2e.semantic_requests import ask, stored
 from tests.e2e.stack import semantic_gateway
 
 SYSTEM = {"role": "system", "content": "You are a support assistant."}
@@ -22,25 +23,11 @@ def gateway_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 async def _ask(url: str, text: str, *, system: dict[str, str] = SYSTEM, token: str = "k") -> str:
-    payload = {"model": "sim", "messages": [system, {"role": "user", "content": text}], "seed": 1}
-    async with (
-        aiohttp.ClientSession() as session,
-        session.post(
-            f"{url}/chat/completions", json=payload, headers={"authorization": f"Bearer {token}"}
-        ) as response,
-    ):
-        await response.read()
-        assert response.status == 200
-        return response.headers["x-cache"]
+    return await ask(url, [system, {"role": "user", "content": text}], token)
 
 
-async def _stored(url: str, text: str, **kwargs: object) -> None:
-    """Ask once, then until the write-back landed (exact hit)."""
-    await _ask(url, text, **kwargs)  # type: ignore[arg-type]
-    for _ in range(200):
-        if await _ask(url, text, **kwargs) == "hit-exact":  # type: ignore[arg-type]
-            return
-    raise AssertionError("the answer was never written back")
+async def _stored(url: str, text: str, *, token: str = "k") -> None:
+    await stored(url, [SYSTEM, {"role": "user", "content": text}], token)
 
 
 async def test_paraphrase_is_a_semantic_hit(gateway_url: str) -> None:

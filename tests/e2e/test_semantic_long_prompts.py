@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import aiohttp
 import pytest
 
 from bench.semantic_sets import Pair, load_fresh
 from cache.semantic_defaults import MAX_SEMANTIC_CHARS
+from tests.e2e.semantic_requests import ask, stored
 from tests.e2e.stack import semantic_gateway
 
 LIMIT = 4000
@@ -35,37 +35,17 @@ def _long_pair(kind: str) -> Pair:
     )
 
 
-async def _ask(url: str, text: str, tenant: str) -> str:
-    payload = {"model": "sim", "messages": [{"role": "user", "content": text}], "seed": 1}
-    async with (
-        aiohttp.ClientSession() as session,
-        session.post(
-            f"{url}/chat/completions", json=payload, headers={"authorization": f"Bearer {tenant}"}
-        ) as response,
-    ):
-        await response.read()
-        assert response.status == 200
-        return response.headers["x-cache"]
-
-
-async def _stored(url: str, text: str, tenant: str) -> None:
-    """Ask once, then until the write-back landed (exact hit)."""
-    await _ask(url, text, tenant)
-    for _ in range(200):
-        if await _ask(url, text, tenant) == "hit-exact":
-            return
-    raise AssertionError("the answer was never written back")
-
-
 async def test_a_reworded_slot_in_a_long_template_is_served(gateway_url: str) -> None:
     """A paraphrased customer message inside a ~3,000-character support template is a hit."""
     pair = _long_pair("paraphrase")
-    await _stored(gateway_url, pair.b, "long-paraphrase")
-    assert await _ask(gateway_url, pair.a, "long-paraphrase") == "hit-semantic"
+    await stored(gateway_url, [{"role": "user", "content": pair.b}], "long-paraphrase")
+    asked = [{"role": "user", "content": pair.a}]
+    assert await ask(gateway_url, asked, "long-paraphrase") == "hit-semantic"
 
 
 async def test_another_question_in_a_long_template_is_not_served(gateway_url: str) -> None:
     """Another customer question inside the same long template never gets the stored answer."""
     pair = _long_pair("different_question")
-    await _stored(gateway_url, pair.b, "long-other")
-    assert await _ask(gateway_url, pair.a, "long-other") == "miss"
+    await stored(gateway_url, [{"role": "user", "content": pair.b}], "long-other")
+    asked = [{"role": "user", "content": pair.a}]
+    assert await ask(gateway_url, asked, "long-other") == "miss"
