@@ -13,7 +13,7 @@ set's holdout half, the near-identical pairs (`load_additions`, `load_edits`; de
 looked at, holdout halves not), across reworded templates, and the clause judge on held-out
 triplets.
 
-    python -m bench.semantic_quality [--max-false-hit 0.01]
+    python -m bench.semantic_quality [--max-false-hit 0.01] [--precision fp32|int8]
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from bench.clause_ranking import Ranking, rank_triplets, ranking_section
 from bench.clause_training import SHIPPED_DATA, load_triplets
@@ -50,10 +50,9 @@ from bench.semantic_sets import (
 )
 from bench.semantic_tables import family_table, rates_table, served_table, slot_table
 from bench.verifier_cost import verifier_cost
-from cache.embedder import SentenceEmbedder
 from cache.semantic_defaults import DEFAULT_SIMILARITY_THRESHOLD, MAX_SEMANTIC_CHARS
-from cache.semantic_factory import load_clause_embedder
-from cache.settings import CacheSettings
+from cache.semantic_factory import load_clause_embedder, load_embedding_model
+from cache.settings import EMBEDDING_PRECISIONS, CacheSettings, EmbeddingPrecision
 from cache.verify_confirm import SLOT_SIMILARITY
 
 
@@ -249,12 +248,12 @@ def _section(title: str, scored: Sequence[Scored], label: str, about: str) -> li
     return [f"## {title} ({len(scored)}), by family", about, table]
 
 
-async def evaluate() -> Evaluation:
-    """Loads the models (in threads: the embedding model, and the clause judge's), scores every
-    set, closes the models."""
-    settings = CacheSettings()
+async def evaluate(precision: EmbeddingPrecision = "fp32") -> Evaluation:
+    """Loads the models as the gateway does at `precision` (in threads: the embedding model,
+    and the clause judge's), scores every set, closes the models."""
+    settings = replace(CacheSettings(), embedding_precision=precision)
     held_out = [t for path in SHIPPED_DATA for t in load_triplets(path, split="holdout")]
-    embedder = await asyncio.to_thread(SentenceEmbedder.load)
+    embedder = await asyncio.to_thread(load_embedding_model, settings)
     try:
         clauses = await asyncio.to_thread(load_clause_embedder, settings)
     except BaseException:
@@ -292,8 +291,14 @@ async def evaluate() -> Evaluation:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--max-false-hit", type=float, default=0.01)
+    parser.add_argument(
+        "--precision",
+        choices=EMBEDDING_PRECISIONS,
+        default=CacheSettings().embedding_precision,
+        help="the embedding model's (GATEWAY_EMBEDDING_PRECISION); the clause judge is fp32",
+    )
     args = parser.parse_args(argv)
-    sets = asyncio.run(evaluate())
+    sets = asyncio.run(evaluate(args.precision))
     print(report(sets, args.max_false_hit))
     templated = [*load_templated(), *load_holdout(), *load_fresh(), *load_blind()]
     print("\n## What the verifier costs, templated pairs\n")

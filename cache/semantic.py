@@ -4,6 +4,7 @@ and serve one only if the verifier agrees it asks the same thing."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections import Counter
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field, replace
@@ -80,11 +81,15 @@ class SemanticCache:
         verifier: ModelVerifier | None = None,
         error_bound: ErrorBound | None = None,
         encoders: Sequence[EncoderProbe] = (),
+        space: str = "",
     ) -> None:
         """`verifier` defaults to the candidate verifier with `embedder` for slot clauses (at
         `PLAIN_SLOT_SIMILARITY`); it is closed with the cache.
         `error_bound`, if given, holds each entry to the similarity its judgements certify.
-        `encoders` are the models behind `embedder` and `verifier`, sampled for metrics."""
+        `encoders` are the models behind `embedder` and `verifier`, sampled for metrics.
+        `space` names `embedder`'s embedding space (model and precision): entries are filed
+        under it, so gateways embedding differently never compare their vectors (an index
+        shared with them keeps each one's entries apart)."""
         self._embedder = embedder
         self._verifier = verifier if verifier is not None else ModelVerifier(embedder.embed)
         self._index = index
@@ -96,6 +101,7 @@ class SemanticCache:
         self.error_bound = error_bound
         self.encoders = tuple(encoders)
         self.stats = SemanticStats()
+        self._space = space.encode()
 
     @property
     def breaker(self) -> CircuitBreaker | None:
@@ -132,7 +138,7 @@ class SemanticCache:
         `withheld`, to be judged against the fresh answer (shadow lookups pass False: every
         verified match is judged, none served)."""
         self.stats.lookups += 1
-        hits = await self._search(vector, tenant, query.scope)
+        hits = await self._search(vector, tenant, self._filed_scope(query.scope))
         bound = self.error_bound if bounded else None
         withheld: SemanticMatch | None = None
         texts = [hit.text for hit in hits]  # each candidate's siblings (itself shows no slot)
@@ -167,6 +173,12 @@ class SemanticCache:
             return match
         return withheld
 
+    def _filed_scope(self, scope: str) -> str:
+        """The scope an entry is filed under in the index: the query's, within the space."""
+        if not self._space:
+            return scope
+        return hashlib.blake2b(self._space + b"\0" + scope.encode(), digest_size=20).hexdigest()
+
     async def _search(self, vector: Vector, tenant: str, scope: str) -> list[VectorHit]:
         def search() -> Awaitable[list[VectorHit]]:
             return self._index.search(vector, tenant=tenant, scope=scope, k=self._k)
@@ -185,7 +197,7 @@ class SemanticCache:
             return self._index.add(
                 vector,
                 tenant=tenant,
-                scope=query.scope,
+                scope=self._filed_scope(query.scope),
                 text=query.text,
                 payload=answer.to_bytes(),
                 created_at=answer.created_at,

@@ -31,6 +31,8 @@ from core.redis_client import check_redis_url, is_cluster_url
 SemanticMode = str  # "off" | "shadow" | "on"
 EmbeddingBackend = Literal["onnx", "torch"]
 EMBEDDING_BACKENDS: tuple[EmbeddingBackend, ...] = ("onnx", "torch")
+EmbeddingPrecision = Literal["fp32", "int8"]
+EMBEDDING_PRECISIONS: tuple[EmbeddingPrecision, ...] = ("fp32", "int8")
 DEFAULT_EMBEDDING_CACHE_DIR = Path.home() / ".cache" / "llm-gateway" / "embeddings"
 _MAX_ENTRIES = 10_000_000  # an in-process cache's entries: a few KB each, tens of GB in all
 
@@ -62,6 +64,7 @@ class CacheSettings:
     semantic_index: str = "gw:sem"  # the Redis index's name, and its keys' prefix before ":"
     embedding_model: str = ""
     embedding_backend: EmbeddingBackend = "onnx"
+    embedding_precision: EmbeddingPrecision = "fp32"
     embedding_threads: int = 1
     embedding_cache_dir: Path = DEFAULT_EMBEDDING_CACHE_DIR
     writeback_queue: int = 1000
@@ -88,6 +91,11 @@ class CacheSettings:
                 f"GATEWAY_SEMANTIC_CACHE={settings.semantic} does nothing with GATEWAY_CACHE=off, "
                 "which turns every cache lookup and write off: set GATEWAY_SEMANTIC_CACHE=off, "
                 "or GATEWAY_CACHE to on, read-only or write-only"
+            )
+        if settings.embedding_precision == "int8" and settings.embedding_backend != "onnx":
+            raise SettingsError(
+                "GATEWAY_EMBEDDING_PRECISION=int8 needs GATEWAY_EMBEDDING_BACKEND=onnx: the int8 "
+                "model is a quantized copy of the ONNX export"
             )
         return settings
 
@@ -151,6 +159,12 @@ class CacheSettings:
                 EmbeddingBackend,
                 env_choice(
                     env, "GATEWAY_EMBEDDING_BACKEND", d.embedding_backend, EMBEDDING_BACKENDS
+                ),
+            ),
+            embedding_precision=cast(
+                EmbeddingPrecision,
+                env_choice(
+                    env, "GATEWAY_EMBEDDING_PRECISION", d.embedding_precision, EMBEDDING_PRECISIONS
                 ),
             ),
             embedding_threads=env_int(

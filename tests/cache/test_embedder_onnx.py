@@ -17,9 +17,10 @@ import pytest
 from cache import embedder_store
 from cache.embedder import SentenceEmbedder
 from cache.embedder_base import Matrix, default_model_path
-from cache.embedder_export import MIN_COSINE
+from cache.embedder_export import INT8_MIN_COSINE, MIN_COSINE
 from cache.embedder_onnx import OnnxEncoder
 from cache.embedder_store import (
+    INT8_FILE,
     META_FILE,
     ONNX_FILE,
     UnsupportedModel,
@@ -82,6 +83,31 @@ async def test_onnx_equals_torch_on_the_labelled_pairs(
     assert float(np.abs(onnx_sim - torch_sim).max()) < SIMILARITY_TOLERANCE
 
 
+@pytest.fixture(scope="module")
+def minilm_int8(minilm: SentenceEmbedder) -> Iterator[SentenceEmbedder]:
+    """The export's int8 copy (GATEWAY_EMBEDDING_PRECISION=int8), as the gateway loads it."""
+    del minilm  # its load made the export
+    embedder = SentenceEmbedder.load(precision="int8")
+    yield embedder
+    asyncio.run(embedder.aclose())
+
+
+async def test_int8_stays_near_fp32_and_never_depends_on_its_batch(
+    minilm: SentenceEmbedder, minilm_int8: SentenceEmbedder
+) -> None:
+    """The int8 copy embeds every text of the quality set near the fp32 export, in another
+    embedding space, and a text embedded among concurrent others gets exactly its vector alone
+    (int8 scales activations per batch, so it never batches)."""
+    texts = sorted({text for pair in _pairs() for text in pair})
+    full = await _embed_all(minilm, texts)
+    quantized = await _embed_all(minilm_int8, texts)
+    assert float((full * quantized).sum(axis=1).min()) >= INT8_MIN_COSINE
+    assert minilm_int8.space == f"{minilm.space}-int8"
+    alone = [await minilm_int8.embed(text) for text in texts[:32]]
+    assert np.array_equal(np.stack(alone), quantized[:32])
+    assert minilm_int8.stats.largest_batch == 1
+
+
 def test_onnx_encoder_is_thread_safe(onnx_encoder: OnnxEncoder) -> None:
     """Threads encoding different batches at once get what each gets alone."""
     batches = [
@@ -142,6 +168,8 @@ def test_a_fresh_export_is_offline_verified_and_reused(
     assert (path.parent / f"{ONNX_FILE}.data").is_file()
     meta = json.loads((path.parent / META_FILE).read_text())
     assert meta["min_cosine"] >= MIN_COSINE
+    assert (path.parent / INT8_FILE).is_file()
+    assert meta["int8"]["min_cosine"] >= INT8_MIN_COSINE
     assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == [path.parent.name]
 
     def no_export(*args: object, **kwargs: object) -> None:
@@ -162,6 +190,7 @@ def test_concurrent_first_loads_export_once(
         exports.append(final)
         final.mkdir()
         (final / ONNX_FILE).write_bytes(b"graph")
+        (final / INT8_FILE).write_bytes(b"int8 graph")
         (final / META_FILE).write_text("{}")
 
     monkeypatch.setattr(embedder_store, "_export_in_child", fake_export)

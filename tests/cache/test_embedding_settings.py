@@ -1,5 +1,5 @@
-"""GATEWAY_EMBEDDING_BACKEND, GATEWAY_EMBEDDING_THREADS, GATEWAY_EMBEDDING_CACHE_DIR and
-GATEWAY_SEMANTIC_CLAUSE_ADAPTER."""
+"""GATEWAY_EMBEDDING_BACKEND, GATEWAY_EMBEDDING_PRECISION, GATEWAY_EMBEDDING_THREADS,
+GATEWAY_EMBEDDING_CACHE_DIR and GATEWAY_SEMANTIC_CLAUSE_ADAPTER."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ def test_defaults_are_onnx_on_one_thread() -> None:
     """Without variables: ONNX Runtime, one intra-op thread, the per-user cache directory."""
     settings = CacheSettings.from_env({})
     assert settings.embedding_backend == "onnx"
+    assert settings.embedding_precision == "fp32"
     assert settings.embedding_threads == 1
     assert settings.embedding_cache_dir == DEFAULT_EMBEDDING_CACHE_DIR
     assert settings.semantic_clause_adapter
@@ -40,6 +41,7 @@ def test_variables_are_read() -> None:
     ("name", "value"),
     [
         ("GATEWAY_EMBEDDING_BACKEND", "tensorflow"),
+        ("GATEWAY_EMBEDDING_PRECISION", "int4"),
         ("GATEWAY_EMBEDDING_THREADS", "0"),
         ("GATEWAY_EMBEDDING_THREADS", "many"),
         ("GATEWAY_SEMANTIC_CLAUSE_ADAPTER", "sometimes"),
@@ -49,6 +51,17 @@ def test_bad_values_name_their_variable(name: str, value: str) -> None:
     """A bad value fails at startup with the variable's name in the message."""
     with pytest.raises(SettingsError, match=name):
         CacheSettings.from_env({name: value})
+
+
+def test_int8_is_read_and_needs_the_onnx_backend() -> None:
+    """int8 runs the ONNX export's quantized copy: asked of torch, it stops the gateway naming
+    both variables."""
+    settings = CacheSettings.from_env({"GATEWAY_EMBEDDING_PRECISION": "INT8"})
+    assert settings.embedding_precision == "int8"
+    with pytest.raises(SettingsError, match="PRECISION=int8 needs GATEWAY_EMBEDDING_BACKEND=onnx"):
+        CacheSettings.from_env(
+            {"GATEWAY_EMBEDDING_PRECISION": "int8", "GATEWAY_EMBEDDING_BACKEND": "torch"}
+        )
 
 
 @pytest.mark.parametrize("name", ["GATEWAY_EMBEDDING_CACHE_DIR", "GATEWAY_EMBEDDING_MODEL"])

@@ -1,5 +1,5 @@
 """The semantic cache's Redis index creates itself when missing: at first use, and again
-after Redis came back empty."""
+after Redis came back empty; the models it loads at each precision."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from redis.asyncio import Redis
 
-from cache.semantic_factory import INDEX_RECHECK_S, EnsuredIndex
+from cache.semantic_factory import INDEX_RECHECK_S, EnsuredIndex, build_semantic_cache
+from cache.settings import CacheSettings
 from cache.types import CacheUnavailable
 from cache.vector_index_redis import RedisVectorIndex
 
@@ -86,3 +87,17 @@ async def test_a_foreign_index_is_refused_loudly_until_it_is_gone(
         assert index.mismatch is None
     finally:
         await RedisVectorIndex(client, dimensions=DIMS, name=name).drop()
+
+
+async def test_int8_quantizes_the_embedding_model_not_the_clause_judge() -> None:
+    """With GATEWAY_EMBEDDING_PRECISION=int8 the vector search runs on the int8 copy (its own
+    embedding space) while the clause judge stays fp32, where quantizing it lost hits."""
+    settings = CacheSettings.from_env(
+        {"GATEWAY_SEMANTIC_CACHE": "on", "GATEWAY_EMBEDDING_PRECISION": "int8"}
+    )
+    cache = await build_semantic_cache(settings)
+    try:
+        names = [encoder.sample().name for encoder in cache.encoders]
+        assert names == ["embedder-onnx-int8", "clause-judge-onnx"]
+    finally:
+        await cache.aclose()

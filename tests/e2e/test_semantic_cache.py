@@ -1,4 +1,5 @@
-"""The semantic cache through a real gateway: paraphrases hit, hard negatives do not."""
+"""The semantic cache through a real gateway, at both embedding precisions: paraphrases hit,
+hard negatives do not."""
 
 from __future__ import annotations
 
@@ -16,9 +17,13 @@ SYSTEM = {"role": "system", "content": "You are a support assistant."}
 LOOKUPS = re.compile(r'^gateway_cache_lookups_total\{kind="(\w+)",result="(\w+)"\} (\S+)$', re.M)
 
 
-@pytest.fixture(scope="module")
-def gateway_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with semantic_gateway(tmp_path_factory.mktemp("semantic")) as port:
+@pytest.fixture(scope="module", params=["fp32", "int8"])
+def gateway_url(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[str]:
+    """A gateway embedding at each GATEWAY_EMBEDDING_PRECISION: every test runs on both."""
+    env = {"GATEWAY_EMBEDDING_PRECISION": request.param}
+    with semantic_gateway(tmp_path_factory.mktemp("semantic"), env) as port:
         yield f"http://127.0.0.1:{port}/v1"
 
 

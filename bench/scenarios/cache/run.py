@@ -41,7 +41,7 @@ from bench.scenarios.cache.workloads import (
     zipf_sequence,
 )
 from bench.servers.start import sim_backend, start_gateway, start_reference, start_sim
-from cache.settings import EmbeddingBackend
+from cache.settings import CacheSettings, EmbeddingBackend, EmbeddingPrecision
 
 PATH = "/v1/chat/completions"
 THROUGHPUT_LEVELS = (16, 64)
@@ -83,14 +83,23 @@ def embedding_backend(config: BenchConfig) -> EmbeddingBackend:
     return "torch" if chosen == "torch" else "onnx"
 
 
+def embedding_precision(config: BenchConfig) -> EmbeddingPrecision:
+    """The gateway's embedding precision in this run (`--gateway-env` may choose one)."""
+    default = CacheSettings().embedding_precision
+    chosen = gateway_env(config).get("GATEWAY_EMBEDDING_PRECISION", default).strip().lower()
+    return "int8" if chosen == "int8" else "fp32"
+
+
 async def _embedding_alone(
-    texts: Sequence[str], samples: int, backend: EmbeddingBackend
+    texts: Sequence[str],
+    samples: int,
+    backend: EmbeddingBackend,
+    precision: EmbeddingPrecision = "fp32",
 ) -> Summary:
     from cache.embedder import SentenceEmbedder
 
-    embedder = await asyncio.to_thread(
-        functools.partial(SentenceEmbedder.load, backend=backend, threads=1)
-    )
+    load = functools.partial(SentenceEmbedder.load, backend=backend, precision=precision, threads=1)
+    embedder = await asyncio.to_thread(load)
     try:
         for text in texts:
             await embedder.embed(text)
@@ -208,10 +217,12 @@ async def measure(
     # the embedding alone, in this process (client core), on the measured paraphrases
     texts = good or [asked for _stored, asked in PARAPHRASES]
     backend = embedding_backend(config)
+    precision = embedding_precision(config) if backend == "onnx" else "fp32"
     try:
-        out.embedding = await _embedding_alone(texts, _EMBED_SAMPLES, backend)
+        out.embedding = await _embedding_alone(texts, _EMBED_SAMPLES, backend, precision)
         out.embedding_note = (
-            f"SentenceEmbedder.load(backend={backend!r}, threads=1) in the bench process"
+            f"SentenceEmbedder.load(backend={backend!r}, precision={precision!r}, threads=1)"
+            " in the bench process"
             f" (CPU {config.client_cpu}), {_EMBED_SAMPLES} embeds of the {len(texts)}"
             " paraphrases one at a time"
         )
