@@ -35,7 +35,8 @@ from budgets.request_budget import RequestBudget
 from budgets.shed import Shed
 from budgets.slots import Slot
 from core.answers import Completion, Embeddings, StreamChunk
-from core.errors import BackendError, ContextLengthExceeded, DeadlineExceeded, GatewayError
+from core.backend_errors import BackendError
+from core.errors import ContextLengthExceeded, DeadlineExceeded, GatewayError
 from core.stages import StageName
 
 log = logging.getLogger("gateway.fleet")

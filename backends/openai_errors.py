@@ -9,13 +9,13 @@ from typing import Any
 
 import orjson
 
-from core.errors import (
+from core.backend_errors import (
     BackendError,
     BackendOverloaded,
     BackendRejected,
-    GatewayError,
     UpstreamModelNotFound,
 )
+from core.errors import GatewayError
 
 # Statuses that mean "this request is wrong", so its message belongs to the client.
 REJECTED = frozenset({400, 404, 413, 422})

@@ -16,14 +16,13 @@ from backends import openai_decode as decode
 from backends.base import GenerationRequest
 from backends.openai_http import OpenAIHTTPBackend
 from budgets.deadline import Deadline
-from core.errors import (
+from core.backend_errors import (
     BackendError,
     BackendOverloaded,
     BackendRejected,
-    GatewayError,
-    UnsupportedParameter,
     UpstreamModelNotFound,
 )
+from core.errors import GatewayError, UnsupportedParameter
 from core.protocol import ChatCompletionRequest
 from core.request_parsing import parse_request
 from standin.openai.server import MockOpenAIServer

@@ -13,7 +13,8 @@ import pytest
 from access.caller import Caller, KeyLimits, key_digest
 from access.settings import AccessSettings
 from backends.replica import Replica
-from core.errors import BackendError, DeadlineExceeded, GatewayError, NoHealthyBackend
+from core.backend_errors import BackendError, NoHealthyBackend
+from core.errors import DeadlineExceeded, GatewayError
 from core.stages import StageName
 from gateway.app import create_app
 from gateway.settings import Settings
