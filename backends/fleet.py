@@ -10,7 +10,7 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 from backends.admission_config import AdmissionConfig as AdmissionConfig
 from backends.base import EmbeddingCall, GenerationRequest
@@ -28,6 +28,7 @@ from backends.replica_choice import ReplicaChoice
 from backends.routes import ModelRoutes
 from backends.shared_outlook import SharedOutlook, admission_deadline
 from backends.silence import HangPolicy
+from backends.spent_quota import reported
 from budgets.deadline import Deadline
 from budgets.priority import Priority
 from budgets.recent import RecentQuantile
@@ -242,7 +243,7 @@ class Fleet:
                 error = _failure(exc)
                 self.outliers.failed(replica, exc)
                 if not self._may_retry(exc, replica, tried, model, budget.total, refusals):
-                    raise
+                    self._give_up(exc, earlier, model, tried)
                 earlier = (replica, exc)
             except DeadlineExceeded as exc:
                 error = _failure(exc)
@@ -322,7 +323,7 @@ class Fleet:
                 await close_quietly(chunks)
                 self.outliers.failed(replica, exc)
                 if not self._may_retry(exc, replica, tried, model, budget.total, refusals):
-                    raise
+                    self._give_up(exc, earlier, model, tried)
                 earlier = (replica, exc)
                 continue
             except ContextLengthExceeded as exc:
@@ -369,6 +370,19 @@ class Fleet:
         if others:
             log.info("retrying request on another replica of %s after: %s", model, exc)
         return bool(others)
+
+    def _give_up(
+        self,
+        failed: BackendError,
+        earlier: tuple[Replica, BackendError] | None,
+        model: str,
+        tried: list[Replica],
+    ) -> NoReturn:
+        """Raise what the client hears of `failed`, no other replica tried (`spent_quota`)."""
+        told = reported(failed, earlier, self.replicas(model), tried, self._clock())
+        if told is failed:
+            raise failed
+        raise told from failed
 
 
 def _failure(exc: GatewayError) -> str:
