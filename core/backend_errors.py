@@ -85,6 +85,27 @@ class BackendOverloaded(BackendError):
         return retry_headers(self.retry_after_s)
 
 
+class BackendQuotaExhausted(BackendError):
+    """The upstream's account has spent its quota (OpenAI's 429 `insufficient_quota`): not a
+    passing overload, so no Retry-After promises a recovery. Another replica may bill another
+    account and is tried; a replica that keeps answering so counts towards outlier ejection.
+    The client is told OpenAI's 429 `insufficient_quota`, with `x-should-retry: false` (the
+    official SDKs retry every other 429) unless a replica was left untried (`others_left`)."""
+
+    status = 429
+    type = "insufficient_quota"
+    code = "insufficient_quota"
+    others_left = False
+
+    @property
+    def public_message(self) -> str:
+        """The upstream's words are about its account's billing, not the client's: logged."""
+        return "The quota of the model provider behind this gateway is exhausted."
+
+    def headers(self) -> dict[str, str]:
+        return {} if self.others_left else {"x-should-retry": "false"}
+
+
 class BackendRejected(GatewayError):
     """The backend refused the request as invalid; its message (and its own `code` and
     `type`, when it gave them) goes to the client."""

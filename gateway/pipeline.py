@@ -184,16 +184,13 @@ class Pipeline:
         if timeline.record(StageName.PARSE, timeline.started) > self._budgets.parse_s:
             raise DeadlineExceeded(StageName.PARSE)
         outcome = await self._cache_stages.run(plan, budget, record)
-        response_headers = {
-            "x-request-id": record.request_id,
-            "x-cache": outcome.status,
-            **admission.headers(),
-        }
+        response_headers = {"x-request-id": record.request_id, "x-cache": outcome.status}
         cached = outcome.answer
         if cached is not None:
             record.note_answer(cached.completion)
             record.note_reused()
             self._limiter.settle(admission, 0)  # answered without the GPU
+            response_headers.update(admission.headers(0))
             response_headers["age"] = str(cached.age(time.time()))
             response_headers["server-timing"] = timeline.server_timing(total=True)
             if body.stream:
@@ -203,9 +200,13 @@ class Pipeline:
         if not body.stream:
             completion = await self._backend.complete(request, budget, outcome, record)
             record.note_answer(completion)
-            self._limiter.settle(admission, completion.usage.total_tokens)
+            used = completion.usage.total_tokens
+            self._limiter.settle(admission, used)
+            response_headers.update(admission.headers(used))  # what is left once settled
             response_headers["server-timing"] = timeline.server_timing(total=True)
             return _json(await presentation.body(completion), response_headers)
+        # A stream's headers go out before its usage is known: its reservation is held.
+        response_headers.update(admission.headers())
         source, tap = await self._backend.open_stream(request, budget, outcome, record)
         response_headers["server-timing"] = timeline.server_timing()
 
@@ -249,8 +250,9 @@ class Pipeline:
             self._limiter.settle(admission, 0)
             _describe_limits(exc, admission)
             raise
-        self._limiter.settle(admission, record.input_tokens or 0)
-        response.headers.update(admission.headers())
+        used = record.input_tokens or 0
+        self._limiter.settle(admission, used)
+        response.headers.update(admission.headers(used))
         return response
 
     async def describe_limits(self, exc: GatewayError, caller: Caller) -> None:
@@ -270,9 +272,9 @@ class Pipeline:
 
 
 def _describe_limits(exc: BaseException, admission: Admission) -> None:
-    """An error after admission carries the headers its answer would have had."""
+    """An error after admission carries the rate-limit headers, its reservation given back."""
     if isinstance(exc, GatewayError) and exc.caller_headers is None:
-        exc.caller_headers = admission.headers()
+        exc.caller_headers = admission.headers(0)
 
 
 def _json(body: bytes, headers: dict[str, str]) -> Response:
