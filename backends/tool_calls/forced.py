@@ -117,10 +117,11 @@ def _functions(body: ChatCompletionRequest) -> dict[str, dict[str, Any]]:
 
 
 def _parameters(function: dict[str, Any]) -> dict[str, Any]:
-    """The function's arguments schema, always an object's: a schema that names no type
-    (`{}`, `properties` alone) would let the engine write a string or a list, which no call
-    can carry (the request's check refused any other type, `core.json_schemas`)."""
+    """The function's arguments schema, always an object's: where the tool has none, or `{}`
+    (no arguments, as the request's check reads it, `core.json_schemas`), an empty object's,
+    so the engine writes no string or list, which no call can carry; any other schema says
+    `type: "object"` (the check refused the rest)."""
     parameters = function.get("parameters")
-    if not isinstance(parameters, dict):
-        return {"type": "object", "properties": {}}
-    return parameters if parameters.get("type") == "object" else {**parameters, "type": "object"}
+    if isinstance(parameters, dict) and parameters:
+        return parameters
+    return {"type": "object", "properties": {}}
