@@ -37,14 +37,16 @@ def forced_schema(body: ChatCompletionRequest) -> dict[str, Any] | None:
     if body.tool_choice != "required":
         return None
     # A tool's schema is no longer the root here, so one whose references point into it (`#`,
-    # `#/$defs/...`, `#/definitions/...`, `#/properties/...`) moves to the root's `$defs`, its
-    # pointers rebased there: they name what they named in the tool, and no two tools' names
-    # meet. `$defs/<name>`, not the array's path: some engines' pointers cannot index a list.
+    # `#/$defs/...`, `#/definitions/...`, `#/properties/...`) or that declares anchors moves
+    # to the root's `$defs`, its pointers rebased there and its anchors renamed for it (`node`
+    # -> `tool.<name>.node`, `#node` too): they name what they named in the tool, and no two
+    # tools' names meet (anchors share one document: two tools' `node` would). `$defs/<name>`,
+    # not the array's path: some engines' pointers cannot index a list.
     definitions: dict[str, Any] = {}
     options = []
     for name, function in functions.items():
         parameters = _parameters(function)
-        moved = rebased(parameters, f"/$defs/{name}")
+        moved = rebased(parameters, f"/$defs/{name}", f"tool.{name}.")
         if moved is not None:
             definitions[name] = moved
             parameters = {"$ref": f"#/$defs/{name}"}
