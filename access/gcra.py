@@ -124,6 +124,12 @@ def refund(limit: Limit, tat: float, units: int, now: float) -> float:
     return max((tat if tat > now else now) - units * limit.interval_s, now)
 
 
+def settled(state: LimitState, units: int) -> LimitState:
+    """`state` as it would read had `units` been given back when it was decided (negative:
+    charged more), as `refund` moves the TAT."""
+    return state_after(state.limit, state.reset_s - units * state.limit.interval_s)
+
+
 def state_after(limit: Limit, used_s: float) -> LimitState:
     """A limit whose TAT lies `used_s` ahead of now."""
     used_s = max(used_s, 0.0)

@@ -5,19 +5,22 @@ from __future__ import annotations
 
 import math
 
-from access.gcra import Decision, LimitState
+from access.gcra import Decision, LimitState, settled
 
 # The per-minute limits are the ones OpenAI's headers describe; a daily token limit shows in
 # the 429's message when it is the one that refused.
 _HEADED = {"requests_per_minute": "requests", "tokens_per_minute": "tokens"}
 
 
-def limit_headers(decision: Decision) -> dict[str, str]:
+def limit_headers(decision: Decision, refunded: int = 0) -> dict[str, str]:
     """Per unit, the per-minute limit with the least left (the key's or its tenant's): its
-    configured amount, and what is left of it, or, deciding alone, of this process's share."""
+    configured amount, and what is left of it, or, deciding alone, of this process's share;
+    with `refunded` tokens of the reservation given back (an answer settled)."""
     binding: dict[str, LimitState] = {}
     for state in decision.states:
         unit = _HEADED.get(state.limit.name)
+        if refunded and unit == "tokens":
+            state = settled(state, refunded)
         if unit is not None and (unit not in binding or state.remaining < binding[unit].remaining):
             binding[unit] = state
     headers: dict[str, str] = {}

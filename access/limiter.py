@@ -53,8 +53,13 @@ class Admission:
     decision: Decision | None = None
     shared: bool = False  # decided in Redis rather than by this replica alone
 
-    def headers(self) -> dict[str, str]:
-        return {} if self.decision is None else limit_headers(self.decision)
+    def headers(self, used_tokens: int | None = None) -> dict[str, str]:
+        """The rate-limit headers as the admission left the limits (its whole reservation
+        held), or, given what the answer used, as settling it leaves them."""
+        if self.decision is None:
+            return {}
+        unused = 0 if used_tokens is None else self.reserved_tokens - used_tokens
+        return limit_headers(self.decision, unused)
 
 
 UNLIMITED = Admission()

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 
 from backends.replica import Replica
 from backends.served import served_by
-from core.errors import BackendError, ContextLengthExceeded, GatewayError
+from core.backend_errors import BackendError
+from core.errors import ContextLengthExceeded, GatewayError
 
 
 def context_of(replica: Replica) -> int:

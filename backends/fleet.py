@@ -1,44 +1,40 @@
-"""Sends a request to a replica (chosen by `backends.replica_choice`), admits it there, and
-retries once before the first byte; the replicas themselves are kept by
+"""Sends a request to its model's replicas and retries once before the first byte: each
+attempt's replica and slot come from `backends.attempts`, the replicas themselves are kept by
 `backends.fleet_members`."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 from backends.admission_config import AdmissionConfig as AdmissionConfig
+from backends.attempts import Attempts
 from backends.base import EmbeddingCall, GenerationRequest
-from backends.context_fit import fitting, refusal, wider_context
+from backends.context_fit import refusal, wider_context
 from backends.fleet_members import Members
 from backends.hang_watch import HangWatch
 from backends.learning import Learning
 from backends.open_stream import OpenStream, close_quietly
 from backends.outliers import OutlierPolicy, Outliers
-from backends.outlook import Demand, Outlook
-from backends.overloaded import overloaded
+from backends.outlook import Demand
 from backends.prefix.prompt import PromptBlocks
 from backends.replica import Replica
 from backends.replica_choice import ReplicaChoice
 from backends.routes import ModelRoutes
-from backends.shared_outlook import SharedOutlook, admission_deadline
 from backends.silence import HangPolicy
-from budgets.deadline import Deadline
+from backends.spent_quota import reported
 from budgets.priority import Priority
 from budgets.recent import RecentQuantile
 from budgets.request_budget import RequestBudget
-from budgets.shed import Shed
-from budgets.slots import Slot
 from core.answers import Completion, Embeddings, StreamChunk
-from core.errors import BackendError, ContextLengthExceeded, DeadlineExceeded, GatewayError
+from core.backend_errors import BackendError
+from core.errors import ContextLengthExceeded, DeadlineExceeded, GatewayError
 from core.stages import StageName
 
-log = logging.getLogger("gateway.fleet")
 T = TypeVar("T")
 
 
@@ -66,7 +62,6 @@ class Fleet:
         self._health_interval_s = health_interval_s
         self.routes = routes or ModelRoutes()
         config = admission or AdmissionConfig(enabled=False, predict=False)
-        self._predict = config.enabled and config.predict
         self.members = Members(
             replicas,
             health_interval_s=health_interval_s,
@@ -84,11 +79,17 @@ class Fleet:
             clock=clock,
             chance=chance,
         )
+        self._attempts = Attempts(
+            self.members,
+            self.choice,
+            retry_attempts=retry_attempts,
+            predict=config.enabled and config.predict,
+            clock=clock,
+        )
         self.outliers = Outliers(outliers or OutlierPolicy(), self.members.replicas, clock)
         self.learning = Learning(self.outliers, self.choice.lengths)
         self.hangs = HangWatch(hangs or HangPolicy(), self.outliers, self.choice.lengths, clock)
         self._hang_sweeps: asyncio.Task[None] | None = None
-        self._retry_attempts = retry_attempts
 
     def declare(self, model: str) -> None:
         """Serve `model` even while it has no replica (a DNS set not resolved yet): requests
@@ -157,41 +158,6 @@ class Fleet:
             self.replicas(model), model, exclude, priority, demand, budget, prefix
         )
 
-    async def _admit(
-        self,
-        replica: Replica,
-        budget: RequestBudget,
-        demand: Demand | None = None,
-        cached_share: float | None = None,
-    ) -> Slot:
-        """A slot on `replica`, or 429 at once when the request cannot make its budget (400
-        when no wait could help); `cached_share` is the prompt's share routing found there."""
-        timeline = budget.timeline
-        timeline.replica = replica.url
-        started = timeline.clock()
-        goal = None
-        if demand is not None and self._predict:
-            goal = self._goal(replica, demand, budget, cached_share)
-        try:
-            deadline = admission_deadline(budget)
-            return await replica.admission.acquire(budget.priority, deadline, goal)
-        except Shed as exc:
-            raise overloaded(exc, budget, goal) from None
-        finally:
-            timeline.record(StageName.ADMISSION, started)
-
-    def _goal(
-        self, replica: Replica, demand: Demand, budget: RequestBudget, cached_share: float | None
-    ) -> Outlook | SharedOutlook:
-        """What admission judges a request by on `replica`: its outlook there, or for a call
-        shared by several callers theirs, by the one with the most time to spare."""
-        if budget.served is None:
-            return self.choice.outlook(replica, demand, budget, cached_share)
-        served, outlook = budget.served, self.choice.outlook
-        return SharedOutlook(
-            lambda: [(b, outlook(replica, demand, b, cached_share)) for b in served()]
-        )
-
     async def prompt_blocks(self, request: GenerationRequest) -> PromptBlocks | None:
         """The prompt's block keys for prefix-aware routing (`ReplicaChoice.prompt_blocks`)."""
         return await self.choice.prompt_blocks(self.replicas(request.body.model), request)
@@ -232,7 +198,7 @@ class Fleet:
         refusals = 0  # replicas tried that refused it as too long (no retry spent on them)
         earlier: tuple[Replica, BackendError] | None = None  # the last failure retried
         while True:
-            replica, slot = await self._dispatch(model, tried, budget, demand, prefix, needed)
+            replica, slot = await self._attempts.next(model, tried, budget, demand, prefix, needed)
             started = budget.timeline.clock()
             error: str | None = None  # what the attempt's span says it ended with
             try:
@@ -241,8 +207,8 @@ class Fleet:
             except BackendError as exc:
                 error = _failure(exc)
                 self.outliers.failed(replica, exc)
-                if not self._may_retry(exc, replica, tried, model, budget.total, refusals):
-                    raise
+                if not self._attempts.may_retry(exc, tried, model, budget.total, refusals):
+                    self._give_up(exc, earlier, model, tried)
                 earlier = (replica, exc)
             except DeadlineExceeded as exc:
                 error = _failure(exc)
@@ -264,27 +230,6 @@ class Fleet:
                 slot.release()
                 budget.timeline.record(StageName.BACKEND, started, error)
 
-    async def _dispatch(
-        self,
-        model: str,
-        tried: list[Replica],
-        budget: RequestBudget,
-        demand: Demand | None,
-        prefix: PromptBlocks | None,
-        needed: int = 0,
-    ) -> tuple[Replica, Slot]:
-        """The next replica to try (one of `needed` tokens of context at least, when one
-        refused the request as too long), and a slot on it; the prompt's blocks count as sent
-        there from now on (`backends.prefix.expected`)."""
-        replicas = fitting(self.replicas(model), needed)
-        choice = self.choice.choose(replicas, model, tried, budget.priority, demand, budget, prefix)
-        replica = choice.replica
-        tried.append(replica)
-        slot = await self._admit(replica, budget, demand, choice.cached_share)
-        if prefix is not None:
-            prefix.sent_to(replica.prefix, self._clock())
-        return replica, slot
-
     async def open_stream(self, request: GenerationRequest, budget: RequestBudget) -> OpenStream:
         """A stream whose first chunk has already arrived, so failures so far were retried.
 
@@ -299,7 +244,7 @@ class Fleet:
         needed = refusals = 0  # as in `_with_retry`
         earlier: tuple[Replica, BackendError] | None = None
         while True:
-            replica, slot = await self._dispatch(model, tried, budget, demand, prefix, needed)
+            replica, slot = await self._attempts.next(model, tried, budget, demand, prefix, needed)
             started, room = timeline.clock(), replica.engine_has_room()
             chunks = replica.backend.stream(request, budget.total)
             error: str | None = None
@@ -321,8 +266,8 @@ class Fleet:
                 slot.release()
                 await close_quietly(chunks)
                 self.outliers.failed(replica, exc)
-                if not self._may_retry(exc, replica, tried, model, budget.total, refusals):
-                    raise
+                if not self._attempts.may_retry(exc, tried, model, budget.total, refusals):
+                    self._give_up(exc, earlier, model, tried)
                 earlier = (replica, exc)
                 continue
             except ContextLengthExceeded as exc:
@@ -349,26 +294,18 @@ class Fleet:
             )
             return OpenStream(slot, first, chunks, finished, failed)
 
-    def _may_retry(
+    def _give_up(
         self,
-        exc: BackendError,
-        replica: Replica,
-        tried: list[Replica],
+        failed: BackendError,
+        earlier: tuple[Replica, BackendError] | None,
         model: str,
-        deadline: Deadline,
-        refusals: int = 0,
-    ) -> bool:
-        """Whether a request `replica` failed with `exc` is tried on another: the retries
-        (attempts but the `refusals` of a prompt as too long) are not spent, time is left,
-        and another replica is routable."""
-        retries = len(tried) - refusals
-        if not exc.retryable or retries > self._retry_attempts or deadline.expired:
-            return False
-        now = self._clock()
-        others = [r for r in self.replicas(model) if r.routable(now) and r not in tried]
-        if others:
-            log.info("retrying request on another replica of %s after: %s", model, exc)
-        return bool(others)
+        tried: list[Replica],
+    ) -> NoReturn:
+        """Raise what the client hears of `failed`, no other replica tried (`spent_quota`)."""
+        told = reported(failed, earlier, self.replicas(model), tried, self._clock())
+        if told is failed:
+            raise failed
+        raise told from failed
 
 
 def _failure(exc: GatewayError) -> str:

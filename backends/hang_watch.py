@@ -30,7 +30,7 @@ from backends.whole_answer import complete_within_budget
 from budgets.recent import RecentQuantile
 from budgets.request_budget import RequestBudget
 from core.answers import Completion, Endpoint
-from core.errors import BackendError
+from core.backend_errors import BackendError
 
 log = logging.getLogger("gateway.fleet")
 

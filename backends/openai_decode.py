@@ -23,7 +23,8 @@ from core.answers import (
     StreamChunk,
     Usage,
 )
-from core.errors import BackendError, GatewayError, UnsupportedParameter
+from core.backend_errors import BackendError
+from core.errors import GatewayError, UnsupportedParameter
 
 
 def completion(body: bytes, endpoint: Endpoint) -> Completion:

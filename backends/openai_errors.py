@@ -9,18 +9,21 @@ from typing import Any
 
 import orjson
 
-from core.errors import (
+from core.backend_errors import (
     BackendError,
     BackendOverloaded,
+    BackendQuotaExhausted,
     BackendRejected,
-    GatewayError,
     UpstreamModelNotFound,
 )
+from core.errors import GatewayError
 
 # Statuses that mean "this request is wrong", so its message belongs to the client.
 REJECTED = frozenset({400, 404, 413, 422})
 # Statuses that mean "no room now": told to the client as the gateway's own overload.
 OVERLOADED = frozenset({429, 503})
+# OpenAI's code and type for an account whose quota is spent (a 429 too, but no overload).
+QUOTA = "insufficient_quota"
 
 # The status an in-band error stands for by its `code`, for OpenAI's codes that say more
 # than their type (a model not found is an `invalid_request_error` too)...
@@ -127,10 +130,14 @@ def in_band_status(error: Any) -> int:
 def as_gateway_error(
     status: int, error: UpstreamError, retry_after_s: float | None = None, where: str = ""
 ) -> GatewayError:
-    """The error for `error` with `status`: the client's own fault (its message, param, code
+    """The error for `error` with `status`: a spent quota (by its code or type, whatever the
+    status: no overload, so no Retry-After), the client's own fault (its message, param, code
     and type pass through), a model the upstream lacks, overload (429 or 503, with the
     upstream's Retry-After), or a failure of the backend, retried on another replica where
     another might not repeat it. `where` says how an in-band error came, for the log."""
+    if QUOTA in (error.code, error.kind):
+        said = f"spent its quota {where}" if where else f"answered HTTP {status}"
+        return BackendQuotaExhausted(f"Backend {said}: {QUOTA}: {error.message}")
     if status == 404 and _names_no_model(error):
         return UpstreamModelNotFound(error.message)
     if status in REJECTED:

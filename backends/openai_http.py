@@ -29,13 +29,8 @@ from core.answers import (
     Endpoint,
     StreamChunk,
 )
-from core.errors import (
-    BackendCutOff,
-    BackendError,
-    BackendUnavailable,
-    DeadlineExceeded,
-    GatewayError,
-)
+from core.backend_errors import BackendCutOff, BackendError, BackendUnavailable
+from core.errors import DeadlineExceeded, GatewayError
 from core.protocol import ChatCompletionRequest, CompletionRequest
 
 log = logging.getLogger("gateway.backends.openai_http")

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from backends.replica import Replica
-from core.errors import BackendError, BackendOverloaded, BackendUnavailable, DeadlineExceeded
+from core.backend_errors import BackendError, BackendOverloaded, BackendUnavailable
+from core.errors import DeadlineExceeded
 from core.stages import StageName
 
 log = logging.getLogger("gateway.fleet")

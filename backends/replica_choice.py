@@ -22,7 +22,8 @@ from backends.slow_start import ramped
 from budgets.priority import Priority
 from budgets.recent import RecentQuantile
 from budgets.request_budget import RequestBudget
-from core.errors import BackendError, ContextLengthExceeded, NoHealthyBackend
+from core.backend_errors import BackendError, NoHealthyBackend
+from core.errors import ContextLengthExceeded
 
 # Predictions within this fraction of the fastest count as the fastest: identical replicas'
 # estimates differ by noise, and their load must decide between them.

@@ -11,7 +11,8 @@ from budgets.queue_wait import RunningEnds
 
 
 class Occupancy:
-    """The slot accounting of one replica's `AdmissionQueue`, which adds the waiting lines."""
+    """The slot accounting of one replica's `AdmissionQueue`; `WaitingLines` adds the waiting
+    lines."""
 
     def __init__(
         self,

@@ -1,5 +1,5 @@
 """How long a newcomer would wait in a replica's queue: when the running requests are
-predicted to end, and the arithmetic behind `AdmissionQueue.predicted_wait`."""
+predicted to end, and the arithmetic behind `WaitingLines.predicted_wait`."""
 
 from __future__ import annotations
 

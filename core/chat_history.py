@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from core.errors import InvalidRequest, UnsupportedParameter
+from core.history_calls import call_ids
 
 
 class ChatTurn(Protocol):
@@ -90,10 +91,8 @@ def check_roles(messages: Sequence[ChatTurn]) -> None:
                     "An assistant message needs content or tool_calls.",
                     param=f"messages[{i}].content",
                 )
-            for j, call in enumerate(message.tool_calls or ()):
-                _check_arguments(call, f"messages[{i}].tool_calls[{j}]")
-                if isinstance(call.get("id"), str):
-                    unanswered[call["id"]] = i
+            for call_id in call_ids(message.tool_calls or (), f"messages[{i}].tool_calls"):
+                unanswered[call_id] = i
             continue
         if message.content is None and message.role != "function":  # its content may be null
             raise InvalidRequest(
@@ -124,23 +123,3 @@ def _unanswered_calls(unanswered: dict[str, int]) -> None:
         + ", ".join(unanswered),
         param=f"messages[{min(unanswered.values())}].tool_calls",
     )
-
-
-def _check_arguments(call: dict[str, Any], where: str) -> None:
-    """A call's `arguments` is the JSON string OpenAI sends, not an object or null (OpenAI
-    refuses them, though vLLM takes them)."""
-    function = call.get("function")
-    if not isinstance(function, dict) or "arguments" not in function:
-        return
-    arguments = function["arguments"]
-    if not isinstance(arguments, str):
-        kind = "an object" if isinstance(arguments, dict) else "an array"
-        if arguments is None:
-            kind = "null"
-        elif not isinstance(arguments, dict | list):
-            kind = "a non-string value"
-        raise InvalidRequest(
-            f"Invalid type for '{where}.function.arguments': expected a string, but got {kind} "
-            "instead.",
-            param=f"{where}.function.arguments",
-        )

@@ -36,15 +36,14 @@ _CACHED_TEXT = 16_384
 
 def check_function_parameters(parameters: dict[str, Any], name: str, param: str) -> None:
     """A 400 `invalid_function_parameters` naming `param` unless `parameters` is a valid
-    JSON Schema of an object (a call's arguments are one; a schema that says no `type` is
-    read as an object's, as an omitted `parameters` is); its message says where in the
-    schema and why, in OpenAI's words."""
+    JSON Schema that says `type: "object"` (a call's arguments are one), or `{}`, which says
+    nothing and is read as no arguments, as an omitted `parameters` is; its message says
+    where in the schema and why, in OpenAI's words. As OpenAI, a schema naming no type
+    (`properties` alone, a root `anyOf`) is refused (`got 'type: "None"'`)."""
     problem = schema_problem(parameters)
-    if problem is None and parameters.get("type", "object") != "object":
-        problem = (
-            "schema must be a JSON Schema of 'type: \"object\"', "
-            f"got 'type: \"{parameters['type']}\"'."
-        )
+    kind = parameters.get("type") if parameters else "object"
+    if problem is None and kind != "object":
+        problem = f"schema must be a JSON Schema of 'type: \"object\"', got 'type: \"{kind}\"'."
     if problem is not None:
         raise InvalidFunctionParameters(
             f"Invalid schema for function {name!r}: {problem}", param=param

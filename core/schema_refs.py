@@ -75,13 +75,17 @@ def reference_problem(schema: dict[str, Any]) -> str | None:
     return None
 
 
-def rebased(schema: dict[str, Any], base: str) -> dict[str, Any] | None:
+def rebased(schema: dict[str, Any], base: str, prefix: str) -> dict[str, Any] | None:
     """A copy of `schema` (whose references resolve) to be placed at the JSON Pointer `base`
-    (`/$defs/name`) of another schema: each pointer it follows (`#`, `#/a/b`) gets `base` in
-    front, so it names the same place there; anchors and data are as they were. None when it
-    follows no pointer: it reads the same anywhere."""
-    holders = {id(holder) for _, ref, holder, _ in _references(schema) if _is_pointer(ref)}
-    if not holders:
+    (`/$defs/name`) of another schema, beside others: each pointer it follows (`#`, `#/a/b`)
+    gets `base` in front, so it names the same place there, and each anchor it declares, and
+    each `#anchor` it follows, gets `prefix` in front (`node` -> `tool.f.node`), so that two
+    schemas declaring one anchor name each still find their own; data is as it was. None when
+    it follows no pointer and declares no anchor: it reads the same anywhere."""
+    declared: list[dict[str, Any]] = []
+    holders = {id(holder) for _, ref, holder, _ in _references(schema, declared) if _is_local(ref)}
+    declaring = {id(node) for node in declared}
+    if not holders and not declaring:  # (an `#anchor` it follows is one it declares)
         return None
     copy: dict[str, Any] = {}
     stack: list[tuple[Any, Any]] = [(schema, copy)]
@@ -91,28 +95,43 @@ def rebased(schema: dict[str, Any], base: str) -> dict[str, Any] | None:
             if isinstance(value, dict | list):
                 target[key] = {} if isinstance(value, dict) else [None] * len(value)
                 stack.append((value, target[key]))
-            elif id(source) in holders and _is_reference(key) and _is_pointer(value):
-                target[key] = f"#{base}{value[1:]}"
+            elif id(source) in holders and _kind(key) == _REF and _is_local(value):
+                target[key] = f"#{base if _is_pointer(value) else prefix}{value[1:]}"
+            elif id(source) in declaring and _kind(key) == _ANCHOR and isinstance(value, str):
+                target[key] = prefix + value
+            elif id(source) in declaring and _kind(key) == _ID and _is_local(value):
+                target[key] = f"#{prefix}{value[1:]}"
             else:
                 target[key] = value
     return copy
 
 
-def _is_reference(key: str | int) -> bool:
-    return isinstance(key, str) and _KEYWORDS.get(key) == _REF
+def _kind(key: str | int) -> int | None:
+    """What a schema's keyword holds (`_REF`, `_ANCHOR`, ...); None for any other key."""
+    return _KEYWORDS.get(key) if isinstance(key, str) else None
+
+
+def _is_local(ref: Any) -> bool:
+    """Whether a reference is within the schema; an `$id` that is, `#name`, is an anchor
+    (drafts 4-7)."""
+    return isinstance(ref, str) and ref.startswith("#")
 
 
 def _is_pointer(ref: Any) -> bool:
     return isinstance(ref, str) and (ref == "#" or ref.startswith("#/"))
 
 
-def _references(schema: dict[str, Any]) -> Iterator[tuple[Path, str, dict[str, Any], bool]]:
+def _references(
+    schema: dict[str, Any], declared: list[dict[str, Any]] | None = None
+) -> Iterator[tuple[Path, str, dict[str, Any], bool]]:
     """Every reference the engine follows in `schema`: where it is, what it says, the object
-    that holds it and whether it resolves within the schema (never when it is not local)."""
+    that holds it and whether it resolves within the schema (never when it is not local).
+    Each subschema walked that declares an anchor is added to `declared`."""
     references: list[tuple[Path, str, dict[str, Any]]] = []
-    anchors: set[str] = set()
+    declared = [] if declared is None else declared
     seen: set[int] = set()
-    _walk((), schema, references, anchors, seen)
+    _walk((), schema, references, declared, seen)
+    anchors = {name for node in declared for name in _anchors(node)}
     # A pointer's target is compiled as a schema wherever it lies (in an `enum` entry, under a
     # key no keyword names), so its references are followed too; a target already walked (a
     # recursion, a shared definition) is not walked again. Anchors count only where a
@@ -127,7 +146,7 @@ def _references(schema: dict[str, Any]) -> Iterator[tuple[Path, str, dict[str, A
         elif fragment.startswith("/") or not fragment:
             target = _pointer(schema, fragment)
             if target is not None:
-                _walk(target[0], target[1], references, set(), seen)
+                _walk(target[0], target[1], references, declared, seen)
             yield path, ref, holder, target is not None
         else:
             yield path, ref, holder, unquote(fragment) in anchors
@@ -137,33 +156,45 @@ def _walk(
     start: Path,
     schema: Any,
     references: list[tuple[Path, str, dict[str, Any]]],
-    anchors: set[str],
+    declared: list[dict[str, Any]],
     seen: set[int],
 ) -> None:
     """Adds the references of every subschema of `schema` not `seen` yet (where each is, what
-    it says) and its anchors. A stack, not recursion: a schema nests as deep as its JSON may."""
+    it says, its holder) and each subschema that declares an anchor. A stack, not recursion:
+    a schema nests as deep as its JSON may."""
     stack: list[tuple[Path, Any]] = [(start, schema)]
     while stack:
         path, node = stack.pop()
         if not isinstance(node, dict) or id(node) in seen:
             continue
         seen.add(id(node))
+        declares = False
         for key, value in node.items():
             kind = _KEYWORDS.get(key)
             if kind is None:
                 continue
             if kind == _REF and isinstance(value, str):
                 references.append((path, value, node))
-            elif kind == _ANCHOR and isinstance(value, str):
-                anchors.add(value)
-            elif kind == _ID and isinstance(value, str) and value.startswith("#"):
-                anchors.add(value[1:])
+            elif (kind == _ANCHOR and isinstance(value, str)) or (kind == _ID and _is_local(value)):
+                declares = True
             elif kind == _ONE or (kind == _LIST and isinstance(value, dict)):
                 stack.append(((*path, key), value))  # `items`: one schema, or a list
             elif kind == _LIST and isinstance(value, list):
                 stack.extend(((*path, key, i), sub) for i, sub in enumerate(value))
             elif kind == _NAMED and isinstance(value, dict):
                 stack.extend(((*path, key, name), sub) for name, sub in value.items())
+        if declares:
+            declared.append(node)
+
+
+def _anchors(node: dict[str, Any]) -> Iterator[str]:
+    """The anchors a subschema declares: `$anchor`, `$dynamicAnchor`, an `$id` of `#name`."""
+    for key, value in node.items():
+        kind = _kind(key)
+        if kind == _ANCHOR and isinstance(value, str):
+            yield value
+        elif kind == _ID and _is_local(value):
+            yield value[1:]
 
 
 def _pointer(schema: dict[str, Any], pointer: str) -> tuple[Path, dict[str, Any] | bool] | None:

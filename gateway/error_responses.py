@@ -11,8 +11,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from core.backend_errors import BackendError
 from core.errors import (
-    BackendError,
     DeadlineExceeded,
     DeadlineTooShort,
     GatewayError,

@@ -13,7 +13,8 @@ import orjson
 
 from access.caller import Caller
 from backends.fleet import Fleet
-from core.errors import ModelNotFound, UpstreamModelNotFound
+from core.backend_errors import UpstreamModelNotFound
+from core.errors import ModelNotFound
 from core.protocol import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
 
 log = logging.getLogger("gateway.model_access")

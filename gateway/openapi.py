@@ -44,7 +44,7 @@ _ERROR_STATUSES = {
     "408": "The body did not arrive within the parse budget.",
     "413": "The body is over the size limit.",
     "415": "The body is not application/json.",
-    "429": "Rate limited or overloaded.",
+    "429": "Rate limited, overloaded, or the upstream quota spent.",
     "502": "The backend failed.",
     "503": "No healthy backend.",
     "504": "A stage ran out of its deadline.",

@@ -1,5 +1,6 @@
 """Orders the stages of a generation request under its budget: parse, exact cache, semantic
-cache, admission and first token (in the fleet), stream, write-back."""
+cache (`gateway.cache_stages`), admission and first token (in the fleet, called by
+`gateway.backend_stage`), stream, write-back."""
 
 from __future__ import annotations
 
@@ -15,14 +16,13 @@ from backends.base import GenerationRequest
 from backends.fleet import Fleet
 from budgets.deadline import Clock
 from budgets.request_budget import RequestBudget
-from cache.coalesce import SingleFlight, StreamFlight
 from cache.layer import CacheLayer
-from cache.outcome import CacheOutcome
-from core.answers import Completion, Endpoint, StreamChunk
+from core.answers import Endpoint
 from core.errors import DeadlineExceeded, GatewayError, TooManyMessages
 from core.protocol import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
 from core.request_parsing import parse_request
 from core.stages import StageName
+from gateway.backend_stage import BackendStage
 from gateway.cache_stages import CacheStages
 from gateway.caller_tokens import (
     check_max_tokens,
@@ -32,14 +32,6 @@ from gateway.caller_tokens import (
     used_tokens,
     within_key_cap,
 )
-from gateway.coalescing import (
-    Audiences,
-    OwnCallIds,
-    own_call_ids,
-    shared_budget,
-    shared_stream,
-    within,
-)
 from gateway.embeddings import embeddings_response
 from gateway.model_access import Body, as_asked, routed, with_model
 from gateway.presentation import CompletionsPresentation, Presentation
@@ -47,8 +39,7 @@ from gateway.priority import client_timeout_s, request_priority
 from gateway.request_headers import trace_context
 from gateway.settings import Settings
 from gateway.sse import replay_response
-from gateway.stream_pump import ChunkSource, StreamPump
-from obs.observer import writeback_trace
+from gateway.stream_pump import StreamPump
 from obs.request_record import RequestRecord
 from obs.tracing import Tracing, inject
 
@@ -73,12 +64,8 @@ class Pipeline:
         self._cache = cache
         self._tracing = tracing
         self._clock = clock
-        self._coalesce = settings.cache.coalesce
-        self._flights: SingleFlight[Completion] = SingleFlight()
-        self._stream_flights: StreamFlight[StreamChunk] = StreamFlight()
-        self._audiences = Audiences()  # who waits on each shared call: admission judges by them
-        self._stream_audiences = Audiences()
         self._cache_stages = CacheStages(cache, self._budgets, clock)
+        self._backend = BackendStage(fleet, cache, tracing, settings.cache.coalesce)
 
     def begin(
         self, headers: Mapping[str, str], started: float | None, caller: Caller
@@ -197,16 +184,13 @@ class Pipeline:
         if timeline.record(StageName.PARSE, timeline.started) > self._budgets.parse_s:
             raise DeadlineExceeded(StageName.PARSE)
         outcome = await self._cache_stages.run(plan, budget, record)
-        response_headers = {
-            "x-request-id": record.request_id,
-            "x-cache": outcome.status,
-            **admission.headers(),
-        }
+        response_headers = {"x-request-id": record.request_id, "x-cache": outcome.status}
         cached = outcome.answer
         if cached is not None:
             record.note_answer(cached.completion)
             record.note_reused()
             self._limiter.settle(admission, 0)  # answered without the GPU
+            response_headers.update(admission.headers(0))
             response_headers["age"] = str(cached.age(time.time()))
             response_headers["server-timing"] = timeline.server_timing(total=True)
             if body.stream:
@@ -214,27 +198,16 @@ class Pipeline:
                 return await replay_response(cached.replay(), replay, response_headers)
             return _json(await presentation.body(cached.completion), response_headers)
         if not body.stream:
-            completion = await self._complete(request, budget, outcome, record)
+            completion = await self._backend.complete(request, budget, outcome, record)
             record.note_answer(completion)
-            self._limiter.settle(admission, completion.usage.total_tokens)
+            used = completion.usage.total_tokens
+            self._limiter.settle(admission, used)
+            response_headers.update(admission.headers(used))  # what is left once settled
             response_headers["server-timing"] = timeline.server_timing(total=True)
             return _json(await presentation.body(completion), response_headers)
-        tap = self._cache.tap(outcome, writeback_trace(self._tracing, record))
-        source: ChunkSource
-        if plan.key is None or not self._coalesce:
-            source = await self._fleet.open_stream(request, budget)
-        else:
-            # One backend stream per identical request in flight; it feeds the tap once.
-            key = f"{plan.tenant}:{plan.key}"
-            served = self._stream_audiences.of(key)
-            start = shared_stream(self._fleet, request, budget, served)
-            with self._stream_audiences.waiting(key, budget):
-                flight = self._stream_flights.open(key, start, tap)
-                subscription = await within(flight, budget.first_token)
-            source = OwnCallIds(subscription) if subscription.shared else subscription
-            if subscription.shared:
-                record.note_reused()
-            tap = None
+        # A stream's headers go out before its usage is known: its reservation is held.
+        response_headers.update(admission.headers())
+        source, tap = await self._backend.open_stream(request, budget, outcome, record)
         response_headers["server-timing"] = timeline.server_timing()
 
         def settle() -> None:
@@ -277,8 +250,9 @@ class Pipeline:
             self._limiter.settle(admission, 0)
             _describe_limits(exc, admission)
             raise
-        self._limiter.settle(admission, record.input_tokens or 0)
-        response.headers.update(admission.headers())
+        used = record.input_tokens or 0
+        self._limiter.settle(admission, used)
+        response.headers.update(admission.headers(used))
         return response
 
     async def describe_limits(self, exc: GatewayError, caller: Caller) -> None:
@@ -296,40 +270,11 @@ class Pipeline:
         """The body as the version that serves this caller names it (`model_access.routed`)."""
         return routed(body, caller, self._fleet)
 
-    async def _complete(
-        self,
-        request: GenerationRequest,
-        budget: RequestBudget,
-        outcome: CacheOutcome,
-        record: RequestRecord,
-    ) -> Completion:
-        trace = writeback_trace(self._tracing, record)
-        plan = outcome.plan
-        if plan.key is None or not self._coalesce:
-            completion = await self._fleet.complete(request, budget)
-            self._cache.remember(outcome, completion, trace)
-            return completion
-        key = f"{plan.tenant}:{plan.key}"
-        served = self._audiences.of(key)
-
-        async def call() -> Completion:
-            completion = await self._fleet.complete(request, shared_budget(budget, served))
-            self._cache.remember(outcome, completion, trace)
-            return completion
-
-        with self._audiences.waiting(key, budget):
-            flight = self._flights.do_shared(key, call)
-            completion, joined = await within(flight, budget.total)
-        if not joined:
-            return completion
-        record.note_reused()
-        return own_call_ids(completion)
-
 
 def _describe_limits(exc: BaseException, admission: Admission) -> None:
-    """An error after admission carries the headers its answer would have had."""
+    """An error after admission carries the rate-limit headers, its reservation given back."""
     if isinstance(exc, GatewayError) and exc.caller_headers is None:
-        exc.caller_headers = admission.headers()
+        exc.caller_headers = admission.headers(0)
 
 
 def _json(body: bytes, headers: dict[str, str]) -> Response:

@@ -16,10 +16,10 @@ from access.caller import Caller
 from access.registry import KeyRegistry
 from backends.fleet import Fleet
 from budgets.request_budget import RequestBudget
+from core.backend_errors import NoHealthyBackend
 from core.errors import (
     GatewayError,
     ModelNotFound,
-    NoHealthyBackend,
     PayloadTooLarge,
     RouteNotFound,
     UnsupportedMediaType,

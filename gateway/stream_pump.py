@@ -23,7 +23,8 @@ from starlette.types import Receive, Scope, Send
 
 from budgets.request_budget import RequestBudget
 from core.answers import StreamChunk, Usage
-from core.errors import BackendError, DeadlineExceeded, GatewayError
+from core.backend_errors import BackendError
+from core.errors import DeadlineExceeded, GatewayError
 from gateway.client_watch import ClientWatch
 from gateway.drain import DRAIN, ShuttingDown
 from gateway.http_protocol import CONNECTION_ABORT_SCOPE_KEY

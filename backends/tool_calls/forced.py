@@ -37,14 +37,16 @@ def forced_schema(body: ChatCompletionRequest) -> dict[str, Any] | None:
     if body.tool_choice != "required":
         return None
     # A tool's schema is no longer the root here, so one whose references point into it (`#`,
-    # `#/$defs/...`, `#/definitions/...`, `#/properties/...`) moves to the root's `$defs`, its
-    # pointers rebased there: they name what they named in the tool, and no two tools' names
-    # meet. `$defs/<name>`, not the array's path: some engines' pointers cannot index a list.
+    # `#/$defs/...`, `#/definitions/...`, `#/properties/...`) or that declares anchors moves
+    # to the root's `$defs`, its pointers rebased there and its anchors renamed for it (`node`
+    # -> `tool.<name>.node`, `#node` too): they name what they named in the tool, and no two
+    # tools' names meet (anchors share one document: two tools' `node` would). `$defs/<name>`,
+    # not the array's path: some engines' pointers cannot index a list.
     definitions: dict[str, Any] = {}
     options = []
     for name, function in functions.items():
         parameters = _parameters(function)
-        moved = rebased(parameters, f"/$defs/{name}")
+        moved = rebased(parameters, f"/$defs/{name}", f"tool.{name}.")
         if moved is not None:
             definitions[name] = moved
             parameters = {"$ref": f"#/$defs/{name}"}
@@ -117,10 +119,11 @@ def _functions(body: ChatCompletionRequest) -> dict[str, dict[str, Any]]:
 
 
 def _parameters(function: dict[str, Any]) -> dict[str, Any]:
-    """The function's arguments schema, always an object's: a schema that names no type
-    (`{}`, `properties` alone) would let the engine write a string or a list, which no call
-    can carry (the request's check refused any other type, `core.json_schemas`)."""
+    """The function's arguments schema, always an object's: where the tool has none, or `{}`
+    (no arguments, as the request's check reads it, `core.json_schemas`), an empty object's,
+    so the engine writes no string or list, which no call can carry; any other schema says
+    `type: "object"` (the check refused the rest)."""
     parameters = function.get("parameters")
-    if not isinstance(parameters, dict):
-        return {"type": "object", "properties": {}}
-    return parameters if parameters.get("type") == "object" else {**parameters, "type": "object"}
+    if isinstance(parameters, dict) and parameters:
+        return parameters
+    return {"type": "object", "properties": {}}

@@ -25,7 +25,7 @@ from backends.vllm_grpc.response_decoder import ResponseDecoder, whole_calls
 from backends.vllm_grpc.served_model import ServedModel
 from budgets.deadline import Deadline
 from core.answers import Choice, Completion, Embeddings, StreamChunk
-from core.errors import BackendError
+from core.backend_errors import BackendError
 from core.protocol import ChatCompletionRequest
 
 _LARGE_PROMPT_CHARS = 32_000  # render and tokenize prompts this large off the event loop

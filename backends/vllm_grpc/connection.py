@@ -22,7 +22,7 @@ from backends.vllm_grpc.pool import ChannelPool
 from backends.vllm_grpc.served_model import ServedModel, learn
 from backends.vllm_grpc.server_start import ServerStart
 from core.answers import BackendHealth, Endpoint
-from core.errors import BackendUnavailable
+from core.backend_errors import BackendUnavailable
 
 log = logging.getLogger("gateway.backends.vllm_grpc")
 

@@ -14,7 +14,8 @@ import grpc
 
 from backends.vllm_grpc.errors import map_rpc_error
 from budgets.deadline import Deadline
-from core.errors import BackendRejected, DeadlineExceeded, GatewayError
+from core.backend_errors import BackendRejected
+from core.errors import DeadlineExceeded, GatewayError
 
 PER_REQUEST = 64
 """Calls in flight for one request: enough to keep the engine's batch full, few enough that

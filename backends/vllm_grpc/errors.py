@@ -5,14 +5,8 @@ from __future__ import annotations
 import grpc
 
 from budgets.deadline import Deadline
-from core.errors import (
-    BackendError,
-    BackendOverloaded,
-    BackendRejected,
-    BackendUnavailable,
-    DeadlineExceeded,
-    GatewayError,
-)
+from core.backend_errors import BackendError, BackendOverloaded, BackendRejected, BackendUnavailable
+from core.errors import DeadlineExceeded, GatewayError
 
 _REJECTED = {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.OUT_OF_RANGE}
 _UNREACHABLE = {grpc.StatusCode.UNAVAILABLE}

@@ -18,7 +18,8 @@ from backends.vllm_grpc import prompt_bound
 from backends.vllm_grpc.chat_template import CompiledChatTemplate, compile_chat_template
 from backends.vllm_grpc.sampling_defaults import NO_DEFAULTS, SamplingDefaults, sampling_defaults
 from backends.vllm_grpc.special_text import SpecialText, special_text_of
-from core.errors import BackendError, InvalidRequest
+from core.backend_errors import BackendError
+from core.errors import InvalidRequest
 
 
 class TokenizerFetchError(BackendError):

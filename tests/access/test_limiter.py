@@ -75,6 +75,22 @@ async def test_unused_tokens_are_given_back() -> None:
     assert second.headers()["x-ratelimit-remaining-tokens"] == "100"
 
 
+async def test_the_headers_of_an_answer_count_its_usage_not_its_reservation() -> None:
+    """A request that reserved the whole of a 1000-a-minute limit and used 30: its headers,
+    written once it is settled, say 970 are left, as the next admission finds."""
+    limiter = RateLimiter(None, clock=lambda: 100.0)
+    caller = _caller(tokens_per_minute=1000)
+    admission = await limiter.admit(caller, lambda: Reservation(10, 990, 1))
+    assert admission.headers()["x-ratelimit-remaining-tokens"] == "0"
+    limiter.settle(admission, 30)
+    settled = admission.headers(used_tokens=30)
+    assert settled["x-ratelimit-remaining-tokens"] == "970"
+    assert settled["x-ratelimit-reset-tokens"] == "2s"  # 30 tokens rest in 1.8 s
+    following = await limiter.admit(caller, lambda: 0)
+    assert following.headers()["x-ratelimit-remaining-tokens"] == "970"
+    assert admission.headers(used_tokens=1200)["x-ratelimit-remaining-tokens"] == "0"
+
+
 async def test_daily_tokens_refuse_as_tokens() -> None:
     """The daily token limit refuses with type tokens and says which limit."""
     limiter, caller = RateLimiter(None), _caller(tokens_per_day=100)

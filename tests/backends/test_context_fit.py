@@ -18,7 +18,8 @@ from backends.served import Served
 from budgets.deadline import Deadline
 from budgets.request_budget import ClassBudgets, RequestBudget
 from core.answers import Completion, StreamChunk
-from core.errors import BackendOverloaded, BackendUnavailable, ContextLengthExceeded
+from core.backend_errors import BackendOverloaded, BackendUnavailable
+from core.errors import ContextLengthExceeded
 from core.protocol import CompletionRequest
 from core.request_parsing import parse_request
 from tests.support.fake_backend import FakeBackend

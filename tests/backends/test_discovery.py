@@ -15,8 +15,9 @@ from backends.fleet import Fleet
 from backends.replica_urls import split_dns_url
 from backends.settings import BackendSettings
 from budgets.deadline import Deadline
+from core.backend_errors import NoHealthyBackend
 from core.env import SettingsError
-from core.errors import ModelNotFound, NoHealthyBackend
+from core.errors import ModelNotFound
 from tests.support.fake_backend import FakeBackend
 
 SET = ReplicaSet("m", "grpc+dns://vllm-headless:50051")

@@ -17,14 +17,8 @@ from budgets.request_budget import ClassBudgets, RequestBudget
 from budgets.service_estimate import ServiceEstimate
 from budgets.settings import BudgetSettings
 from core.answers import BackendHealth, Completion, Usage
-from core.errors import (
-    BackendError,
-    DeadlineExceeded,
-    DeadlineTooShort,
-    ModelNotFound,
-    NoHealthyBackend,
-    Overloaded,
-)
+from core.backend_errors import BackendError, NoHealthyBackend
+from core.errors import DeadlineExceeded, DeadlineTooShort, ModelNotFound, Overloaded
 from core.protocol import ChatCompletionRequest, CompletionRequest
 from core.request_parsing import parse_request
 from tests.support.fake_backend import FakeBackend

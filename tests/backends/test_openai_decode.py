@@ -16,14 +16,14 @@ from backends import openai_decode as decode
 from backends.base import GenerationRequest
 from backends.openai_http import OpenAIHTTPBackend
 from budgets.deadline import Deadline
-from core.errors import (
+from core.backend_errors import (
     BackendError,
     BackendOverloaded,
+    BackendQuotaExhausted,
     BackendRejected,
-    GatewayError,
-    UnsupportedParameter,
     UpstreamModelNotFound,
 )
+from core.errors import GatewayError, UnsupportedParameter
 from core.protocol import ChatCompletionRequest
 from core.request_parsing import parse_request
 from standin.openai.server import MockOpenAIServer
@@ -83,6 +83,40 @@ async def test_an_overloaded_upstream_is_overloaded(status: int) -> None:
     exc = info.value
     assert (exc.status, exc.code, exc.retryable) == (429, "overloaded", True)
     assert exc.headers()["retry-after"] == "1" and exc.replica == mock.url
+
+
+QUOTA = {
+    "message": "You exceeded your current quota, please check your plan and billing details.",
+    "type": "insufficient_quota",
+    "param": None,
+    "code": "insufficient_quota",
+}
+
+
+async def test_a_spent_quota_is_not_overload() -> None:
+    """OpenAI's 429 `insufficient_quota` is no passing overload: OpenAI's own type and code,
+    no Retry-After (the upstream's is not relayed), still tried on another replica (which
+    may bill another account), before a stream's first chunk too."""
+    body = orjson.dumps({"error": QUOTA})
+    async with _answering(429, body, {"Retry-After": "20"}) as url, _backend(url) as backend:
+        with pytest.raises(BackendQuotaExhausted) as info:
+            await backend.complete(_chat(), Deadline.after(30))
+        with pytest.raises(BackendQuotaExhausted):
+            await anext(backend.stream(_chat(stream=True), Deadline.after(30)))
+    exc = info.value
+    assert (exc.status, exc.type, exc.code) == (429, "insufficient_quota", "insufficient_quota")
+    assert exc.retryable and "retry-after" not in exc.headers()
+
+
+@pytest.mark.parametrize(
+    "error", [QUOTA, {**QUOTA, "code": None}, {**QUOTA, "type": "rate_limit_error"}]
+)
+@pytest.mark.parametrize(
+    "way", ["completion", "embeddings", "json to a stream", "stream data", "event: error"]
+)
+def test_an_in_band_spent_quota_is_one(error: dict[str, object], way: str) -> None:
+    """Sent with HTTP 200, by its code or its type, a spent quota is one too."""
+    assert isinstance(_in_band(way, error), BackendQuotaExhausted)
 
 
 @pytest.mark.parametrize(
@@ -357,6 +391,7 @@ def test_an_in_band_error_is_classified_by_what_it_says(
         (400, {"message": "bad n", "type": "BadRequestError", "param": "n", "code": 400}),
         (404, {"message": "The model `m` does not exist.", "type": "NotFoundError", "code": 404}),
         (429, {"message": "slow down", "type": "rate_limit_error"}),
+        (429, QUOTA),
         (500, {"message": "engine dead", "type": "InternalServerError", "code": 500}),
     ],
 )

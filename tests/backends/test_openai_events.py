@@ -9,7 +9,7 @@ import pytest
 from backends.openai_events import StreamEvents
 from backends.sse_reader import ErrorEvent
 from core.answers import StreamChunk
-from core.errors import BackendError
+from core.backend_errors import BackendError
 
 
 def _delta(index: int, content: str | None = None, finish: str | None = None) -> bytes:

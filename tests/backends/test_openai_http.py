@@ -22,14 +22,14 @@ from backends.settings import BackendSettings
 from budgets.deadline import Deadline
 from budgets.request_budget import ClassBudgets, RequestBudget
 from core.answers import Endpoint, StreamChunk
-from core.errors import (
+from core.backend_errors import (
     BackendCutOff,
     BackendError,
     BackendOverloaded,
     BackendRejected,
     BackendUnavailable,
-    DeadlineExceeded,
 )
+from core.errors import DeadlineExceeded
 from core.protocol import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
 from core.request_parsing import parse_request
 from standin.openai.server import MockOpenAIServer

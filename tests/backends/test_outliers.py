@@ -11,14 +11,14 @@ from backends.fleet import Fleet
 from backends.outliers import OutlierPolicy, Outliers, is_replica_failure
 from backends.replica import Replica
 from budgets.request_budget import ClassBudgets, RequestBudget
-from core.errors import (
+from core.backend_errors import (
     BackendCutOff,
     BackendError,
     BackendOverloaded,
     BackendRejected,
     BackendUnavailable,
-    DeadlineExceeded,
 )
+from core.errors import DeadlineExceeded
 from core.protocol import CompletionRequest
 from core.request_parsing import parse_request
 from core.stages import StageName

@@ -16,7 +16,7 @@ from backends.replica_choice import ReplicaChoice
 from budgets.admission import AdmissionQueue
 from budgets.request_budget import ClassBudgets, RequestBudget
 from budgets.service_estimate import ServiceEstimate
-from core.errors import NoHealthyBackend
+from core.backend_errors import NoHealthyBackend
 from tests.budgets.queue_helpers import cancel_all, settle, spawn
 from tests.support.fake_backend import FakeBackend
 

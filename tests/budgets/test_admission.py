@@ -142,25 +142,6 @@ async def test_predicted_wait_sheds_with_exact_math() -> None:
     await cancel_all(*waiters)
 
 
-async def test_predicted_wait_counts_backend_queue_and_batch_slots() -> None:
-    """Interactive waits for the release its place in line needs, plus the engine's own queue
-    spread over the slots; batch for its capped slots behind every waiter."""
-    clock = FakeClock()
-    q = make(clock, limit=4)
-    await warm(q, clock, 2.0)
-    for _ in range(4):
-        await q.acquire("interactive", far(clock))  # all four end together, 2 s from now
-    q.observe_backend(running=4, waiting=1)
-    waiters = [spawn(q.acquire(p, far(clock))) for p in ("interactive", "batch")]
-    await settle()
-    # The waiter takes the first slot at +2 s; the newcomer the next, at +2 s too; the
-    # engine's waiting request adds 2 s over four slots.
-    assert q.predicted_wait("interactive") == 2.0 + 2.0 / 4
-    # Two slots for batch: both waiters ahead take them at +2 s for 2 s each; then +2 s / 2.
-    assert q.predicted_wait("batch") == 4.0 + 2.0 / 2
-    await cancel_all(*waiters)
-
-
 async def test_no_prediction_shedding_without_history() -> None:
     """With no service time yet, a tight deadline still queues."""
     clock = FakeClock()

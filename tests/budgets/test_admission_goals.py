@@ -14,7 +14,6 @@ from budgets.shed import Shed
 from tests.budgets.queue_helpers import (
     FakeClock,
     FixedGoal,
-    cancel_all,
     far,
     make,
     settle,
@@ -126,36 +125,6 @@ async def test_head_of_queue_judges_with_the_latest_prediction() -> None:
     with pytest.raises(Shed) as info:
         await waiter
     assert info.value.reason == "expired_in_queue" and q.inflight == 0
-
-
-async def test_waits_that_ran_long_make_predictions_cautious() -> None:
-    """A wait that took 2 s longer than predicted is added to later predictions."""
-    clock = FakeClock()
-    q = make(clock)
-    await warm(q, clock, 1.0)
-    held = await q.acquire("interactive", far(clock))
-    waiter = spawn(q.acquire("interactive", far(clock)))
-    await settle()
-    assert q.predicted_wait("interactive") == 2.0  # behind the holder and this waiter
-    clock.now += 3.0  # the holder took 3 s, predicted 1 s
-    held.release()
-    await settle()
-    assert q.service_time() == pytest.approx(1.4)
-    assert q.predicted_wait("interactive") == pytest.approx(1.4 + 2.0)
-    await cancel_all(waiter)
-
-
-async def test_goal_hold_predicts_when_slots_free_up() -> None:
-    """Each running request's predicted hold says when its slot frees: a newcomer waits for
-    the earliest."""
-    clock = FakeClock()
-    q = make(clock, limit=2)
-    await warm(q, clock, 1.0)
-    await q.acquire("interactive", far(clock), FixedGoal(far(clock), 0.1, hold=5.0))
-    await q.acquire("interactive", far(clock), FixedGoal(far(clock), 0.1, hold=0.5))
-    assert q.predicted_wait("interactive") == 0.5
-    clock.now += 0.2
-    assert q.predicted_wait("interactive") == pytest.approx(0.3)
 
 
 async def test_disabled_admission_ignores_goals() -> None:

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cache.coalesce import SingleFlight, StreamFlight, Subscription
-from core.errors import BackendRejected
+from core.backend_errors import BackendRejected
 
 
 async def settle(done: Callable[[], bool]) -> None:

@@ -143,7 +143,8 @@ def test_schemas_openai_accepts_pass(schema: dict[str, Any]) -> None:
     additionalProperties false, strict mode's nullable types, pydantic's output, a draft-07
     schema that says so) are valid."""
     assert schema_problem(schema) is None
-    check_function_parameters(schema, "f", "tools[0].function.parameters")
+    if "$ref" not in schema:  # a root reference names no type: not a function's (see below)
+        check_function_parameters(schema, "f", "tools[0].function.parameters")
     check_response_schema(schema, "out", "response_format.json_schema.schema")
 
 
@@ -270,8 +271,29 @@ def test_function_parameters_are_an_objects_schema(parameters: dict[str, Any], k
     check_response_schema(parameters, "out", "text.format.schema")
 
 
-def test_function_parameters_without_a_type_are_an_objects() -> None:
-    """A schema that names no type (`{}`, properties alone) is read as an object's, as an
-    omitted `parameters` is."""
+def test_empty_function_parameters_are_no_arguments() -> None:
+    """`{}` says nothing: it is read as no arguments, as an omitted `parameters` is."""
     check_function_parameters({}, "f", "tools[0].function.parameters")
-    check_function_parameters({"properties": {"a": {}}}, "f", "tools[0].function.parameters")
+
+
+@pytest.mark.parametrize(
+    "parameters",
+    [
+        {"properties": {"a": {"type": "string"}}},
+        {"properties": {}, "additionalProperties": False},
+        {"anyOf": [{"type": "object"}, {"type": "object", "properties": {"a": {}}}]},
+        {"$schema": "http://json-schema.org/draft-07/schema#"},
+        _Node.model_json_schema(),  # `$ref` at the root: the SDK's helper inlines it
+    ],
+)
+def test_function_parameters_naming_no_type_are_refused(parameters: dict[str, Any]) -> None:
+    """A schema that says something but names no type (properties alone, a root `anyOf` or
+    `$ref`) is OpenAI's 400: `got 'type: "None"'`, though a structured output may be one."""
+    with pytest.raises(InvalidFunctionParameters) as refused:
+        check_function_parameters(parameters, "f", "tools[0].function.parameters")
+    assert refused.value.param == "tools[0].function.parameters"
+    assert refused.value.message == (
+        "Invalid schema for function 'f': schema must be a JSON Schema of 'type: \"object\"', "
+        "got 'type: \"None\"'."
+    )
+    check_response_schema(parameters, "out", "text.format.schema")

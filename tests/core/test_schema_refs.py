@@ -149,20 +149,42 @@ def test_pointer_targets_that_resolve_and_recurse_pass() -> None:
     assert reference_problem(schema) is None
 
 
-def test_rebased_prefixes_the_pointers_it_follows_only() -> None:
+def test_rebased_prefixes_the_pointers_and_anchors_it_follows_only() -> None:
     """A schema placed elsewhere gets the new place in front of each pointer it follows (the
-    root, a definition, a pointer's target), not of anchors or data; with no pointer, None."""
+    root, a definition, a pointer's target) and the prefix in front of each anchor it
+    declares and follows, not of data; with neither pointer nor anchor, None."""
     schema = {
         "properties": {"a": {"$ref": "#"}, "b": {"$ref": "#/x"}, "c": {"$ref": "#name"}},
         "x": {"$ref": "#/$defs/t"},
-        "$defs": {"t": {"$anchor": "name", "enum": [{"$ref": "#/nope"}]}},
+        "$defs": {"t": {"$anchor": "name", "enum": [{"$ref": "#/nope", "$anchor": "name"}]}},
     }
-    moved = rebased(schema, "/$defs/f")
+    moved = rebased(schema, "/$defs/f", "tool.f.")
     assert moved is not None and moved["properties"] == {
         "a": {"$ref": "#/$defs/f"},
         "b": {"$ref": "#/$defs/f/x"},
-        "c": {"$ref": "#name"},
+        "c": {"$ref": "#tool.f.name"},
     }
     assert moved["x"] == {"$ref": "#/$defs/f/$defs/t"}
-    assert moved["$defs"] == schema["$defs"] and moved["$defs"] is not schema["$defs"]
-    assert rebased({"properties": {"a": STRING}, "enum": [{"$ref": "#"}]}, "/$defs/f") is None
+    assert moved["$defs"] == {
+        "t": {"$anchor": "tool.f.name", "enum": [{"$ref": "#/nope", "$anchor": "name"}]}
+    }
+    assert rebased({"properties": {"a": STRING}, "enum": [{"$ref": "#"}]}, "/$defs/f", "p.") is None
+
+
+@pytest.mark.parametrize(
+    ("declared", "renamed"),
+    [
+        ({"$anchor": "n"}, {"$anchor": "p.n"}),
+        ({"$dynamicAnchor": "n"}, {"$dynamicAnchor": "p.n"}),
+        ({"$id": "#n"}, {"$id": "#p.n"}),
+        ({"id": "#n"}, {"id": "#p.n"}),
+    ],
+)
+def test_rebased_renames_anchors_even_where_nothing_points(
+    declared: dict[str, Any], renamed: dict[str, Any]
+) -> None:
+    """A schema that declares an anchor, followed or not, and holds no pointer is copied with
+    the anchor renamed, in each way a draft declares one; an `$id` that is no anchor stays."""
+    schema = {"properties": {"a": {**declared, "type": "string"}, "b": {"$id": "urn:b"}}}
+    moved = rebased(schema, "/$defs/f", "p.")
+    assert moved == {"properties": {"a": {**renamed, "type": "string"}, "b": {"$id": "urn:b"}}}

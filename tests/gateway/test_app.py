@@ -14,8 +14,8 @@ import pytest
 from access.caller import Caller, key_digest
 from access.settings import AccessSettings
 from backends.replica import Replica
+from core.backend_errors import BackendError, BackendOverloaded, BackendRejected, BackendUnavailable
 from core.env import SettingsError
-from core.errors import BackendError, BackendOverloaded, BackendRejected, BackendUnavailable
 from gateway.app import check_embedded_standin, create_app, embedded_standin_config
 from gateway.settings import Settings
 from tests.support.asgi_server import serving

@@ -10,7 +10,8 @@ import aiohttp
 import pytest
 
 from backends.replica import Replica
-from core.errors import BackendError, DeadlineExceeded, GatewayError
+from core.backend_errors import BackendError
+from core.errors import DeadlineExceeded, GatewayError
 from core.stages import StageName
 from gateway.app import create_app
 from gateway.settings import Settings

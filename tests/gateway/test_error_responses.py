@@ -40,6 +40,36 @@ async def test_an_upstream_retry_after_is_relayed_no_longer_than_the_gateway_res
     assert (headers["retry-after"], headers["retry-after-ms"]) == ("60", "60000")
 
 
+async def test_a_spent_upstream_quota_is_told_as_openai_tells_it_and_not_retried() -> None:
+    """OpenAI's 429 `insufficient_quota` reaches the official client as the same error,
+    without a Retry-After promising a recovery, and with `x-should-retry: false`, so the
+    client (which retries every other 429) does not send it again in vain."""
+    quota = {
+        "error": {
+            "message": "You exceeded your current quota, please check your plan and billing.",
+            "type": "insufficient_quota",
+            "param": None,
+            "code": "insufficient_quota",
+        }
+    }
+    asked = json_answer(quota, status=429, headers={"Retry-After": "20"})
+    calls = 0
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        nonlocal calls
+        calls += 1
+        return await asked(request)
+
+    async with gateway_over({"/v1/chat/completions": answer}) as (base_url, _):
+        client = openai.AsyncOpenAI(base_url=base_url, api_key="k", max_retries=2)
+        with pytest.raises(openai.RateLimitError) as info:
+            await client.chat.completions.create(model="m", messages=HI)
+    error, headers = info.value, info.value.response.headers
+    assert (error.code, error.type, calls) == ("insufficient_quota", "insufficient_quota", 1)
+    assert headers["x-should-retry"] == "false" and "retry-after" not in headers
+    assert "billing" not in error.message  # the upstream account's business, in the log
+
+
 def _sse(*events: bytes) -> Handler:
     """A handler that streams these SSE events, then `[DONE]`."""
 

@@ -25,7 +25,7 @@ from budgets.deadline import Deadline
 from budgets.request_budget import ClassBudgets
 from budgets.settings import BudgetSettings
 from core.answers import Completion, StreamChunk
-from core.errors import BackendError
+from core.backend_errors import BackendError
 from gateway.app import create_app
 from gateway.settings import Settings
 from obs.attributes import (

@@ -13,7 +13,8 @@ import pytest
 from access.caller import Caller, KeyLimits, key_digest
 from access.settings import AccessSettings
 from backends.replica import Replica
-from core.errors import BackendError, DeadlineExceeded, GatewayError, NoHealthyBackend
+from core.backend_errors import BackendError, NoHealthyBackend
+from core.errors import DeadlineExceeded, GatewayError
 from core.stages import StageName
 from gateway.app import create_app
 from gateway.settings import Settings
@@ -95,3 +96,61 @@ async def test_success_and_answers_without_a_key_are_as_before(url: str) -> None
     ):
         assert response.status == 401
         assert not any(name.lower().startswith("x-ratelimit") for name in response.headers)
+
+
+async def _remaining_tokens(
+    limits: KeyLimits, asks: list[tuple[str, dict[str, Any]]], backend: FakeBackend
+) -> list[tuple[int, int]]:
+    """Each ask's status and `x-ratelimit-remaining-tokens`, in turn, for a key with
+    `limits`."""
+    callers = {key_digest("k"): Caller("t", key_id="id", limits=limits)}
+    settings = Settings(access=AccessSettings(inline_keys=callers))
+    seen = []
+    async with (
+        serving(create_app(settings, [Replica("m", backend)])) as url,
+        aiohttp.ClientSession(headers={"Authorization": "Bearer k"}) as session,
+    ):
+        for path, body in asks:
+            async with session.post(f"{url}/v1{path}", json=body) as response:
+                await response.read()
+                remaining = int(response.headers["x-ratelimit-remaining-tokens"])
+                seen.append((response.status, remaining))
+    return seen
+
+
+async def test_an_answer_says_what_its_usage_left_not_its_reservation(
+    backend: FakeBackend,
+) -> None:
+    """A key with only 1000 tokens a minute and no max_tokens sent: the request reserves the
+    whole bucket, but the answer's headers are written once it is settled (6 tokens used)."""
+    limits = KeyLimits(tokens_per_minute=1000)
+    [(status, remaining)] = await _remaining_tokens(limits, [("/chat/completions", CHAT)], backend)
+    assert status == 200 and 994 <= remaining <= 1000
+
+
+async def test_an_embedding_says_what_it_used(backend: FakeBackend) -> None:
+    """An embedding's input is estimated at admission and counted by the backend: its headers
+    say what the real count left."""
+    limits = KeyLimits(tokens_per_minute=10_000)
+    embed = {"model": "m", "input": "x" * 4000}  # estimated at 1000 tokens, 2 used
+    [(status, remaining)] = await _remaining_tokens(limits, [("/embeddings", embed)], backend)
+    assert status == 200 and 9998 <= remaining <= 10_000
+
+
+async def test_a_failure_after_admission_gives_back_its_whole_reservation(
+    backend: FakeBackend,
+) -> None:
+    """The error's headers say the reservation was given back: nothing was used."""
+    backend.fail_with = BackendError("engine died", retryable=False)
+    limits = KeyLimits(tokens_per_minute=1000)
+    [(status, remaining)] = await _remaining_tokens(limits, [("/chat/completions", CHAT)], backend)
+    assert status == 502 and remaining == 1000
+
+
+async def test_a_stream_s_headers_count_its_whole_reservation(backend: FakeBackend) -> None:
+    """Written before the answer, a stream's headers say what is left while it runs: its
+    reservation is held until it ends (documented), here the whole bucket."""
+    limits = KeyLimits(tokens_per_minute=1000)
+    asks = [("/chat/completions", {**CHAT, "stream": True})]
+    [(status, remaining)] = await _remaining_tokens(limits, asks, backend)
+    assert status == 200 and remaining == 0

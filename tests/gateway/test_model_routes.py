@@ -17,7 +17,7 @@ from access.settings import AccessSettings
 from backends.replica import Replica
 from backends.routes import parse_routes
 from backends.settings import BackendSettings
-from core.errors import UpstreamModelNotFound
+from core.backend_errors import UpstreamModelNotFound
 from gateway.app import create_app
 from gateway.settings import Settings
 from tests.gateway.test_observability import SpanWatch, memory_tracing

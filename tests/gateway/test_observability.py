@@ -33,7 +33,7 @@ from cache.coalesce import SingleFlight, StreamFlight
 from cache.semantic_defaults import DEFAULT_SIMILARITY_THRESHOLD
 from cache.settings import CacheSettings
 from core.answers import Completion, StreamChunk
-from core.errors import BackendError
+from core.backend_errors import BackendError
 from gateway.app import create_app
 from gateway.settings import Settings
 from obs.attributes import (

@@ -14,7 +14,7 @@ from starlette.types import Message, Send
 
 from budgets.request_budget import ClassBudgets, RequestBudget
 from core.answers import ChoiceDelta, StreamChunk, Usage
-from core.errors import BackendError
+from core.backend_errors import BackendError
 from gateway.client_watch import CLIENT_WATCH_SCOPE_KEY, ClientWatch
 from gateway.drain import DRAIN
 from gateway.http_protocol import CONNECTION_ABORT_SCOPE_KEY

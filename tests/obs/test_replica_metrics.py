@@ -14,7 +14,7 @@ import pytest
 from backends.fleet import Fleet
 from backends.replica import Replica
 from budgets.deadline import Deadline
-from core.errors import BackendError
+from core.backend_errors import BackendError
 from gateway.metrics_sampler import sample
 from obs.metrics import GatewayMetrics
 from obs.multiproc import ENV_VAR

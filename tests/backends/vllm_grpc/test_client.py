@@ -22,7 +22,8 @@ from backends.vllm_grpc.request_builder import prepare
 from backends.vllm_grpc.tokenizer_store import load_tokenizer_bundle
 from budgets.deadline import Deadline
 from budgets.request_budget import ClassBudgets, RequestBudget
-from core.errors import BackendRejected, ContextLengthExceeded, DeadlineExceeded, InvalidRequest
+from core.backend_errors import BackendRejected
+from core.errors import ContextLengthExceeded, DeadlineExceeded, InvalidRequest
 from core.protocol import (
     MAX_EMBEDDING_INPUTS,
     ChatCompletionRequest,

@@ -11,7 +11,8 @@ import pytest
 
 from backends.vllm_grpc.embed_calls import EmbedCalls
 from budgets.deadline import Deadline
-from core.errors import BackendError, BackendRejected, DeadlineExceeded
+from core.backend_errors import BackendError, BackendRejected
+from core.errors import DeadlineExceeded
 
 
 class ScriptedStub:

@@ -16,7 +16,7 @@ from backends.replica import Replica
 from backends.vllm_grpc.client import VllmGrpcBackend
 from budgets.deadline import Deadline
 from budgets.request_budget import ClassBudgets, RequestBudget
-from core.errors import BackendOverloaded
+from core.backend_errors import BackendOverloaded
 from core.protocol import ChatCompletionRequest
 from core.request_parsing import parse_request
 from standin.vllm.config import SimConfig

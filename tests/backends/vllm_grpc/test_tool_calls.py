@@ -192,15 +192,15 @@ def test_forced_schemas() -> None:
     assert info.value.param == "tool_choice"
 
 
-@pytest.mark.parametrize("parameters", [{}, {"properties": {"n": {"type": "integer"}}}])
-def test_forced_arguments_are_always_an_object(parameters: dict[str, Any]) -> None:
-    """A tool whose parameters name no type is still forced to an object (else the engine may
+@pytest.mark.parametrize("parameters", [None, {}])
+def test_forced_arguments_are_always_an_object(parameters: dict[str, Any] | None) -> None:
+    """A tool with no parameters, or `{}`, is still forced to an object (else the engine may
     write a string, which would come back as content, not a call), named or "required"."""
     tool = {"type": "function", "function": {"name": "f", "parameters": parameters}}
     named = forced_schema(
         _chat(tools=[tool], tool_choice={"type": "function", "function": {"name": "f"}})
     )
-    assert named == {**parameters, "type": "object"}
+    assert named == {"type": "object", "properties": {}}
     required = forced_schema(_chat(tools=[tool], tool_choice="required"))
     assert required is not None
     assert required["items"]["anyOf"][0]["properties"]["parameters"] == named
@@ -271,6 +271,43 @@ def test_forced_calls_resolve_each_reference_as_the_tool_did(
     assert validator.is_valid([{"name": "t", "parameters": good}])
     assert not validator.is_valid([{"name": "t", "parameters": bad}])
     assert validator.is_valid([{"name": "get_weather", "parameters": {}}])
+
+
+def _anchored(kind: str, declare: dict[str, Any]) -> dict[str, Any]:
+    """Parameters whose `n` refers to the anchor `node`, declared on a definition of `kind`."""
+    node = {**declare, "type": kind}
+    return {"type": "object", "properties": {"n": {"$ref": "#node"}}, "$defs": {"N": node}}
+
+
+@pytest.mark.parametrize("keyword", ["$anchor", "$dynamicAnchor"])
+def test_forced_calls_keep_each_tools_anchors_apart(keyword: str) -> None:
+    """Two tools declaring one anchor name for different schemas: under "required" each
+    tool's `#node` still names its own, beside a tool whose anchor nothing refers to, and no
+    anchor is declared twice (each is renamed for its tool, as are the references to it)."""
+    names = ("ints", "texts", "loose")
+    tools = [
+        {"type": "function", "function": {"name": name, "parameters": parameters}}
+        for name, parameters in zip(
+            names,
+            (
+                _anchored("integer", {keyword: "node"}),
+                _anchored("string", {keyword: "node"}),
+                {"type": "object", "$defs": {"N": {keyword: "node", "type": "null"}}},
+            ),
+            strict=True,
+        )
+    ]
+    schema = forced_schema(_chat(tools=[WEATHER, *tools], tool_choice="required"))
+    assert schema is not None and reference_problem(schema) is None
+    text = orjson.dumps(schema).decode()
+    assert '"node"' not in text and '"#node"' not in text
+    for name in names:
+        assert text.count(f"tool.{name}.node") == (1 if name == "loose" else 2)
+    validator = jsonschema_rs.Draft202012Validator(schema)
+    assert validator.is_valid([{"name": "ints", "parameters": {"n": 1}}])
+    assert not validator.is_valid([{"name": "ints", "parameters": {"n": "one"}}])
+    assert validator.is_valid([{"name": "texts", "parameters": {"n": "one"}}])
+    assert not validator.is_valid([{"name": "texts", "parameters": {"n": 1}}])
 
 
 def test_tool_choice_without_tools_is_refused() -> None:

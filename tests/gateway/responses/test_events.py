@@ -11,13 +11,8 @@ from openai.types.responses import ResponseFailedEvent, ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from core.answers import Choice, ChoiceDelta, StreamChunk, Usage
-from core.errors import (
-    BackendError,
-    DeadlineExceeded,
-    GatewayError,
-    InvalidRequest,
-    RateLimited,
-)
+from core.backend_errors import BackendError
+from core.errors import DeadlineExceeded, GatewayError, InvalidRequest, RateLimited
 from core.responses_protocol import ResponsesRequest
 from gateway.responses.events import ResponseEvents
 from gateway.responses.objects import ResponseShell

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import BackendRejected, InvalidRequest
+from core.backend_errors import BackendRejected
+from core.errors import InvalidRequest
 from gateway.responses.param_names import NO_ITEMS, ParamNames
 
 

@@ -1,0 +1,30 @@
+"""What the client is told when the last replica tried had spent its upstream quota."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from backends.replica import Replica
+from core.backend_errors import BackendError, BackendOverloaded, BackendQuotaExhausted
+
+
+def reported(
+    failed: BackendError,
+    earlier: tuple[Replica, BackendError] | None,
+    replicas: Sequence[Replica],
+    tried: Sequence[Replica],
+    now: float,
+) -> BackendError:
+    """`failed`, the failure no other replica is tried after, as the client hears it. A spent
+    quota gives way to an `earlier` replica's overload, which its Retry-After may cure; and
+    it says that retrying is in vain only when every routable replica was tried (else the
+    client's own backoff may reach one that was not). Any other failure is told as it is."""
+    if not isinstance(failed, BackendQuotaExhausted):
+        return failed
+    if earlier is not None and isinstance(earlier[1], BackendOverloaded):
+        return earlier[1]
+    if not any(r.routable(now) and r not in tried for r in replicas):
+        return failed
+    told = failed.twin()  # one error object may be raised again (a replica's every call)
+    told.others_left = True
+    return told
