@@ -9,7 +9,7 @@ import contextlib
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import NoReturn, TypeVar
+from typing import TypeVar
 
 from backends.admission_config import AdmissionConfig as AdmissionConfig
 from backends.attempts import Attempts
@@ -26,7 +26,7 @@ from backends.replica import Replica
 from backends.replica_choice import ReplicaChoice
 from backends.routes import ModelRoutes
 from backends.silence import HangPolicy
-from backends.spent_quota import reported
+from backends.spent_quota import give_up
 from budgets.priority import Priority
 from budgets.recent import RecentQuantile
 from budgets.request_budget import RequestBudget
@@ -208,7 +208,7 @@ class Fleet:
                 error = _failure(exc)
                 self.outliers.failed(replica, exc)
                 if not self._attempts.may_retry(exc, tried, model, budget.total, refusals):
-                    self._give_up(exc, earlier, model, tried)
+                    give_up(exc, earlier, self.replicas(model), tried, self._clock())
                 earlier = (replica, exc)
             except DeadlineExceeded as exc:
                 error = _failure(exc)
@@ -267,7 +267,7 @@ class Fleet:
                 await close_quietly(chunks)
                 self.outliers.failed(replica, exc)
                 if not self._attempts.may_retry(exc, tried, model, budget.total, refusals):
-                    self._give_up(exc, earlier, model, tried)
+                    give_up(exc, earlier, self.replicas(model), tried, self._clock())
                 earlier = (replica, exc)
                 continue
             except ContextLengthExceeded as exc:
@@ -293,19 +293,6 @@ class Fleet:
                 replica, demand, first, now - started, started, timeline.clock, room
             )
             return OpenStream(slot, first, chunks, finished, failed)
-
-    def _give_up(
-        self,
-        failed: BackendError,
-        earlier: tuple[Replica, BackendError] | None,
-        model: str,
-        tried: list[Replica],
-    ) -> NoReturn:
-        """Raise what the client hears of `failed`, no other replica tried (`spent_quota`)."""
-        told = reported(failed, earlier, self.replicas(model), tried, self._clock())
-        if told is failed:
-            raise failed
-        raise told from failed
 
 
 def _failure(exc: GatewayError) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NoReturn
 
 from backends.replica import Replica
 from core.backend_errors import BackendError, BackendOverloaded, BackendQuotaExhausted
@@ -28,3 +29,17 @@ def reported(
     told = failed.twin()  # one error object may be raised again (a replica's every call)
     told.others_left = True
     return told
+
+
+def give_up(
+    failed: BackendError,
+    earlier: tuple[Replica, BackendError] | None,
+    replicas: Sequence[Replica],
+    tried: Sequence[Replica],
+    now: float,
+) -> NoReturn:
+    """Raise what the client hears of `failed` (`reported`), no other replica tried."""
+    told = reported(failed, earlier, replicas, tried, now)
+    if told is failed:
+        raise failed
+    raise told from failed
