@@ -26,7 +26,7 @@ from backends.replica import Replica
 from backends.replica_choice import ReplicaChoice
 from backends.routes import ModelRoutes
 from backends.silence import HangPolicy
-from backends.spent_quota import give_up
+from backends.spent_quota import Failures, give_up
 from budgets.priority import Priority
 from budgets.recent import RecentQuantile
 from budgets.request_budget import RequestBudget
@@ -196,7 +196,7 @@ class Fleet:
         tried: list[Replica] = []
         needed = 0  # the context a replica refused the request for being too long for
         refusals = 0  # replicas tried that refused it as too long (no retry spent on them)
-        earlier: tuple[Replica, BackendError] | None = None  # the last failure retried
+        earlier = Failures()  # the failures retried
         while True:
             replica, slot = await self._attempts.next(model, tried, budget, demand, prefix, needed)
             started = budget.timeline.clock()
@@ -209,7 +209,7 @@ class Fleet:
                 self.outliers.failed(replica, exc)
                 if not self._attempts.may_retry(exc, tried, model, budget.total, refusals):
                     give_up(exc, earlier, self.replicas(model), tried, self._clock())
-                earlier = (replica, exc)
+                earlier = earlier.after(replica, exc)
             except DeadlineExceeded as exc:
                 error = _failure(exc)
                 self.outliers.failed(replica, exc)
@@ -219,7 +219,7 @@ class Fleet:
                 refusals += 1
                 needed = wider_context(replica, self.replicas(model), tried)
                 if not needed:
-                    raise refusal(exc, replica, earlier) from None
+                    raise refusal(exc, replica, earlier.last) from None
             except GatewayError as exc:  # refused as invalid: the replica is fine
                 error = _failure(exc)
                 raise
@@ -242,7 +242,7 @@ class Fleet:
         prefix = await self.prompt_blocks(request)
         tried: list[Replica] = []
         needed = refusals = 0  # as in `_with_retry`
-        earlier: tuple[Replica, BackendError] | None = None
+        earlier = Failures()
         while True:
             replica, slot = await self._attempts.next(model, tried, budget, demand, prefix, needed)
             started, room = timeline.clock(), replica.engine_has_room()
@@ -268,7 +268,7 @@ class Fleet:
                 self.outliers.failed(replica, exc)
                 if not self._attempts.may_retry(exc, tried, model, budget.total, refusals):
                     give_up(exc, earlier, self.replicas(model), tried, self._clock())
-                earlier = (replica, exc)
+                earlier = earlier.after(replica, exc)
                 continue
             except ContextLengthExceeded as exc:
                 error = _failure(exc)
@@ -277,7 +277,7 @@ class Fleet:
                 refusals += 1
                 needed = wider_context(replica, self.replicas(model), tried)
                 if not needed:
-                    raise refusal(exc, replica, earlier) from None
+                    raise refusal(exc, replica, earlier.last) from None
                 continue
             except BaseException as exc:
                 if isinstance(exc, GatewayError):  # refused as invalid

@@ -27,10 +27,12 @@ def _replica(url: str, fail_with: GatewayError | None = None) -> Replica:
     return Replica("m", FakeBackend(url=url, fail_with=fail_with), healthy=True)
 
 
-async def _ask(stream: bool, replicas: Sequence[Replica], busy: Sequence[Replica] = ()) -> None:
-    """One request through a fleet of `replicas` (one retry); each of `busy` holds a request
-    already, so the idle ones are tried first."""
-    fleet = Fleet(list(replicas), retry_attempts=1, health_interval_s=60, health_timeout_s=1)
+async def _ask(
+    stream: bool, replicas: Sequence[Replica], busy: Sequence[Replica] = (), retries: int = 1
+) -> None:
+    """One request through a fleet of `replicas` (one retry unless `retries` says); each of
+    `busy` holds a request already, so the idle ones are tried first."""
+    fleet = Fleet(list(replicas), retry_attempts=retries, health_interval_s=60, health_timeout_s=1)
     for replica in busy:
         await replica.admission.acquire("interactive", Deadline.after(60))
     raw = orjson.dumps({"model": "m", "prompt": "hi", "stream": stream})
@@ -82,6 +84,18 @@ async def test_an_earlier_overload_is_told_rather_than_a_later_spent_quota() -> 
     with pytest.raises(BackendOverloaded) as info:
         await _ask(False, [_replica("a", full), spent], busy=[spent])
     assert info.value.headers()["retry-after"] == "3"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_an_overload_is_remembered_past_several_spent_quotas(stream: bool) -> None:
+    """Full, then spent, then spent again (two retries): the full replica's Retry-After is
+    still what the client hears, not the last spent quota's "do not retry"."""
+    full = BackendOverloaded("full", retry_after_s=3.0)
+    spent = [_replica("b", _spent()), _replica("c", _spent())]
+    with pytest.raises(BackendOverloaded) as info:
+        await _ask(stream, [_replica("a", full), *spent], busy=spent, retries=2)
+    assert info.value.headers()["retry-after"] == "3"
+    assert all(isinstance(r.backend, FakeBackend) and r.backend.calls == 1 for r in spent)
 
 
 def test_a_spent_replica_counts_towards_its_ejection() -> None:
