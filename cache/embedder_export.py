@@ -23,13 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from cache.embedder_store import INT8_FILE, META_FILE, ONNX_FILE, check_pipeline
+from cache.embedder_store import META_FILE, ONNX_FILE, check_pipeline, model_digest
 
 # The export is refused if any row's cosine similarity to sentence-transformers' is lower.
 MIN_COSINE = 1.0 - 1e-5
-# The same for the int8 copy: per-channel quantization measured 0.97 at worst over the 2,887
-# texts of the labelled pairs (per-tensor quantization, 0.87, would fail it).
-INT8_MIN_COSINE = 0.95
 OPSET = 17
 VERIFY_TEXTS: tuple[str, ...] = (
     "How do I reset my password?",
@@ -102,37 +99,18 @@ def _externalize(traced: Path, out: Path) -> None:
     )
 
 
-def _quantize(onnx_path: Path, out: Path) -> None:
-    """int8 weights for every MatMul, one scale per output channel (per tensor loses too
-    much: see INT8_MIN_COSINE); activations are quantized on the fly. The token embedding
-    table stays fp32."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    quantize_dynamic(
-        onnx_path,
-        out,
-        op_types_to_quantize=["MatMul"],
-        per_channel=True,
-        weight_type=QuantType.QInt8,
-    )
-
-
-def _reference(model_dir: Path) -> Any:
+def _verify(model_dir: Path, onnx_path: Path) -> dict[str, Any]:
+    """Cosine similarity of each row to sentence-transformers', one text at a time and all in
+    one padded batch."""
     from sentence_transformers import SentenceTransformer
+
+    from cache.embedder_onnx import OnnxEncoder
 
     st = SentenceTransformer(str(model_dir), device="cpu", local_files_only=True)
     texts = list(VERIFY_TEXTS)
-    return np.asarray(
+    reference = np.asarray(
         st.encode(texts, batch_size=len(texts), normalize_embeddings=True, convert_to_numpy=True)
     )
-
-
-def _verify(model_dir: Path, onnx_path: Path, reference: Any) -> dict[str, Any]:
-    """Cosine similarity of each row to sentence-transformers' (`reference`), one text at a
-    time and all in one padded batch."""
-    from cache.embedder_onnx import OnnxEncoder
-
-    texts = list(VERIFY_TEXTS)
     encoder = OnnxEncoder(model_dir, onnx_path)
     batched = encoder(texts)
     alone = np.concatenate([encoder([t]) for t in texts])
@@ -146,26 +124,22 @@ def _verify(model_dir: Path, onnx_path: Path, reference: Any) -> dict[str, Any]:
 
 
 def export(model_dir: Path, out_dir: Path) -> dict[str, Any]:
-    """Writes `model.onnx` (+ `.data`), its int8 copy `model.int8.onnx` and `export.json`
-    into `out_dir`; ValueError when either disagrees with sentence-transformers."""
+    """Writes `model.onnx` (+ `.data`) and `export.json` into `out_dir`; ValueError when the
+    export disagrees with sentence-transformers. `export.json` names the model by the digest
+    of the directory exported (`source_digest`: its embedding space, wherever it is filed)."""
     check_pipeline(model_dir)
     traced = out_dir / "traced.onnx"
     _export_graph(model_dir, traced)
     _externalize(traced, out_dir / ONNX_FILE)
     traced.unlink()
-    reference = _reference(model_dir)
-    checked = _verify(model_dir, out_dir / ONNX_FILE, reference)
+    checked = _verify(model_dir, out_dir / ONNX_FILE)
     if checked["min_cosine"] < MIN_COSINE:
         raise ValueError(f"the ONNX export disagrees with sentence-transformers: {checked}")
-    _quantize(out_dir / ONNX_FILE, out_dir / INT8_FILE)
-    int8 = _verify(model_dir, out_dir / INT8_FILE, reference)
-    if int8["min_cosine"] < INT8_MIN_COSINE:
-        raise ValueError(f"the int8 copy disagrees with sentence-transformers: {int8}")
     meta = {
         "model_dir": str(model_dir),
         "opset": OPSET,
+        "source_digest": model_digest(model_dir),
         **checked,
-        "int8": int8,
         "versions": {p: version(p) for p in ("torch", "transformers", "onnx", "onnxruntime")},
     }
     (out_dir / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from cache.embedder_base import Matrix
-from cache.embedder_store import ensure_export, precision_file, space_of
+from cache.embedder_store import ensure_export, ensure_int8, space_of
 
 INPUTS = ("input_ids", "attention_mask")
 _DEFAULT_MAX_TOKENS = 512
@@ -103,10 +103,9 @@ def load_onnx_encoder(
 ) -> OnnxEncoder:
     """The encoder of `model_dir` at `precision`, exporting it into `cache_dir` first if
     needed."""
-    exported = ensure_export(model_dir, cache_dir)
-    return OnnxEncoder(
-        model_dir,
-        precision_file(exported, precision),
-        threads=threads,
-        space=space_of(exported, precision),
+    path = (
+        ensure_int8(model_dir, cache_dir)
+        if precision == "int8"
+        else ensure_export(model_dir, cache_dir)
     )
+    return OnnxEncoder(model_dir, path, threads=threads, space=space_of(path, precision))

@@ -1,5 +1,6 @@
 """Prepares the semantic cache's models ahead of time (a test run, an image build): the ONNX
-export of the embedding model, and the clause judge's merged model and its export.
+export of the embedding model and its int8 copy, and the clause judge's merged model and its
+export.
 
     python -m cache.embedder_prepare [--model DIR] [--cache-dir DIR] [--clause-adapter on|off]
 
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from cache.clause_adapter import adapted_model
 from cache.embedder_base import default_model_path
-from cache.embedder_store import ensure_export
+from cache.embedder_store import ensure_export, ensure_int8
 from cache.settings import DEFAULT_EMBEDDING_CACHE_DIR
 
 
@@ -35,6 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     model = args.model or default_model_path()
     print(ensure_export(model, args.cache_dir))
+    print(ensure_int8(model, args.cache_dir))  # for GATEWAY_EMBEDDING_PRECISION=int8
     if args.clause_adapter == "on":
         print(ensure_export(adapted_model(model, args.cache_dir), args.cache_dir))
     return 0

@@ -28,9 +28,14 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 # Part of every export's directory name: bump it when the exported graph changes.
-EXPORT_VERSION = 2
+EXPORT_VERSION = 1
 ONNX_FILE = "model.onnx"
-INT8_FILE = "model.int8.onnx"  # the same graph, its matrix weights quantized to int8
+INT8_FILE = "model.int8.onnx"  # made beside the export only when asked for (`ensure_int8`)
+INT8_META_FILE = "int8.json"
+INT8_HINT = (
+    " (it needs the onnx package, which `python -m cache.embedder_prepare` has where the export"
+    " was made); GATEWAY_EMBEDDING_PRECISION=fp32 skips it"
+)
 META_FILE = "export.json"
 EXPORT_TIMEOUT_S = 900.0
 _TMP_PREFIX = ".tmp-"
@@ -94,20 +99,32 @@ def export_dir(model_dir: Path, cache_dir: Path) -> Path:
 
 
 def is_complete(directory: Path) -> bool:
-    return all((directory / name).is_file() for name in (ONNX_FILE, INT8_FILE, META_FILE))
-
-
-def precision_file(onnx_path: Path, precision: str) -> Path:
-    """The export's model file of `precision` ("fp32" or "int8"), beside `onnx_path`."""
-    return onnx_path if precision == "fp32" else onnx_path.with_name(INT8_FILE)
+    return (directory / ONNX_FILE).is_file() and (directory / META_FILE).is_file()
 
 
 def space_of(onnx_path: Path, precision: str) -> str:
-    """The embedding space of an export's model file: the model directory's digest (as in the
-    export's directory name), with the precision unless it is fp32. Vectors of two spaces
-    must never be compared."""
-    digest = onnx_path.parent.name.removeprefix(f"v{EXPORT_VERSION}-")
+    """The embedding space of an export's model file: the digest of the model directory it
+    was exported from (an image files its export under a copy without weights, so the name of
+    the export's directory cannot tell two fine-tunes apart), with the precision unless it is
+    fp32. Vectors of two spaces must never be compared."""
+    meta = _json(onnx_path.parent / META_FILE)
+    source = meta.get("source_digest") if isinstance(meta, dict) else None
+    digest = source[:32] if isinstance(source, str) else onnx_path.parent.name.split("-", 1)[-1]
     return digest if precision == "fp32" else f"{digest}-{precision}"
+
+
+def ensure_int8(model_dir: Path, cache_dir: Path) -> Path:
+    """The int8 copy of `model_dir`'s export, made first (in a child process, which needs the
+    `onnx` package) if this cache has none. Blocks: call it at startup, in a thread."""
+    exported = ensure_export(model_dir, cache_dir)
+    int8 = exported.with_name(INT8_FILE)
+    if int8.is_file():
+        return int8
+    with locked(cache_dir / f"{exported.parent.name}.lock"):
+        if not int8.is_file():
+            argv = ["-m", "cache.embedder_quantize", str(model_dir.resolve()), str(int8.parent)]
+            _run_child(argv, f"the int8 copy of {model_dir}'s export", INT8_HINT)
+    return int8
 
 
 def ensure_export(model_dir: Path, cache_dir: Path) -> Path:
@@ -149,9 +166,9 @@ def _clear_leftovers(cache_dir: Path, name: str) -> None:
         shutil.rmtree(stale, ignore_errors=True)
 
 
-def _export_in_child(model_dir: Path, cache_dir: Path, final: Path) -> None:
-    tmp = cache_dir / f"{_TMP_PREFIX}{final.name}-{os.getpid()}"
-    tmp.mkdir()
+def _run_child(argv: list[str], what: str, hint: str) -> None:
+    """`python argv` with the project importable and the hub offline; RuntimeError naming
+    `what`, with `hint` and its last lines, if it fails."""
     project_root = str(Path(__file__).resolve().parent.parent)
     env = {
         **os.environ,
@@ -160,19 +177,30 @@ def _export_in_child(model_dir: Path, cache_dir: Path, final: Path) -> None:
         "TRANSFORMERS_OFFLINE": "1",
         "TOKENIZERS_PARALLELISM": "false",
     }
-    argv = [sys.executable, "-m", "cache.embedder_export", str(model_dir), str(tmp)]
+    done = subprocess.run(
+        [sys.executable, *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=EXPORT_TIMEOUT_S,
+        check=False,
+    )
+    if done.returncode != 0:
+        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
+        raise RuntimeError(f"{what} failed (exit {done.returncode}){hint}:\n{tail}")
+
+
+def _export_in_child(model_dir: Path, cache_dir: Path, final: Path) -> None:
+    tmp = cache_dir / f"{_TMP_PREFIX}{final.name}-{os.getpid()}"
+    tmp.mkdir()
     log.info("exporting %s to ONNX in %s (once per model)", model_dir, final)
     start = time.monotonic()
     try:
-        done = subprocess.run(
-            argv, env=env, capture_output=True, text=True, timeout=EXPORT_TIMEOUT_S, check=False
+        _run_child(
+            ["-m", "cache.embedder_export", str(model_dir), str(tmp)],
+            f"the ONNX export of {model_dir}",
+            "; GATEWAY_EMBEDDING_BACKEND=torch skips it",
         )
-        if done.returncode != 0:
-            tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
-            raise RuntimeError(
-                f"the ONNX export of {model_dir} failed (exit {done.returncode}); "
-                f"GATEWAY_EMBEDDING_BACKEND=torch skips it:\n{tail}"
-            )
         if not is_complete(tmp):
             raise RuntimeError(f"the ONNX export of {model_dir} left no {ONNX_FILE}")
         tmp.rename(final)

@@ -14,14 +14,19 @@ from core.env import SettingsError
 EXPORT_PACKAGES = ("torch", "transformers", "sentence_transformers", "onnx")
 
 
-def needed_packages(settings: CacheSettings, fills_cache: bool = False) -> list[str]:
+def needed_packages(
+    settings: CacheSettings, fills_cache: bool = False, quantizes: bool = False
+) -> list[str]:
     """The modules a worker imports to run this semantic cache (none when it is off);
     `fills_cache`: its embedding cache holds nothing yet, so the ONNX backend exports first,
-    and the clause judge's model is built (with safetensors)."""
+    and the clause judge's model is built (with safetensors); `quantizes`: it holds no int8
+    copy yet, which GATEWAY_EMBEDDING_PRECISION=int8 makes with onnx."""
     if settings.semantic == "off":
         return []
     if settings.embedding_backend == "onnx":
         needed = ["onnxruntime", *(EXPORT_PACKAGES if fills_cache else ())]
+        if quantizes and settings.embedding_precision == "int8" and "onnx" not in needed:
+            needed.append("onnx")
     else:
         needed = ["torch", "sentence_transformers"]
     if fills_cache and settings.semantic_clause_adapter:
@@ -33,18 +38,26 @@ def needed_packages(settings: CacheSettings, fills_cache: bool = False) -> list[
     return needed
 
 
-def check_semantic_packages(settings: CacheSettings, fills_cache: bool = False) -> None:
+def check_semantic_packages(
+    settings: CacheSettings, fills_cache: bool = False, quantizes: bool = False
+) -> None:
     """A SettingsError naming GATEWAY_SEMANTIC_CACHE when a package it needs is missing."""
-    missing = [name for name in needed_packages(settings, fills_cache) if not _installed(name)]
+    needed = needed_packages(settings, fills_cache, quantizes)
+    missing = [name for name in needed if not _installed(name)]
     if not missing:
         return
     export = set(missing) <= {*EXPORT_PACKAGES, "safetensors"}
-    reason = (
-        f" to fill the empty GATEWAY_EMBEDDING_CACHE_DIR={settings.embedding_cache_dir} "
-        "(an ONNX export of the model, the clause judge's model)"
-        if export
-        else ""
-    )
+    reason = ""
+    if export and not fills_cache:  # only the int8 copy is missing
+        reason = (
+            " to make the int8 copy of the model's export (GATEWAY_EMBEDDING_PRECISION=int8) in "
+            f"GATEWAY_EMBEDDING_CACHE_DIR={settings.embedding_cache_dir}"
+        )
+    elif export:
+        reason = (
+            f" to fill the empty GATEWAY_EMBEDDING_CACHE_DIR={settings.embedding_cache_dir} "
+            "(an ONNX export of the model, the clause judge's model)"
+        )
     raise SettingsError(
         f"GATEWAY_SEMANTIC_CACHE={settings.semantic} needs the `semantic` extra{reason}, "
         f"which is not installed here (no module {', '.join(missing)}): install it with "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import socket
 
+from cache.embedder_store import INT8_FILE
 from cache.semantic_packages import check_semantic_packages
 from core.env import SettingsError, check_writable_dir, holds_entries
 from gateway.settings import Settings
@@ -22,14 +23,20 @@ def check_machine(settings: Settings) -> None:
 
 def check_semantic(settings: Settings) -> None:
     """An empty (or missing) embedding cache is filled by the first worker: the ONNX export and
-    the clause judge's model are written there, by packages a serving image may lack."""
+    the clause judge's model are written there, by packages a serving image may lack; so is
+    the int8 copy of a cache that holds none (GATEWAY_EMBEDDING_PRECISION=int8)."""
     cache = settings.cache
     if cache.semantic == "off":
         return
     fills = not holds_entries(cache.embedding_cache_dir)
-    if fills and (cache.embedding_backend == "onnx" or cache.semantic_clause_adapter):
+    quantizes = cache.embedding_precision == "int8" and not any(
+        cache.embedding_cache_dir.glob(f"*/{INT8_FILE}")
+    )
+    if (fills or quantizes) and (
+        cache.embedding_backend == "onnx" or cache.semantic_clause_adapter
+    ):
         check_writable_dir("GATEWAY_EMBEDDING_CACHE_DIR", cache.embedding_cache_dir)
-    check_semantic_packages(cache, fills_cache=fills)
+    check_semantic_packages(cache, fills_cache=fills, quantizes=quantizes)
 
 
 def check_listen_address(host: str, port: int) -> None:

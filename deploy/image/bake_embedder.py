@@ -1,5 +1,6 @@
 """Bakes the semantic cache's embedding model into the image: all-MiniLM-L6-v2's tokenizer and
-configuration (without its torch weights) and the ONNX export of it, filed where the gateway
+configuration (without its torch weights) and the ONNX export of it (with its int8 copy for
+GATEWAY_EMBEDDING_PRECISION=int8), filed where the gateway
 looks for that directory's export, and the same for the clause judge's model (the model with
 the clause adapter merged, `cache.clause_adapter`), so the serving image needs neither torch
 nor a writable disk.
@@ -114,7 +115,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     smoke_test(args.model_out, embedding)
     if clause is not None:
         smoke_test(args.model_out, clause)
-    print(f"baked {embedding}" + (f" and the clause judge's {clause}" if clause else ""))
+    # GATEWAY_EMBEDDING_PRECISION=int8's copy: quantizing needs onnx, which serving lacks.
+    int8 = embedder_store.ensure_int8(args.model_out, args.cache_out)
+    smoke_test(args.model_out, int8)
+    print(f"baked {embedding}, {int8}" + (f" and the clause judge's {clause}" if clause else ""))
     return 0
 
 

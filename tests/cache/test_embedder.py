@@ -96,6 +96,24 @@ async def test_duplicate_texts_in_a_batch_encode_once() -> None:
     await embedder.aclose()
 
 
+async def test_alone_encodes_each_distinct_text_by_itself_and_twins_once() -> None:
+    """With `alone` (int8), texts queued together encode in calls of their own, so none
+    depends on another; equal ones still share one call."""
+    encoder = GatedEncoder(hold_first=True)
+    embedder = SentenceEmbedder(encoder, DIMS, alone=True)
+    first = await _blocked(encoder, embedder)
+    texts = ["same", "other", "same", "third", "same"]
+    queued = [asyncio.ensure_future(embedder.embed(text)) for text in texts]
+    await _let_tasks_start()
+    encoder.release.set()
+    await first
+    rows = await asyncio.gather(*queued)
+    assert encoder.batches[1:] == [["same"], ["other"], ["third"]]
+    assert np.array_equal(rows[0], rows[4]) and not np.array_equal(rows[0], rows[1])
+    assert (embedder.stats.batches, embedder.stats.largest_batch) == (4, 1)
+    await embedder.aclose()
+
+
 async def test_cancelled_requests_are_not_encoded() -> None:
     """A request cancelled while queued (its deadline passed) costs no encoding."""
     encoder = GatedEncoder(hold_first=True)

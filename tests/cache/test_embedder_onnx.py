@@ -17,15 +17,18 @@ import pytest
 from cache import embedder_store
 from cache.embedder import SentenceEmbedder
 from cache.embedder_base import Matrix, default_model_path
-from cache.embedder_export import INT8_MIN_COSINE, MIN_COSINE
+from cache.embedder_export import MIN_COSINE
 from cache.embedder_onnx import OnnxEncoder
+from cache.embedder_quantize import INT8_MIN_COSINE
 from cache.embedder_store import (
     INT8_FILE,
     META_FILE,
     ONNX_FILE,
     UnsupportedModel,
     ensure_export,
+    ensure_int8,
     model_digest,
+    space_of,
 )
 from cache.settings import DEFAULT_EMBEDDING_CACHE_DIR
 
@@ -97,7 +100,7 @@ async def test_int8_stays_near_fp32_and_never_depends_on_its_batch(
 ) -> None:
     """The int8 copy embeds every text of the quality set near the fp32 export, in another
     embedding space, and a text embedded among concurrent others gets exactly its vector alone
-    (int8 scales activations per batch, so it never batches)."""
+    (int8 scales activations per batch, so it encodes one distinct text at a time)."""
     texts = sorted({text for pair in _pairs() for text in pair})
     full = await _embed_all(minilm, texts)
     quantized = await _embed_all(minilm_int8, texts)
@@ -158,7 +161,8 @@ def test_a_fresh_export_is_offline_verified_and_reused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The first load exports from the package's files alone (every proxy dead), checks the
-    result against sentence-transformers, and later loads reuse it without exporting."""
+    result against sentence-transformers, and later loads reuse it without exporting; the int8
+    copy is made beside it only when asked for, checked against it."""
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
         monkeypatch.setenv(name, "http://127.0.0.1:9")
     monkeypatch.delenv("NO_PROXY", raising=False)
@@ -168,8 +172,12 @@ def test_a_fresh_export_is_offline_verified_and_reused(
     assert (path.parent / f"{ONNX_FILE}.data").is_file()
     meta = json.loads((path.parent / META_FILE).read_text())
     assert meta["min_cosine"] >= MIN_COSINE
-    assert (path.parent / INT8_FILE).is_file()
-    assert meta["int8"]["min_cosine"] >= INT8_MIN_COSINE
+    assert space_of(path, "fp32") == model_digest(default_model_path())[:32]
+    assert not (path.parent / INT8_FILE).exists()  # made only when int8 is asked for
+    int8 = ensure_int8(default_model_path(), tmp_path)
+    assert int8 == path.parent / INT8_FILE
+    assert json.loads((path.parent / "int8.json").read_text())["min_cosine"] >= INT8_MIN_COSINE
+    assert space_of(int8, "int8") == f"{space_of(path, 'fp32')}-int8"
     assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == [path.parent.name]
 
     def no_export(*args: object, **kwargs: object) -> None:
@@ -190,7 +198,6 @@ def test_concurrent_first_loads_export_once(
         exports.append(final)
         final.mkdir()
         (final / ONNX_FILE).write_bytes(b"graph")
-        (final / INT8_FILE).write_bytes(b"int8 graph")
         (final / META_FILE).write_text("{}")
 
     monkeypatch.setattr(embedder_store, "_export_in_child", fake_export)

@@ -58,6 +58,20 @@ def test_a_missing_export_package_says_what_would_fill_the_cache(
     assert "no module onnx)" in message and "cache.embedder_prepare" in message
 
 
+def test_int8_without_its_copy_needs_onnx_to_make_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A filled cache without the int8 copy: int8 needs onnx to quantize, and is told so
+    (fp32 needs nothing more)."""
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        "cache.semantic_packages.find_spec", lambda name: None if name == "onnx" else real(name)
+    )
+    int8 = replace(CacheSettings(), semantic="on", embedding_precision="int8")
+    assert packages.needed_packages(int8, quantizes=True)[:2] == ["onnxruntime", "onnx"]
+    packages.check_semantic_packages(replace(int8, embedding_precision="fp32"), quantizes=True)
+    with pytest.raises(SettingsError, match=r"to make the int8 copy .*no module onnx"):
+        packages.check_semantic_packages(int8, quantizes=True)
+
+
 @pytest.mark.parametrize("mode", ["on", "shadow"])
 def test_a_missing_package_names_the_variable_and_the_extra(
     mode: str, monkeypatch: pytest.MonkeyPatch

@@ -254,7 +254,6 @@ def test_bake_files_the_exports_where_the_gateway_looks(
         final = embedder_store.export_dir(Path(model_dir).resolve(), cache_dir)
         final.mkdir(parents=True)
         (final / embedder_store.ONNX_FILE).write_bytes(str(model_dir).encode())
-        (final / embedder_store.INT8_FILE).write_bytes(str(model_dir).encode())
         (final / embedder_store.META_FILE).write_text("{}")
         return final / embedder_store.ONNX_FILE
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import socket
 from pathlib import Path
 
@@ -86,3 +87,29 @@ def test_an_empty_embedding_cache_must_be_writable(tmp_path: Path) -> None:
     assert (tmp_path / "e").is_dir()
     off = {**env, "GATEWAY_SEMANTIC_CACHE": "off", "GATEWAY_EMBEDDING_CACHE_DIR": "/proc/1/x"}
     check_machine(Settings.from_env(off))
+
+
+def test_int8_on_a_cache_without_its_copy_needs_onnx(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache filled by an export but holding no int8 copy: int8 quantizes at the first
+    worker's start, so a machine without onnx stops here naming the precision; with a copy
+    in the cache (or at fp32) nothing more is needed."""
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        "cache.semantic_packages.find_spec", lambda name: None if name == "onnx" else real(name)
+    )
+    (tmp_path / "v1-0123" / "model.onnx").parent.mkdir()
+    (tmp_path / "v1-0123" / "model.onnx").write_bytes(b"graph")
+    env = {
+        "GATEWAY_BACKENDS": "m=http://h:1/v1",
+        "GATEWAY_PORT": "0",
+        "GATEWAY_SEMANTIC_CACHE": "on",
+        "GATEWAY_EMBEDDING_CACHE_DIR": str(tmp_path),
+    }
+    check_machine(Settings.from_env(env))
+    int8 = {**env, "GATEWAY_EMBEDDING_PRECISION": "int8"}
+    with pytest.raises(SettingsError, match="GATEWAY_EMBEDDING_PRECISION=int8"):
+        check_machine(Settings.from_env(int8))
+    (tmp_path / "v1-0123" / "model.int8.onnx").write_bytes(b"int8 graph")
+    check_machine(Settings.from_env(int8))
