@@ -189,22 +189,26 @@ class Pipeline:
         if cached is not None:
             record.note_answer(cached.completion)
             record.note_reused()
-            self._limiter.settle(admission, 0)  # answered without the GPU
             response_headers.update(admission.headers(0))
             response_headers["age"] = str(cached.age(time.time()))
             response_headers["server-timing"] = timeline.server_timing(total=True)
             if body.stream:
                 replay = presentation.renderer()
-                return await replay_response(cached.replay(), replay, response_headers)
-            return _json(await presentation.body(cached.completion), response_headers)
+                response = await replay_response(cached.replay(), replay, response_headers)
+            else:
+                response = _json(await presentation.body(cached.completion), response_headers)
+            # Settled once the answer exists: a failure before is settled by `serve`, once.
+            self._limiter.settle(admission, 0)  # answered without the GPU
+            return response
         if not body.stream:
             completion = await self._backend.complete(request, budget, outcome, record)
             record.note_answer(completion)
             used = completion.usage.total_tokens
-            self._limiter.settle(admission, used)
             response_headers.update(admission.headers(used))  # what is left once settled
             response_headers["server-timing"] = timeline.server_timing(total=True)
-            return _json(await presentation.body(completion), response_headers)
+            rendered = await presentation.body(completion)
+            self._limiter.settle(admission, used)
+            return _json(rendered, response_headers)
         # A stream's headers go out before its usage is known: its reservation is held.
         response_headers.update(admission.headers())
         source, tap = await self._backend.open_stream(request, budget, outcome, record)

@@ -11,12 +11,15 @@ import aiohttp
 import pytest
 
 from access.caller import Caller, KeyLimits, key_digest
+from access.limiter import Admission, RateLimiter
 from access.settings import AccessSettings
 from backends.replica import Replica
+from core.answers import Completion
 from core.backend_errors import BackendError, NoHealthyBackend
 from core.errors import DeadlineExceeded, GatewayError
 from core.stages import StageName
 from gateway.app import create_app
+from gateway.presentation import CompletionsPresentation
 from gateway.settings import Settings
 from tests.support.asgi_server import serving
 from tests.support.fake_backend import FakeBackend
@@ -154,3 +157,30 @@ async def test_a_stream_s_headers_count_its_whole_reservation(backend: FakeBacke
     asks = [("/chat/completions", {**CHAT, "stream": True})]
     [(status, remaining)] = await _remaining_tokens(limits, asks, backend)
     assert status == 200 and remaining == 0
+
+
+@pytest.mark.parametrize("cached", [False, True])
+async def test_an_answer_that_fails_to_render_is_settled_once(
+    url: str, monkeypatch: pytest.MonkeyPatch, cached: bool
+) -> None:
+    """An answer whose body fails to render (after the backend or the cache answered) gives
+    its reservation back once, not once for the answer and again for the failure (which would
+    hand the key tokens other requests hold)."""
+    body = {**CHAT, "temperature": 0}
+    if cached:  # the second ask is a cache hit
+        assert (await _ask(url, "/chat/completions", body))[0] == 200
+    settles: list[int] = []
+    real = RateLimiter.settle
+
+    def counted(self: RateLimiter, admission: Admission, used_tokens: int) -> None:
+        settles.append(used_tokens)
+        real(self, admission, used_tokens)
+
+    async def broken(self: CompletionsPresentation, completion: Completion) -> bytes:
+        raise GatewayError("the answer could not be rendered")
+
+    monkeypatch.setattr(RateLimiter, "settle", counted)
+    monkeypatch.setattr(CompletionsPresentation, "body", broken)
+    status, _ = await _ask(url, "/chat/completions", body)
+    assert status == 500
+    assert settles == [0]
