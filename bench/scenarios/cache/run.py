@@ -77,17 +77,10 @@ def start_cache_stack(
     return gateway.url(PATH), bare.url(PATH)
 
 
-def embedding_backend(config: BenchConfig) -> EmbeddingBackend:
-    """The gateway's embedding backend in this run (`--gateway-env` may choose one)."""
-    chosen = gateway_env(config).get("GATEWAY_EMBEDDING_BACKEND", "onnx").strip().lower()
-    return "torch" if chosen == "torch" else "onnx"
-
-
-def embedding_precision(config: BenchConfig) -> EmbeddingPrecision:
-    """The gateway's embedding precision in this run (`--gateway-env` may choose one)."""
-    default = CacheSettings().embedding_precision
-    chosen = gateway_env(config).get("GATEWAY_EMBEDDING_PRECISION", default).strip().lower()
-    return "int8" if chosen == "int8" else "fp32"
+def embedding_settings(config: BenchConfig) -> CacheSettings:
+    """The run's gateway cache settings, as the gateway reads them (`--gateway-env` may choose
+    the embedding backend and precision)."""
+    return CacheSettings.from_env(gateway_env(config))
 
 
 async def _embedding_alone(
@@ -216,8 +209,8 @@ async def measure(
     await _mixed(config, out, gw, say)
     # the embedding alone, in this process (client core), on the measured paraphrases
     texts = good or [asked for _stored, asked in PARAPHRASES]
-    backend = embedding_backend(config)
-    precision = embedding_precision(config) if backend == "onnx" else "fp32"
+    settings = embedding_settings(config)
+    backend, precision = settings.embedding_backend, settings.embedding_precision
     try:
         out.embedding = await _embedding_alone(texts, _EMBED_SAMPLES, backend, precision)
         out.embedding_note = (
