@@ -16,7 +16,7 @@ from cache.embedder_base import default_model_path
 from cache.error_bound import ErrorBound
 from cache.factory_redis import breaker_for, semantic_redis_client
 from cache.semantic import SemanticCache
-from cache.settings import CacheSettings
+from cache.settings import CacheSettings, EmbeddingPrecision
 from cache.types import CacheUnavailable, Vector, VectorHit, VectorIndex
 from cache.vector_index_memory import InMemoryVectorIndex
 from cache.vector_index_redis import IndexMismatch, RedisVectorIndex
@@ -110,10 +110,8 @@ class EnsuredIndex:
 
 
 def _load_embedder(
-    settings: CacheSettings, model: Path | None, role: str = "embedder"
+    settings: CacheSettings, model: Path | None, role: str, precision: EmbeddingPrecision
 ) -> SentenceEmbedder:
-    # The clause judge stays fp32: quantized, it lost 3 of 43 held-out templated hits.
-    precision = settings.embedding_precision if role == "embedder" else "fp32"
     return SentenceEmbedder.load(
         model,
         backend=settings.embedding_backend,
@@ -126,7 +124,9 @@ def _load_embedder(
 
 def load_embedding_model(settings: CacheSettings) -> SentenceEmbedder:
     """The model whose vectors the index searches, at `GATEWAY_EMBEDDING_PRECISION`."""
-    return _load_embedder(settings, settings.embedding_model_path)
+    return _load_embedder(
+        settings, settings.embedding_model_path, "embedder", settings.embedding_precision
+    )
 
 
 def load_clause_embedder(settings: CacheSettings) -> SentenceEmbedder:
@@ -136,7 +136,8 @@ def load_clause_embedder(settings: CacheSettings) -> SentenceEmbedder:
         adapted = adapted_model(model, settings.embedding_cache_dir)
     except AdapterMismatch as exc:
         raise misfit(model, exc) from exc
-    return _load_embedder(settings, adapted, role="clause-judge")
+    # Always fp32: quantized, it lost 3 of 43 held-out templated hits.
+    return _load_embedder(settings, adapted, "clause-judge", "fp32")
 
 
 async def clause_verifier(
