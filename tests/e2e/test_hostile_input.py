@@ -157,7 +157,7 @@ async def _raw_exchange(port: int, head: bytes, trickle: bytes, gap_s: float) ->
 
 @pytest.mark.parametrize("path", list(ENDPOINTS))
 async def test_slow_loris_body_cut_by_parse_budget(stack: Stack, path: str) -> None:
-    """A body trickling in byte by byte is cut with a 408 envelope once the parse budget (1 s
+    """A body trickling in byte by byte is cut with a 408 envelope once the parse budget (3 s
     on this stack) is spent, long before the whole body could arrive."""
     body = _body(path, ENDPOINTS[path][1]) + b" " * 2000  # ~2000 bytes at 10 ms each: >20 s
     head = (
