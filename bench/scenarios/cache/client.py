@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
 
 from bench.config import BenchConfig
 from bench.harness import interrupts
@@ -73,6 +74,29 @@ async def closed_loop(
     m.xcache = dict(Counter(r.xcache for r in answered))
     m.counted, m.latency = len(counted), Summary.of(counted)
     return m
+
+
+async def semantic_lookups(config: BenchConfig, metrics_url: str) -> Counter[str]:
+    """The gateway's semantic lookups so far by result, from its `/metrics`; empty when they
+    could not be read."""
+    async with _session(config, 1) as session:
+        try:
+            async with session.get(metrics_url) as response:
+                return semantic_counts(await response.text())
+        except (TimeoutError, aiohttp.ClientError):
+            return Counter()
+
+
+def semantic_counts(exposition: str) -> Counter[str]:
+    """`gateway_cache_lookups_total` of kind `semantic` by result, from a Prometheus text
+    exposition."""
+    counts: Counter[str] = Counter()
+    for family in text_string_to_metric_families(exposition):
+        if family.name == "gateway_cache_lookups":
+            for sample in family.samples:
+                if sample.name.endswith("_total") and sample.labels.get("kind") == "semantic":
+                    counts[sample.labels["result"]] += int(sample.value)
+    return counts
 
 
 async def warm(config: BenchConfig, url: str, body: bytes, want: str = "hit-exact") -> str:

@@ -82,6 +82,14 @@ def _notes(config: BenchConfig, results: CacheResults) -> list[str]:
     else:
         lines.append(f"- embedding alone: {results.embedding_note}")
     lines += [f"- {m.workload}: {m.note}" for m in results.measured if m.note]
+    for m in results.measured:
+        if m.semantic:
+            counts = ", ".join(f"{k} {n}" for k, n in sorted(m.semantic.items()))
+            lines.append(
+                f"- {m.workload} at c={m.concurrency}: the gateway's semantic lookups while it"
+                f" ran ({counts}): `skipped`, the stage's recent p95 did not fit its budget;"
+                " `error`, a lookup overran `GATEWAY_SEMANTIC_TIMEOUT_MS`"
+            )
     lines.append(
         "- exact-hit throughput: bare Starlette and gateway back to back at each concurrency;"
         " `counted` is the responses that were hits (the bare endpoint always says hit-exact)"

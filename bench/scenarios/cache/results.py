@@ -24,6 +24,7 @@ class Measured:
     xcache: dict[str, int] = field(default_factory=dict)
     counted: int = 0  # responses whose latency is in `latency` (the accepted X-Cache values)
     note: str = ""
+    semantic: dict[str, int] = field(default_factory=dict)  # the gateway's lookups by result
 
     @property
     def rps(self) -> float:

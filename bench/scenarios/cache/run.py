@@ -5,7 +5,9 @@ GATEWAY_CACHE=on, GATEWAY_SEMANTIC_CACHE=on) and a bare Starlette JSON endpoint 
 an exact hit) share the server core, and this process drives the load from the client core
 (aiohttp closed loops; wrk counting `X-Cache` for peak throughput). Workloads: exact hits (c=1
 latency, peak req/s), semantic hits on paraphrases (c=1 latency, beside the embedding alone in
-this process), and Zipf-distributed prompts against an all-miss run.
+this process), Zipf-distributed prompts against an all-miss run, and all-miss runs at the
+throughput concurrencies, where concurrent embeddings queue on the gateway's encoder (its
+`/metrics` say how many semantic lookups ran, were skipped for their budget, or overran).
 """
 
 from __future__ import annotations
@@ -26,7 +28,14 @@ from bench.harness.redis_stack import ping, server_command
 from bench.harness.run import ScenarioRun
 from bench.load.stats import Summary
 from bench.report.format import ms
-from bench.scenarios.cache.client import closed_loop, once, run_wrk, until_looked_up, warm
+from bench.scenarios.cache.client import (
+    closed_loop,
+    once,
+    run_wrk,
+    semantic_lookups,
+    until_looked_up,
+    warm,
+)
 from bench.scenarios.cache.report import render, targets
 from bench.scenarios.cache.results import CacheResults, Measured
 from bench.scenarios.cache.workloads import (
@@ -199,14 +208,42 @@ async def _mixed(
     say(f"mixed: X-Cache {mixed.xcache}; all-miss: X-Cache {miss.xcache}")
 
 
+def _nth_body(prompts: Sequence[str], max_tokens: int, i: int) -> bytes:
+    return chat_body(prompts[i % len(prompts)], max_tokens)
+
+
+async def _concurrent_misses(
+    config: BenchConfig, out: CacheResults, gw: str, say: Callable[[str], None]
+) -> None:
+    """Prompts never seen before from many clients at once: every one is embedded, so the
+    encoder's queue, not Redis, decides how many lookups fit their budget."""
+    metrics = gw.removesuffix(PATH) + "/metrics"
+    tokens = config.workload.output_tokens
+    for level in THROUGHPUT_LEVELS:
+        count = min(config.max_requests, _MAX_C1_REQUESTS)
+        misses = new_prompts(f"c{level}-{os.getpid()}-{time.time_ns()}", count)
+        before = await semantic_lookups(config, metrics)
+        m = await closed_loop(
+            config, Measured("all miss", "gateway", level, "aiohttp"), gw,
+            functools.partial(_nth_body, misses, tokens),
+            frozenset({"miss"}), 0.0, len(misses),
+        )  # fmt: skip
+        after = await semantic_lookups(config, metrics)
+        m.semantic = {result: n - before[result] for result, n in after.items()}
+        out.measured.append(m)
+        say(f"all miss c={level}: {m.rps:.0f} req/s, semantic lookups {m.semantic}")
+
+
 async def measure(
     config: BenchConfig, gw: str, bare: str, say: Callable[[str], None]
 ) -> CacheResults:
-    """Every workload, in order: exact hits, semantic hits, mixed; then the embedding alone."""
+    """Every workload, in order: exact hits, semantic hits, mixed, concurrent misses; then the
+    embedding alone."""
     out = CacheResults()
     await _exact(config, out, gw, bare, say)
     good = await _semantic(config, out, gw, say)
     await _mixed(config, out, gw, say)
+    await _concurrent_misses(config, out, gw, say)
     # the embedding alone, in this process (client core), on the measured paraphrases
     texts = good or [asked for _stored, asked in PARAPHRASES]
     settings = embedding_settings(config)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.scenarios.cache.client import semantic_counts
 from bench.scenarios.cache.workloads import (
     new_prompts,
     repeat_fraction,
@@ -25,6 +26,8 @@ EXPECTED_ROWS = [
     "| semantic hit | gateway | 1 |",
     "| mixed (Zipf) | gateway | 1 |",
     "| all miss | gateway | 1 |",
+    "| all miss | gateway | 16 |",
+    "| all miss | gateway | 64 |",
     "- embedding alone: p50",
 ]
 
@@ -41,6 +44,23 @@ def test_zipf_helpers_are_deterministic() -> None:
     assert len(set(misses)) == 50 and all("run-1" in text for text in misses)
 
 
+def test_semantic_counts_read_only_semantic_lookups() -> None:
+    """The semantic lookups are read by result from the exposition; other kinds are not."""
+    exposition = (
+        "# HELP gateway_cache_lookups_total Cache lookups\n"
+        "# TYPE gateway_cache_lookups_total counter\n"
+        'gateway_cache_lookups_total{kind="exact",result="miss"} 40.0\n'
+        'gateway_cache_lookups_total{kind="semantic",result="miss"} 12.0\n'
+        'gateway_cache_lookups_total{kind="semantic",result="error"} 3.0\n'
+        'gateway_cache_lookups_total{kind="semantic_shadow",result="hit"} 5.0\n'
+        "# HELP gateway_requests_total Requests\n"
+        "# TYPE gateway_requests_total counter\n"
+        'gateway_requests_total{route="chat"} 99.0\n'
+    )
+    assert semantic_counts(exposition) == {"miss": 12, "error": 3}
+    assert semantic_counts("") == {}
+
+
 @pytest.mark.timeout(60)
 def test_quick_cache_run_reports_cache_rows(tmp_path: Path) -> None:
     """A quick cache run exits 0 and its report has the cache targets and workload rows."""
@@ -54,3 +74,5 @@ def test_quick_cache_run_reports_cache_rows(tmp_path: Path) -> None:
     assert {t["scenario"] for t in results["targets"]} == {"cache"}
     exact = [m for m in results["cache"] if m["workload"] == "exact hit"]
     assert exact and all(m["xcache"] for m in exact)
+    crowded = [m for m in results["cache"] if m["workload"] == "all miss" and m["concurrency"] > 1]
+    assert crowded and all(sum(m["semantic"].values()) > 0 for m in crowded)
