@@ -9,7 +9,7 @@ import contextlib
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 from backends.admission_config import AdmissionConfig as AdmissionConfig
 from backends.attempts import Attempts
@@ -219,7 +219,7 @@ class Fleet:
                 refusals += 1
                 needed = wider_context(replica, self.replicas(model), tried)
                 if not needed:
-                    raise refusal(exc, replica, earlier.last) from None
+                    self._refuse(exc, replica, earlier, model, tried)
             except GatewayError as exc:  # refused as invalid: the replica is fine
                 error = _failure(exc)
                 raise
@@ -229,6 +229,21 @@ class Fleet:
             finally:
                 slot.release()
                 budget.timeline.record(StageName.BACKEND, started, error)
+
+    def _refuse(
+        self,
+        refused: ContextLengthExceeded,
+        by: Replica,
+        earlier: Failures,
+        model: str,
+        tried: list[Replica],
+    ) -> NoReturn:
+        """No replica is left to take a request `by` refused as too long: raise the refusal,
+        or the earlier failure of a wider replica as any last failure is told (`give_up`)."""
+        told = refusal(refused, by, earlier.last)
+        if isinstance(told, BackendError):
+            give_up(told, earlier, self.replicas(model), tried, self._clock())
+        raise told from None
 
     async def open_stream(self, request: GenerationRequest, budget: RequestBudget) -> OpenStream:
         """A stream whose first chunk has already arrived, so failures so far were retried.
@@ -277,7 +292,7 @@ class Fleet:
                 refusals += 1
                 needed = wider_context(replica, self.replicas(model), tried)
                 if not needed:
-                    raise refusal(exc, replica, earlier.last) from None
+                    self._refuse(exc, replica, earlier, model, tried)
                 continue
             except BaseException as exc:
                 if isinstance(exc, GatewayError):  # refused as invalid

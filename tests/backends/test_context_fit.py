@@ -18,7 +18,7 @@ from backends.served import Served
 from budgets.deadline import Deadline
 from budgets.request_budget import ClassBudgets, RequestBudget
 from core.answers import Completion, StreamChunk
-from core.backend_errors import BackendOverloaded, BackendUnavailable
+from core.backend_errors import BackendOverloaded, BackendQuotaExhausted, BackendUnavailable
 from core.errors import ContextLengthExceeded
 from core.protocol import CompletionRequest
 from core.request_parsing import parse_request
@@ -151,3 +151,20 @@ async def test_a_refusal_as_too_long_spends_no_retry(stream: bool) -> None:
     _in_order(fleet)
     await _ask(fleet, 2000, stream)
     assert (small.calls, failing.calls, fine.calls) == (1, 1, 1)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_refusal_after_a_full_then_a_spent_larger_replica_tells_the_overload(
+    stream: bool,
+) -> None:
+    """Full, then spent, then refused as too long by the smaller one: the spent quota is told
+    as any last failure is, so the full replica's Retry-After wins over "do not retry"."""
+    fleet, (full, spent, small) = _fleet(8192, 8192, 4096, retry_attempts=2)
+    full.fail_with = BackendOverloaded("engine full", retry_after_s=3.0, replica="r0")
+    spent.fail_with = BackendQuotaExhausted("insufficient_quota: spent", replica="r1")
+    _in_order(fleet)
+    call = fleet.open_stream if stream else fleet.complete
+    with pytest.raises(BackendOverloaded) as info:
+        await call(_request(5000, stream=stream), _budget())
+    assert info.value.headers()["retry-after"] == "3"
+    assert (full.calls, spent.calls, small.calls) == (1, 1, 1)
