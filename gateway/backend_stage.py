@@ -10,7 +10,7 @@ from budgets.request_budget import RequestBudget
 from cache.answer_tap import AnswerTap
 from cache.coalesce import SingleFlight, StreamFlight
 from cache.layer import CacheLayer
-from cache.outcome import CacheOutcome
+from cache.outcome import CacheOutcome, CachePlan
 from core.answers import Completion, StreamChunk
 from gateway.coalescing import (
     Audiences,
@@ -54,7 +54,7 @@ class BackendStage:
             completion = await self._fleet.complete(request, budget)
             self._cache.remember(outcome, completion, trace)
             return completion
-        key = f"{plan.tenant}:{plan.key}"
+        key = _flight_key(plan, budget)
         served = self._audiences.of(key)
 
         async def call() -> Completion:
@@ -86,7 +86,7 @@ class BackendStage:
             source = await self._fleet.open_stream(request, budget)
         else:
             # One backend stream per identical request in flight; it feeds the tap once.
-            key = f"{plan.tenant}:{plan.key}"
+            key = _flight_key(plan, budget)
             served = self._stream_audiences.of(key)
             start = shared_stream(self._fleet, request, budget, served)
             with self._stream_audiences.waiting(key, budget):
@@ -97,3 +97,11 @@ class BackendStage:
                 record.note_reused()
             tap = None
         return source, tap
+
+
+def _flight_key(plan: CachePlan, budget: RequestBudget) -> str:
+    """Which identical requests may share one backend call: one tenant's, of one priority
+    class (the call waits in its leader's class queue, and a batch key must not ride an
+    interactive call), agreeing on whether the answer is kept (the leader's write-back is
+    the call's only one, so a `no-store` leader would keep its followers' answers out)."""
+    return f"{plan.tenant}:{budget.priority}:{int(plan.write)}:{plan.key}"

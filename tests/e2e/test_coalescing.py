@@ -39,7 +39,11 @@ async def sim(coalescing_stack: Stack) -> AsyncIterator[ControlClient]:
 
 
 async def _post(
-    url: str, text: str, timeout_ms: str | None, stream: bool = False
+    url: str,
+    text: str,
+    timeout_ms: str | None,
+    stream: bool = False,
+    headers: dict[str, str] | None = None,
 ) -> tuple[int, bytes, float]:
     """Status, body and seconds taken of one chat request."""
     payload = {
@@ -49,7 +53,9 @@ async def _post(
         "max_tokens": _TOKENS,
         "stream": stream,
     }
-    headers = {} if timeout_ms is None else {"x-request-timeout-ms": timeout_ms}
+    headers = dict(headers or {})
+    if timeout_ms is not None:
+        headers["x-request-timeout-ms"] = timeout_ms
     started = time.monotonic()
     async with (
         aiohttp.ClientSession() as session,
@@ -59,12 +65,17 @@ async def _post(
 
 
 async def _lead_then_follow(
-    stack: Stack, sim: ControlClient, text: str, leader_ms: str | None, follower_ms: str | None
+    stack: Stack,
+    sim: ControlClient,
+    text: str,
+    leader_ms: str | None,
+    follower_ms: str | None,
+    leader_headers: dict[str, str] | None = None,
 ) -> tuple[tuple[int, bytes, float], tuple[int, bytes, float], int]:
     """The leader's and the follower's results, and the engine calls they made, the follower
     sent once the engine holds the leader's request."""
     before = (await sim.stats())["generate_calls"]
-    leader = asyncio.ensure_future(_post(stack.api_url, text, leader_ms))
+    leader = asyncio.ensure_future(_post(stack.api_url, text, leader_ms, headers=leader_headers))
     async with asyncio.timeout(30):
         while not (await sim.stats())["live_request_ids"]:  # noqa: ASYNC110
             await asyncio.sleep(0.02)
@@ -116,3 +127,19 @@ async def test_a_streaming_leaders_deadline_does_not_cut_its_followers_stream(
     assert b'"error"' not in body and b'"finish_reason":"length"' in body
     assert b'"error"' in led[1]  # the leader's own deadline cut its stream
     assert (await sim.stats())["generate_calls"] - before == 1
+
+
+@pytest.mark.parametrize(
+    "leader_headers", [{"x-priority": "batch"}, {"cache-control": "no-store"}], ids=str
+)
+async def test_a_call_is_shared_only_by_callers_of_one_class_and_one_write_back(
+    coalescing_stack: Stack, sim: ControlClient, leader_headers: dict[str, str]
+) -> None:
+    """A batch leader's call waits in the batch queue, and a `no-store` leader's answer is
+    not kept: an interactive follower who keeps answers gets a call of its own."""
+    text = f"not shared with {leader_headers}"
+    leader, follower, calls = await _lead_then_follow(
+        coalescing_stack, sim, text, None, None, leader_headers
+    )
+    assert leader[0] == follower[0] == 200, (leader[1], follower[1])
+    assert calls == 2
