@@ -24,6 +24,7 @@ from core.answers import (
     Usage,
 )
 from core.backend_errors import BackendError
+from core.digits import ascii_digits
 from core.errors import GatewayError, UnsupportedParameter
 
 
@@ -239,7 +240,7 @@ def _retry_after_s(value: str | None) -> float | None:
     if value is None:
         return None
     try:
-        if value.strip().isdigit():
+        if ascii_digits(value.strip()):
             seconds = float(value)
         else:
             seconds = parsedate_to_datetime(value).timestamp() - time.time()

@@ -16,6 +16,7 @@ from core.backend_errors import (
     BackendRejected,
     UpstreamModelNotFound,
 )
+from core.digits import ascii_digits
 from core.errors import GatewayError
 
 # Statuses that mean "this request is wrong", so its message belongs to the client.
@@ -118,7 +119,7 @@ def in_band_status(error: Any) -> int:
     if not isinstance(error, dict):
         return 500
     code = error.get("code")
-    if isinstance(code, int | str) and str(code).isdigit() and 400 <= int(code) <= 599:
+    if isinstance(code, int | str) and ascii_digits(str(code)) and 400 <= int(code) <= 599:
         return int(code)
     kind = error.get("type")
     status = _STATUS_OF_CODE.get(code) if isinstance(code, str) else None

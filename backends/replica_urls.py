@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
+from core.digits import ascii_digits
 from core.env import SettingsError
 
 DNS_SUFFIX = "+dns"
@@ -110,6 +111,6 @@ def split_dns_url(url: str) -> DnsTarget:
     scheme, _, rest = shown.partition("://")
     hostport, slash, path = rest.partition("/")
     host, colon, port = hostport.rpartition(":")
-    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not colon or not host or not ascii_digits(port) or not 0 < int(port) < 65536:
         raise ValueError(f"{shown!r} must name a host and a port (grpc+dns://name:port)")
     return DnsTarget(scheme.removesuffix(DNS_SUFFIX), host, int(port), (slash + path).rstrip("/"))

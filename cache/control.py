@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.digits import ascii_digits
+
 
 @dataclass(frozen=True, slots=True)
 class CacheControl:
@@ -28,7 +30,7 @@ class CacheControl:
                 no_store = True
             elif name == "max-age":
                 value = value.strip().strip('"')
-                if value.isdigit():
+                if ascii_digits(value):
                     max_age = int(value)
         return cls(no_cache, no_store, max_age)
 

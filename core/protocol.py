@@ -14,6 +14,7 @@ from pydantic import (
 )
 
 from core.chat_history import check_roles, from_history
+from core.digits import ascii_digits
 from core.errors import InvalidRequest, UnsupportedParameter
 from core.json_schemas import check_response_schema
 from core.metadata import Metadata
@@ -125,7 +126,7 @@ class _Sampling(RequestModel):
     @classmethod
     def _check_logit_bias(cls, value: dict[str, float] | None) -> dict[str, float] | None:
         for key in value or {}:
-            if not key.isdigit() or int(key) > 2**32 - 1:
+            if not ascii_digits(key) or int(key) > 2**32 - 1:
                 raise ValueError(f"keys must be token ids, got {key!r}")
         return value
 

@@ -17,6 +17,7 @@ from access.registry import KeyRegistry
 from backends.fleet import Fleet
 from budgets.request_budget import RequestBudget
 from core.backend_errors import NoHealthyBackend
+from core.digits import ascii_digits
 from core.errors import (
     GatewayError,
     ModelNotFound,
@@ -62,7 +63,7 @@ async def read_json_body(request: Request, limit: int, timeout_s: float | None =
             f"Content-Encoding {encoding!r} is not supported; send the body uncompressed."
         )
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    if declared is not None and ascii_digits(declared) and int(declared) > limit:
         raise PayloadTooLarge(f"Request body exceeds the limit of {limit} bytes.")
     chunks: list[bytes] = []
     size = 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from core.digits import ascii_digits
 from core.errors import InvalidRequest, UnsupportedParameter
 from gateway.responses.objects import output_text
 
@@ -96,7 +97,7 @@ def _derived_id(item: dict[str, Any], response_id: str, position: int) -> str:
 def _limit(raw: str | None) -> int:
     if raw is None:
         return DEFAULT_LIMIT
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+    if not ascii_digits(raw) or not 1 <= int(raw) <= MAX_LIMIT:
         raise InvalidRequest(
             f"limit must be an integer from 1 to {MAX_LIMIT}, got {raw!r}.", param="limit"
         )

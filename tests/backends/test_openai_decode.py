@@ -313,6 +313,8 @@ IN_BAND_ERRORS = [
     ({"message": "slow down", "type": "rate_limit_error", "param": None, "code": None}, 429, True),
     ({"message": "busy", "type": "server_error", "code": "server_is_overloaded"}, 429, True),
     ({"message": "internal boom", "type": "server_error", "param": None, "code": None}, 502, True),
+    # A code of superscript digits is a word, not a status ("⁴⁰⁰" is no 400).
+    ({"message": "odd", "type": "server_error", "code": "\u2074\u2070\u2070"}, 502, True),
     (
         {"message": "no model", "type": "invalid_request_error", "code": "model_not_found"},
         404,

@@ -15,3 +15,4 @@ def test_absent_and_invalid() -> None:
     """No header means defaults; a malformed max-age is ignored."""
     assert CacheControl.parse(None) == CacheControl()
     assert CacheControl.parse("max-age=soon").max_age is None
+    assert CacheControl.parse("max-age=\u00b2").max_age is None  # a latin-1 byte, not 2

@@ -26,6 +26,8 @@ def _chat(**fields: object) -> bytes:
         ({"stop": [""]}, "stop"),
         ({"stop": ["a"] * 17}, "stop"),
         ({"logit_bias": {"abc": 1}}, "logit_bias"),
+        ({"logit_bias": {"\u00b2": 1}}, "logit_bias"),
+        ({"logit_bias": {"\u0661": 1}}, "logit_bias"),  # an Arabic-Indic "1"
         ({"logit_bias": {"5": 200}}, "logit_bias.5"),
         ({"messages": []}, "messages"),
         ({"messages": [{"role": "robot", "content": "x"}]}, "messages[0].role"),

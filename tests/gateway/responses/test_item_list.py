@@ -92,6 +92,8 @@ def test_order_limit_and_after_page_through_the_items() -> None:
         ({"limit": "0"}, "limit"),
         ({"limit": "101"}, "limit"),
         ({"limit": "ten"}, "limit"),
+        ({"limit": "\u00b2"}, "limit"),  # "²": a digit to `str.isdigit`, not to `int`
+        ({"limit": "\uff11"}, "limit"),  # a fullwidth "1"
         ({"order": "sideways"}, "order"),
         ({"after": "msg_nope"}, "after"),
         ({"include": "message.input_image.image_url"}, "include"),
