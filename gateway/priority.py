@@ -8,6 +8,7 @@ from access.caller import Caller
 from budgets.priority import PRIORITIES, Priority
 from budgets.settings import BudgetSettings
 from core.errors import InvalidRequest
+from gateway.request_headers import as_sent
 
 PRIORITY_HEADER = "x-priority"
 TIMEOUT_HEADER = "x-request-timeout-ms"
@@ -30,7 +31,7 @@ def request_priority(
     asked = asked.strip().lower()
     if asked not in PRIORITIES:
         raise InvalidRequest(
-            f"X-Priority must be one of {', '.join(PRIORITIES)}, got {asked!r}.",
+            f"X-Priority must be one of {', '.join(PRIORITIES)}, got {as_sent(asked)!r}.",
             param="X-Priority",
         )
     if ceiling == "batch":
@@ -49,7 +50,8 @@ def client_timeout_s(headers: Mapping[str, str]) -> float | None:
         value = -1.0
     if not value > 0 or value != value or value == float("inf"):
         raise InvalidRequest(
-            f"X-Request-Timeout-Ms must be a positive number of milliseconds, got {raw!r}.",
+            "X-Request-Timeout-Ms must be a positive number of milliseconds,"
+            f" got {as_sent(raw)!r}.",
             param="X-Request-Timeout-Ms",
         )
     return value / 1000

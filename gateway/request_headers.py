@@ -26,6 +26,12 @@ TRACE_CONTEXT = ("traceparent", "tracestate")
 _AUTHORIZATION = "authorization"
 
 
+def as_sent(value: str) -> str:
+    """A header value as its client wrote it, for an error message: ASGI servers decode header
+    bytes as latin-1, which shows UTF-8 text as mojibake ("é«\\x98" for "高")."""
+    return value.encode("latin-1", "replace").decode("utf-8", "backslashreplace")
+
+
 class RepeatedAuthorization(InvalidRequest):
     """More than one `Authorization` header: RFC 9110 makes it single-valued, and picking one
     would let the order of a client's (or a proxy's) headers choose the caller."""

@@ -31,7 +31,7 @@ from gateway.model_access import visible_models
 from gateway.observing import RECORD_SCOPE_KEY
 from gateway.openapi import openapi_json
 from gateway.pipeline import Pipeline
-from gateway.request_headers import relevant_headers, trace_id_of
+from gateway.request_headers import as_sent, relevant_headers, trace_id_of
 from gateway.request_id import new_request_id
 from gateway.responses.service import ResponsesService
 from obs.observer import Observer
@@ -55,12 +55,12 @@ async def read_json_body(request: Request, limit: int, timeout_s: float | None =
     content_type = request.headers.get("content-type", "")
     if content_type.split(";", 1)[0].strip().lower() != _JSON:
         raise UnsupportedMediaType(
-            f"Content-Type must be {_JSON}, got {content_type or 'nothing'!r}."
+            f"Content-Type must be {_JSON}, got {as_sent(content_type) or 'nothing'!r}."
         )
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
     if encoding != "identity":
         raise UnsupportedMediaType(
-            f"Content-Encoding {encoding!r} is not supported; send the body uncompressed."
+            f"Content-Encoding {as_sent(encoding)!r} is not supported; send the body uncompressed."
         )
     declared = request.headers.get("content-length")
     if declared is not None and ascii_digits(declared) and int(declared) > limit:

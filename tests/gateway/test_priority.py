@@ -131,3 +131,15 @@ def test_client_timeout_rejects_bad_values(raw: str) -> None:
     assert info.value.param == "X-Request-Timeout-Ms"
     assert info.value.status == 400
     assert "X-Request-Timeout-Ms" in info.value.message
+
+
+def test_a_refused_header_is_quoted_as_its_client_wrote_it() -> None:
+    """UTF-8 in a refused header (decoded as latin-1 by the server) is quoted as sent."""
+    sent = "高".encode().decode("latin-1")  # what the ASGI server hands over
+    with pytest.raises(InvalidRequest) as priority:
+        _priority({"x-priority": sent}, BudgetSettings())
+    assert "got '高'" in priority.value.message
+    timeout = "１００".encode().decode("latin-1")
+    with pytest.raises(InvalidRequest) as refused:
+        client_timeout_s({"x-request-timeout-ms": timeout})
+    assert "got '１００'" in refused.value.message

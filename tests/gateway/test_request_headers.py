@@ -6,6 +6,7 @@ import pytest
 
 from gateway.request_headers import (
     RepeatedAuthorization,
+    as_sent,
     relevant_headers,
     trace_context,
     trace_id_of,
@@ -71,3 +72,10 @@ def test_other_repeated_headers_keep_the_last() -> None:
     """Repeats of the other headers the gateway reads are not refused (the last one counts)."""
     raw = [(b"x-priority", b"interactive"), (b"x-priority", b"batch")]
     assert relevant_headers(raw) == {"x-priority": "batch"}
+
+
+def test_as_sent_undoes_the_servers_latin_1_decoding() -> None:
+    """UTF-8 comes back as written; bytes that are no UTF-8 are shown escaped."""
+    assert as_sent("caf\u00c3\u00a9") == "caf\u00e9"
+    assert as_sent("plain") == "plain"
+    assert as_sent("\u00ff") == "\\xff"
