@@ -69,6 +69,18 @@ def test_not_json_and_not_object() -> None:
         parse_request(b"[1]", ChatCompletionRequest)
 
 
+@pytest.mark.parametrize(
+    "raw", [b'{"model": "m\xff"}', b'{"m": "\xc0\xaf"}', b"\xff\xfe{\x00}\x00"]
+)
+def test_a_body_that_is_no_utf_8_is_said_to_be(raw: bytes) -> None:
+    """Bytes that are no UTF-8 (a stray byte, an overlong form, UTF-16) are a 400 saying so,
+    and where, not orjson's words about surrogates."""
+    with pytest.raises(InvalidJSON) as refused:
+        parse_request(raw, ChatCompletionRequest)
+    assert "not valid UTF-8 (byte" in refused.value.message
+    assert "surrogates" not in refused.value.message
+
+
 def test_max_completion_tokens_wins() -> None:
     """max_completion_tokens takes precedence over the deprecated max_tokens."""
     body = parse_request(_chat(max_tokens=5, max_completion_tokens=7), ChatCompletionRequest)
