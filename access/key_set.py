@@ -30,6 +30,7 @@ import orjson
 
 from access.caller import Caller, KeyLimits
 from budgets.priority import PRIORITIES, Priority
+from core.request_parsing import not_json
 
 KeySet = Mapping[str, Caller]  # key digest -> caller
 
@@ -49,7 +50,7 @@ def parse_key_set(text: str | bytes, source: str) -> dict[str, Caller]:
     try:
         document = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
-        raise KeySetError(f"{source} is not valid JSON: {exc}") from None
+        raise KeySetError(f"{source} {not_json(text, exc)}") from None
     entries = document.get("keys") if isinstance(document, dict) else document
     if not isinstance(entries, list):
         raise KeySetError(f'{source} must be {{"keys": [...]}} or a list of keys')

@@ -26,7 +26,7 @@ from backends.replica import Replica
 from backends.replica_choice import ReplicaChoice
 from backends.routes import ModelRoutes
 from backends.silence import HangPolicy
-from backends.spent_quota import Failures, give_up
+from backends.spent_quota import Failures, give_up, reported
 from budgets.priority import Priority
 from budgets.recent import RecentQuantile
 from budgets.request_budget import RequestBudget
@@ -219,7 +219,7 @@ class Fleet:
                 refusals += 1
                 needed = wider_context(replica, self.replicas(model), tried)
                 if not needed:
-                    self._refuse(exc, replica, earlier, model, tried)
+                    self._refuse(exc, replica, earlier, tried)
             except GatewayError as exc:  # refused as invalid: the replica is fine
                 error = _failure(exc)
                 raise
@@ -235,14 +235,14 @@ class Fleet:
         refused: ContextLengthExceeded,
         by: Replica,
         earlier: Failures,
-        model: str,
         tried: list[Replica],
     ) -> NoReturn:
         """No replica is left to take a request `by` refused as too long: raise the refusal,
-        or the earlier failure of a wider replica as any last failure is told (`give_up`)."""
+        or the earlier failure of a wider replica as any last failure is told (`reported`),
+        with no replica left untried: those are too narrow to hold the request."""
         told = refusal(refused, by, earlier.last)
         if isinstance(told, BackendError):
-            give_up(told, earlier, self.replicas(model), tried, self._clock())
+            told = reported(told, earlier, tried, tried, self._clock())
         raise told from None
 
     async def open_stream(self, request: GenerationRequest, budget: RequestBudget) -> OpenStream:
@@ -292,7 +292,7 @@ class Fleet:
                 refusals += 1
                 needed = wider_context(replica, self.replicas(model), tried)
                 if not needed:
-                    self._refuse(exc, replica, earlier, model, tried)
+                    self._refuse(exc, replica, earlier, tried)
                 continue
             except BaseException as exc:
                 if isinstance(exc, GatewayError):  # refused as invalid

@@ -104,7 +104,7 @@ def read_object(error: Any) -> UpstreamError | None:
             str(error["message"]),
             str(param) if param else None,
             # vLLM's code is the HTTP status again, which says nothing the client lacks.
-            code if isinstance(code, str) and not code.isdigit() else "",
+            code if isinstance(code, str) and not ascii_digits(code) else "",
             kind if isinstance(kind, str) else "",
             enveloped=True,
         )

@@ -19,20 +19,21 @@ def parse_request(raw: bytes, model: type[RequestT]) -> RequestT:
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise InvalidJSON(_not_json(raw, exc)) from exc
+        raise InvalidJSON(f"The request body {not_json(raw, exc)}") from exc
     if not isinstance(data, dict):
         raise InvalidRequest("The request body must be a JSON object.")
     return validate_request(data, model)
 
 
-def _not_json(raw: bytes, error: orjson.JSONDecodeError) -> str:
-    """Why `raw` is no JSON body; bytes that are no UTF-8 said as such (orjson's own text
-    speaks of surrogates, at the wrong column)."""
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as bad:
-        return f"The request body is not valid UTF-8 (byte {bad.start}); send JSON in UTF-8."
-    return f"The request body is not valid JSON: {error}"
+def not_json(raw: str | bytes, error: orjson.JSONDecodeError) -> str:
+    """Why `raw` failed to parse, after its name ("is not valid JSON: ..."); bytes that are no
+    UTF-8 said as such (orjson's own text speaks of surrogates, at the wrong column)."""
+    if isinstance(raw, bytes):
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            return f"is not valid UTF-8 (byte {bad.start}); send JSON in UTF-8."
+    return f"is not valid JSON: {error}"
 
 
 def validate_request(data: dict[str, Any], model: type[RequestT]) -> RequestT:

@@ -28,10 +28,10 @@ def request_priority(
     asked = headers.get(PRIORITY_HEADER)
     if asked is None:
         return ceiling or settings.default_priority
-    asked = asked.strip().lower()
+    sent, asked = asked, asked.strip().lower()
     if asked not in PRIORITIES:
         raise InvalidRequest(
-            f"X-Priority must be one of {', '.join(PRIORITIES)}, got {as_sent(asked)!r}.",
+            f"X-Priority must be one of {', '.join(PRIORITIES)}, got {as_sent(sent)!r}.",
             param="X-Priority",
         )
     if ceiling == "batch":

@@ -57,8 +57,8 @@ async def read_json_body(request: Request, limit: int, timeout_s: float | None =
         raise UnsupportedMediaType(
             f"Content-Type must be {_JSON}, got {as_sent(content_type) or 'nothing'!r}."
         )
-    encoding = request.headers.get("content-encoding", "identity").strip().lower()
-    if encoding != "identity":
+    encoding = request.headers.get("content-encoding", "identity")
+    if encoding.strip().lower() != "identity":
         raise UnsupportedMediaType(
             f"Content-Encoding {as_sent(encoding)!r} is not supported; send the body uncompressed."
         )

@@ -72,6 +72,12 @@ def test_broken_documents_are_refused() -> None:
             parse_key_set(text, "test")
 
 
+def test_a_key_file_that_is_no_utf_8_is_said_to_be() -> None:
+    """A key file in latin-1 is refused as no UTF-8, at its byte, naming the file."""
+    with pytest.raises(KeySetError, match=r"^keys.json is not valid UTF-8 \(byte 13\)"):
+        parse_key_set(b'{"keys":["caf\xe9"]}', "keys.json")
+
+
 def test_new_key_and_its_entry_round_trip() -> None:
     """A new key is random; its printed entry parses back to a caller for that key."""
     key = new_key()

@@ -168,3 +168,20 @@ async def test_a_refusal_after_a_full_then_a_spent_larger_replica_tells_the_over
         await call(_request(5000, stream=stream), _budget())
     assert info.value.headers()["retry-after"] == "3"
     assert (full.calls, spent.calls, small.calls) == (1, 1, 1)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_spent_wider_replica_before_a_refusal_says_retrying_is_in_vain(
+    stream: bool,
+) -> None:
+    """The wide replica's quota is spent and a narrow one refuses the prompt as too long: the
+    other narrow replica, never tried, could not hold it either, so the 429 says do not
+    retry."""
+    fleet, (spent, small, _other) = _fleet(8192, 4096, 4096, retry_attempts=1)
+    spent.fail_with = BackendQuotaExhausted("insufficient_quota: spent", replica="r0")
+    _in_order(fleet)
+    call = fleet.open_stream if stream else fleet.complete
+    with pytest.raises(BackendQuotaExhausted) as info:
+        await call(_request(5000, stream=stream), _budget())
+    assert info.value.headers() == {"x-should-retry": "false"}
+    assert (spent.calls, small.calls) == (1, 1)

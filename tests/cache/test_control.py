@@ -16,3 +16,4 @@ def test_absent_and_invalid() -> None:
     assert CacheControl.parse(None) == CacheControl()
     assert CacheControl.parse("max-age=soon").max_age is None
     assert CacheControl.parse("max-age=\u00b2").max_age is None  # a latin-1 byte, not 2
+    assert CacheControl.parse("max-age=" + "9" * 5000).max_age is None  # past int's limit

@@ -135,10 +135,11 @@ def test_client_timeout_rejects_bad_values(raw: str) -> None:
 
 def test_a_refused_header_is_quoted_as_its_client_wrote_it() -> None:
     """UTF-8 in a refused header (decoded as latin-1 by the server) is quoted as sent."""
-    sent = "高".encode().decode("latin-1")  # what the ASGI server hands over
-    with pytest.raises(InvalidRequest) as priority:
-        _priority({"x-priority": sent}, BudgetSettings())
-    assert "got '高'" in priority.value.message
+    for word in ("高", "Высокий", "voilà"):  # cased letters, a trailing UTF-8 0xA0 byte
+        sent = word.encode().decode("latin-1")  # what the ASGI server hands over
+        with pytest.raises(InvalidRequest) as priority:
+            _priority({"x-priority": sent}, BudgetSettings())
+        assert f"got '{word}'" in priority.value.message
     timeout = "１００".encode().decode("latin-1")
     with pytest.raises(InvalidRequest) as refused:
         client_timeout_s({"x-request-timeout-ms": timeout})

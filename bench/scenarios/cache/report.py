@@ -88,7 +88,8 @@ def _notes(config: BenchConfig, results: CacheResults) -> list[str]:
             lines.append(
                 f"- {m.workload} at c={m.concurrency}: the gateway's semantic lookups while it"
                 f" ran ({counts}): `skipped`, the stage's recent p95 did not fit its budget;"
-                " `error`, a lookup overran `GATEWAY_SEMANTIC_TIMEOUT_MS`"
+                " `error`, a lookup failed or overran its time (the stage's budget or"
+                " `GATEWAY_SEMANTIC_TIMEOUT_MS`)"
             )
     lines.append(
         "- exact-hit throughput: bare Starlette and gateway back to back at each concurrency;"
