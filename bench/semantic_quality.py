@@ -43,6 +43,7 @@ from bench.semantic_sets import (
     load_near_blind,
     load_nearby,
     load_pairs,
+    load_probed,
     load_reworded,
     load_spellings,
     load_symbols,
@@ -68,6 +69,7 @@ def _held_out(sets: Evaluation) -> list[tuple[str, Sequence[Scored]]]:
         ("templated blind (holdout)", half(sets.blind)),
         ("near-identical (holdout)", half(sets.additions)),
         ("small edits (holdout)", half(sets.edits)),
+        ("probed (holdout)", half(sets.probed)),
     ]
 
 
@@ -188,6 +190,15 @@ def report(sets: Evaluation, max_false_hit: float) -> str:
                 "on; test its holdout half, not looked at.",
                 sets.near_blind,
             ),
+            *_split_section(
+                f"Pairs a probe of the running gateway asked ({len(sets.probed)})",
+                "Asked of a running gateway by someone probing it for wrong answers, who had "
+                "seen neither the verifier nor the other sets (tests/data/semantic_probed.jsonl): "
+                "other languages and scripts, questions turned round, opposites, word forms, "
+                "output constraints, code, quantities, templated prompts; train is its dev half, "
+                "tuned on; test its holdout half, measured before and after that tuning only.",
+                sets.probed,
+            ),
             *_reworded_section(sets.reworded, sets.reworded_alone),
             *ranking_section(sets.ranked),
         ]
@@ -236,6 +247,7 @@ class Evaluation:
     symbols: list[Scored] = field(default_factory=list)
     nearby: list[Scored] = field(default_factory=list)
     near_blind: list[Scored] = field(default_factory=list)
+    probed: list[Scored] = field(default_factory=list)
     ranked: tuple[Ranking, ...] = ()
     """How often each model ranks a held-out triplet's rewording above its hard negative."""
 
@@ -278,6 +290,7 @@ async def evaluate(precision: EmbeddingPrecision = "fp32") -> Evaluation:
             symbols=await scored(load_symbols()),
             nearby=await scored(load_nearby()),
             near_blind=await scored(load_near_blind()),
+            probed=await scored(load_probed()),
             ranked=(
                 await rank_triplets("plain model", embedder, held_out),
                 await rank_triplets("clause judge", clauses, held_out),

@@ -21,6 +21,11 @@
   semantic_blind_templates.json), written by someone who had seen neither the verifier nor the
   other sets: 12 families, heavy paraphrases, near-identical negatives, reworded templates.
   Its dev half was looked at once (its false hits and misses); its holdout half is reported.
+- tests/data/semantic_probed.jsonl: short pairs asked of a running gateway by someone probing
+  it for wrong answers who had seen neither the verifier nor the other sets: other languages
+  and scripts, questions turned round, opposites, word forms, output constraints, code,
+  quantities, templated prompts; the probe's kind as the family, splits "dev" (tuned on) and
+  "holdout" (reported) by a hash of the probe's pair id.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ NEAR_BLIND_PATH = DATA / "semantic_near_blind.jsonl"
 FRESH_TEMPLATES_PATH = DATA / "semantic_fresh_templates.json"
 BLIND_PATH = DATA / "semantic_templated_blind.jsonl"
 BLIND_TEMPLATES_PATH = DATA / "semantic_blind_templates.json"
+PROBED_PATH = DATA / "semantic_probed.jsonl"
 TRAIN_SPLITS = frozenset({"dev", "train"})
 
 
@@ -108,6 +114,12 @@ def load_near_blind(split: str = "all") -> list[Pair]:
     less 15 pairs holding a sentence the clause judge was trained on (dev: tuned on; holdout:
     measured, not looked at)."""
     return load_pairs(NEAR_BLIND_PATH, split)
+
+
+def load_probed(split: str = "all") -> list[Pair]:
+    """The pairs a black-box probe asked of a running gateway, the probe's kind as the family
+    (dev: tuned on; holdout: reported)."""
+    return load_pairs(PROBED_PATH, split)
 
 
 def load_pairs(path: Path = PAIRS_PATH, split: str = "all") -> list[Pair]:

@@ -28,6 +28,7 @@ from bench.semantic_sets import (
     load_near_blind,
     load_nearby,
     load_pairs,
+    load_probed,
     load_spellings,
     load_symbols,
     load_templated,
@@ -72,6 +73,7 @@ def test_triplets_are_many_split_and_share_no_sentence_with_an_evaluation_set() 
             load_symbols(),
             load_nearby(),
             load_near_blind(),
+            load_probed(),
         )
         for p in pairs
         for text in (p.a, p.b)
