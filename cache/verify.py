@@ -28,6 +28,7 @@ from cache.verify_entities import entities_found, same_entities
 from cache.verify_features import Features, extract, typed_out
 from cache.verify_layout import same_layout
 from cache.verify_modality import same_modality
+from cache.verify_particles import opposite_particles
 from cache.verify_quantities import same_numbers
 from cache.verify_rewrite import toward
 from cache.verify_scope import same_scope
@@ -132,7 +133,10 @@ def _same_scope(a: Features, b: Features) -> bool:
 
 
 def _no_opposite_poles(a: Features, b: Features) -> bool:
-    """On every axis both texts touch (on/off, before/after, ...) they pick the same poles."""
+    """On every axis both texts touch (on/off, before/after, ...) they pick the same poles,
+    and no word takes "in" in one and "out" in the other ("zoom in" / "zoom out")."""
+    if opposite_particles(a.seq, b.seq):
+        return False
     if not a.poles or not b.poles:
         return True
     shared = {axis for axis, _ in a.poles} & {axis for axis, _ in b.poles}

@@ -85,7 +85,10 @@ ANTONYM_AXES: tuple[tuple[str, ...], ...] = (
     ("valid", "invalid"),
     ("correct", "incorrect wrong"),
     ("legal", "illegal"),
-    ("safe safely", "unsafe dangerous"),
+    ("safe safely harmless", "unsafe dangerous harmful"),
+    ("good", "bad"),  # "Is coffee good for you?" / "... bad for you?"
+    ("better", "worse"),
+    ("healthy", "unhealthy"),
     ("possible", "impossible"),
     ("available", "unavailable"),
     ("visible", "invisible"),
@@ -152,7 +155,8 @@ ANTONYM_AXES: tuple[tuple[str, ...], ...] = (
 )
 
 # Particle verbs and multi-word comparatives, matched on the space-joined lowercase words only
-# when a trigger word is present: (triggers, pattern, axis base word, pole).
+# when a trigger word is present: (triggers, pattern, axis base word, pole); pole -1 takes the
+# phrase's words off the axis.
 _GAP = r"(?:(?!off )\S+ ){0,2}?"
 _TURN = "turn turns turned turning switch switches switched switching toggle toggled power"
 _LOG = "log logs logged logging sign signs signed signing"
@@ -176,6 +180,9 @@ PHRASES: tuple[tuple[str, str, str, int], ...] = (
     ("more", r"\bor more\b", "over", 2),
     ("most", r"\bat most\b", "over", 3),
     ("less fewer", r"\bor (?:less|fewer)\b", "over", 3),
+    # Set phrases whose "good" takes no side (pole -1: no pole).
+    ("good", r"\bgood (?:morning|afternoon|evening|night|day|luck)\b", "good", -1),
+    ("good", r"\bfor good\b", "good", -1),
 )
 PHRASE_RES = tuple(
     (frozenset(triggers.split()), re.compile(pattern), base, pole)
@@ -202,13 +209,16 @@ def inflections(word: str) -> set[str]:
     return out
 
 
+_NOT_INFLECTIONS = frozenset({"goods"})  # merchandise, not "good" things
+
+
 def build_pole_index() -> dict[str, frozenset[tuple[int, int]]]:
     """Word -> the (axis, pole) pairs it signals."""
     index: dict[str, set[tuple[int, int]]] = {}
     for axis, poles in enumerate(ANTONYM_AXES):
         for pole, words in enumerate(poles):
             for word in words.split():
-                for form in inflections(word):
+                for form in inflections(word) - _NOT_INFLECTIONS:
                     index.setdefault(form, set()).add((axis, pole))
     return {word: frozenset(pairs) for word, pairs in index.items()}
 

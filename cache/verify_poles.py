@@ -26,12 +26,13 @@ def poles_of(words: Sequence[str], word_set: frozenset[str]) -> frozenset[tuple[
         for pair in _POLES.get(word, ())
         if (pair[0], i) not in taken
     }
-    return frozenset(poles | phrases.keys())
+    return frozenset(poles | {pair for pair in phrases if pair[1] >= 0})
 
 
 def pole_phrases(words: Sequence[str]) -> dict[tuple[int, int], set[int]]:
     """(antonym axis, pole) -> the indexes of the words of `words` that make a phrase
-    signalling it: "turn the alerts on" gives turn and on (not the words between)."""
+    signalling it: "turn the alerts on" gives turn and on (not the words between); pole -1
+    marks a set phrase whose words take no side ("good morning")."""
     found: dict[tuple[int, int], set[int]] = {}
     if _PHRASE_TRIGGERS.isdisjoint(words):
         return found

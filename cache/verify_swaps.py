@@ -13,6 +13,7 @@ from cache.verify_lexicon import FILLER
 from cache.verify_numbers import NUMBER_WORDS, counts, one_of
 from cache.verify_roles import same_roles
 from cache.verify_units import is_quantity
+from cache.verify_voice import same_voice
 from cache.verify_words import interchangeable, is_content
 
 _MAX_DIFF_WORDS = 400
@@ -38,10 +39,11 @@ _RELATIONS = frozenset(
 
 
 def same_roles_in_place(a: Features, b: Features) -> bool:
-    """No words moved to other clauses (`same_roles`), and no two trading places in a frame
-    that stays: "Divide 10 by 2" / "Divide 2 by 10", "substitute butter for oil" / "oil for
-    butter"."""
-    return same_roles(a, b) and not traded(a.seq, b.seq)
+    """No words moved to other clauses (`same_roles`), no two trading places in a frame
+    that stays ("Divide 10 by 2" / "Divide 2 by 10", "substitute butter for oil" / "oil for
+    butter"), and no question turned round (`same_voice`: "Who taught Plato?" / "Who did
+    Plato teach?")."""
+    return same_roles(a, b) and not traded(a.seq, b.seq) and same_voice(a, b)
 
 
 def traded(a: Sequence[str], b: Sequence[str]) -> bool:

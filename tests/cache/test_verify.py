@@ -54,6 +54,9 @@ def test_every_check_has_a_known_reason() -> None:
             "How do I stop my laptop from going to sleep?",
             "How can I prevent my laptop from sleeping?",
         ),
+        ("Is there a good way to learn Go?", "Is there a way to learn Go?"),
+        ("Good afternoon! Is soda bad for kids?", "Is soda bad for kids?"),
+        ("How do I fill in a visa form?", "How do I fill out a visa form?"),
     ],
 )
 def test_paraphrases_pass(a: str, b: str) -> None:
@@ -148,6 +151,12 @@ def test_negation_polarity_must_match(a: str, b: str) -> None:
         ("Is now the time to buy?", "Is now the time to sell?"),
         ("Open on Mondays?", "Open on Tuesdays?"),
         ("How do I merge two PDFs?", "How do I split a PDF into two?"),
+        ("Is red wine good for your liver?", "Is red wine bad for your liver?"),
+        ("Is walking barefoot healthy?", "Is walking barefoot unhealthy?"),
+        ("Is vaping harmless?", "Is vaping harmful?"),
+        ("Is rowing better than swimming?", "Is rowing worse than swimming?"),
+        ("How do I zoom in on a photo?", "How do I zoom out on a photo?"),
+        ("How do I climb in to the loft?", "How do I climb out of the loft?"),
     ],
 )
 def test_antonyms_reject(a: str, b: str) -> None:

@@ -23,3 +23,11 @@ def test_a_phrase_marks_its_words_and_speaks_for_them() -> None:
     found = pole_phrases(words)
     assert len(found) == 1 and next(iter(found.values())) == {0, 3}
     assert _poles("turn the alerts on") == frozenset(found)
+
+
+def test_good_and_bad_are_opposite_poles_but_a_greeting_takes_no_side() -> None:
+    """ "good" / "bad" sit on one axis; "good morning" and "for good" signal neither pole."""
+    assert len(_poles("is tea good for sleep") | _poles("is tea bad for sleep")) == 2
+    assert _poles("good morning is tea bad for sleep") == _poles("is tea bad for sleep")
+    assert _poles("move abroad for good") == frozenset()
+    assert _poles("ship baked goods") == frozenset()
