@@ -384,7 +384,7 @@ def test_stored_siblings_keep_reworded_templates_from_serving_other_slots(
     reason="issue #12 targets not met on templated prompts, as the gateway serves them (no "
     "prompt over 1000 characters looked up): test half 46.9% hits / 0.9% false hits, "
     "independent holdout 38.4% / 0%, fresh set 1% / 0%, blind holdout 22.7% / 0% (the "
-    "verifier alone: 60.5%, 58.9%, 33%, 33%; targets >= 60% and <= 1%)",
+    "verifier alone: 60.5%, 58.9%, 32%, 33%; targets >= 60% and <= 1%)",
 )
 def test_templated_test_half_and_holdout_meet_the_targets(
     templated: list[Scored], holdout: list[Scored], fresh: list[Scored], blind: list[Scored]
