@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from cache.verify_asks import asks
 from cache.verify_case import NO_CASE, CaseForms, case_forms
+from cache.verify_digits import has_digits
 from cache.verify_lexicon import LANGUAGE_STOPWORDS, NEGATIONS, STOPWORDS
 from cache.verify_lists import without_list_markers
 from cache.verify_modality import modality
@@ -276,7 +277,7 @@ def extract(text: str) -> Features:
     lowered = text.casefold()
     has_words = not NUMBER_WORDS.isdisjoint(word_set) or not _ONE_WORDS.isdisjoint(word_set)
     numbers = number_words(raw_words) if has_words else []
-    if _DIGIT.search(text):
+    if has_digits(text):
         normalized = lowered.replace("a.m.", "am").replace("p.m.", "pm")
         numbers += canonical_numbers(normalized.replace("per cent", "percent"))
     script = dominant_script(text)

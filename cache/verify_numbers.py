@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 
 from cache.verify_dates import times_and_dates
+from cache.verify_digits import in_decimal_digits
 from cache.verify_units import CURRENCY_SYMBOLS, UNITS, is_quantity
 
 ONES = {
@@ -228,7 +229,7 @@ def without_restatements(text: str) -> str:
 
 
 def canonical_numbers(text: str) -> list[tuple[str, str]]:
-    found, text = times_and_dates(text)
+    found, text = times_and_dates(in_decimal_digits(text))
     for match in _NUMBER.finditer(text):
         num, unit, gap = match["num"], match["unit"] or "", match["gap"] or ""
         end = match.end()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cache.verify_forms import AGENT_ENDINGS
 from cache.verify_lexicon import inflections
 
 # Groups of interchangeable phrases, for the slot check: the changed words of one phrase are
@@ -94,10 +95,17 @@ def _listed(path: Path) -> tuple[str, ...]:
     return tuple(line.strip() for line in lines if line.strip() and not line.startswith("#"))
 
 
+def _forms(word: str) -> set[str]:
+    """`word`'s inflections less its agent nouns and comparatives: "charger" is no "fee"."""
+    if word.endswith(AGENT_ENDINGS):
+        return inflections(word)
+    return {form for form in inflections(word) if not form.endswith(AGENT_ENDINGS)}
+
+
 SYNONYMS: dict[str, frozenset[int]] = {}
 for _group, _words in enumerate((*SYNONYM_GROUPS, *_listed(WORD_LIST))):
     for _word in _words.split():
-        for _form in inflections(_word):
+        for _form in _forms(_word):
             SYNONYMS[_form] = SYNONYMS.get(_form, frozenset()) | {_group}
 
 

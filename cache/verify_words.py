@@ -16,6 +16,7 @@ from itertools import pairwise
 from cache.slot import Words
 from cache.verify_abbrev import clipped_of, expands_to, numeronym_of
 from cache.verify_features import stem
+from cache.verify_forms import AGENT_ENDINGS, is_form, unspaced
 from cache.verify_lexicon import FILLER, NEGATIONS, STOPWORDS
 from cache.verify_numbers import NUMBER_WORDS
 from cache.verify_poles import pole_phrases, poles_of
@@ -35,6 +36,8 @@ def interchangeable(left: Sequence[str], right: Sequence[str]) -> bool:
         for y in right:
             if not SYNONYMS.get(x, _NONE).isdisjoint(SYNONYMS.get(y, _NONE)):
                 return True
+            if unspaced(x) or unspaced(y):
+                continue  # a clause of Chinese or Thai: a shared start is no shared root
             if _compound_of(x, y):
                 continue  # butter/buttermilk: another thing, however long the shared start
             if min(len(x), len(y)) > 3 and _suffixed(x, y):
@@ -67,11 +70,7 @@ def is_content(word: str) -> bool:
     return not (word.isdigit() or is_quantity(word))
 
 
-_SUFFIXES = frozenset(
-    "s es d ed ing er ers or ors ion ions ation ations ly ment ments ity ities ness "
-    "ize ise ized ised ies".split()
-)
-_INFLECTIONS = ("ers", "ing", "ies", "er", "ed", "es", "s")
+_INFLECTIONS = ("ing", "ies", "ed", "es", "s")
 
 
 def _base(word: str) -> str:
@@ -85,11 +84,11 @@ def _base(word: str) -> str:
 
 
 def _suffixed(x: str, y: str) -> bool:
-    """One word is the other plus a common suffix, or the other starts with a word of five
-    letters or more ("intro" / "introductory"); a shorter start is not enough: "pass" /
-    "password", "free" / "freeze", "port" / "portal" differ."""
+    """One word is a form of the other (`cache.verify_forms`): "containers" / "container",
+    "intro" / "introductory"; not "pass" / "password", "print" / "printer", "brand" /
+    "brandy"."""
     short, long = sorted((x, y), key=len)
-    return long.startswith(short) and (len(short) >= 5 or long[len(short) :] in _SUFFIXES)
+    return is_form(short, long)
 
 
 _SUFFIX_WORDS = frozenset("proof like wise ward wards ship hood".split())
@@ -117,12 +116,15 @@ def _compounded(split: Sequence[str], joined: Sequence[str]) -> bool:
 
 
 def _same_root(x: str, y: str) -> bool:
-    """A long shared beginning (summary/summarize) or a British/American spelling pair."""
+    """A long shared beginning (summary/summarize) or a British/American spelling pair; not
+    when one word is the start of the other (that is `_suffixed`'s call: "batter" /
+    "battery") or only one ends as an agent ("painted" / "painter")."""
     shorter = min(len(x), len(y))
     common = 0
     while common < shorter and x[common] == y[common]:
         common += 1
-    if common >= 6 and common >= 0.8 * shorter:
+    agents = [word[common - 1 :].endswith(AGENT_ENDINGS) for word in (x, y)]
+    if common < shorter and agents[0] == agents[1] and common >= 6 and common >= 0.8 * shorter:
         return True
     return shorter > 4 and american(x) == american(y)
 

@@ -205,10 +205,12 @@ def test_templated_holdout_does_not_regress(holdout: list[Scored]) -> None:
 
 
 def test_templated_fresh_set_does_not_regress(fresh: list[Scored]) -> None:
-    """The fresh set (never tuned on): 33.3% hits (34 of 102), no false hit (0 of 130), with the
-    clause judge (29.4% before a query clause was put in the candidate's words where the lexicon
-    pairs them; 31.4% before the modal and quantifier checks; 33.3% before operators and a
-    one-letter word's case had to agree; 32.4%
+    """The fresh set (never tuned on): 32.4% hits (33 of 102), no false hit (0 of 130), with the
+    clause judge (33.3% before an agent noun stopped being a form of its verb: "owners" /
+    "owns" is a paraphrase there, "farmers" / "farms" elsewhere is not; 29.4% before a query
+    clause was put in the candidate's words where the lexicon pairs them; 31.4% before the
+    modal and quantifier checks; 33.3% before operators and a one-letter word's case had to
+    agree; 32.4%
     before "a", "half", "double" and "1st" counted as numbers); 21.6% with
     the plain model at 0.85, 26.5% at 0.79; 27.5% since whole rewritten sentences are judged
     as short prompts, until thanks and greetings became content words inside a request
@@ -217,7 +219,7 @@ def test_templated_fresh_set_does_not_regress(fresh: list[Scored]) -> None:
     measured = rates(fresh, DEFAULT_SIMILARITY_THRESHOLD)
     print(f"\ntemplated fresh: {measured}")
     assert measured.false_hit_verified <= MAX_FALSE_HIT
-    assert measured.hit_verified >= 34 / 102
+    assert measured.hit_verified >= 33 / 102
 
 
 def test_blind_set_is_independent_split_and_covers_every_family() -> None:
@@ -382,7 +384,7 @@ def test_stored_siblings_keep_reworded_templates_from_serving_other_slots(
     reason="issue #12 targets not met on templated prompts, as the gateway serves them (no "
     "prompt over 1000 characters looked up): test half 46.9% hits / 0.9% false hits, "
     "independent holdout 38.4% / 0%, fresh set 1% / 0%, blind holdout 22.7% / 0% (the "
-    "verifier alone: 60.5%, 58.9%, 33%, 33%; targets >= 60% and <= 1%)",
+    "verifier alone: 60.5%, 58.9%, 32%, 33%; targets >= 60% and <= 1%)",
 )
 def test_templated_test_half_and_holdout_meet_the_targets(
     templated: list[Scored], holdout: list[Scored], fresh: list[Scored], blind: list[Scored]

@@ -45,3 +45,10 @@ def test_a_language_named_in_its_own_tongue_is_that_language() -> None:
     assert verify(template.format("French"), template.format("français")).ok
     assert verify(template.format("Dutch"), template.format("Nederlands")).ok
     assert not verify(template.format("Dutch"), template.format("Deutsch")).ok
+
+
+def test_an_agent_noun_of_a_synonym_is_no_synonym() -> None:
+    """A group's word takes its plurals and tenses, not its agent noun ("charger" is no fee)."""
+    assert not SYNONYMS.get("charger", frozenset()) & SYNONYMS["fee"]
+    assert SYNONYMS["charges"] & SYNONYMS["fees"]
+    assert not verify("Why is my laptop charger so hot?", "Why is my laptop charge so hot?").ok

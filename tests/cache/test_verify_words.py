@@ -36,6 +36,31 @@ def test_a_compound_names_another_thing(left: list[str], right: list[str]) -> No
     ).ok
 
 
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        (["sticker"], ["stick"]),
+        (["sailors"], ["sails"]),
+        (["reported"], ["reporter"]),
+        (["jelly"], ["jell"]),
+        (["movement"], ["move"]),
+        (["portion"], ["port"]),
+    ],
+)
+def test_an_ending_that_makes_another_word_is_no_form_of_it(
+    left: list[str], right: list[str]
+) -> None:
+    """An agent or a tool ("sticker", "sailors"), "-y", "-ment", "-ion" on a short word: another
+    thing, by any of the word rules (a suffix, a base form, a shared root)."""
+    assert not interchangeable(left, right)
+
+
+def test_chinese_sentences_sharing_a_start_are_not_one_root() -> None:
+    """Unspaced text is one "word" to the splitter: its start is no root."""
+    assert not interchangeable(["我想预订明天去北京的机票"], ["我想预订明天去北京的酒店"])
+    assert interchangeable(["summary"], ["summarize"])
+
+
 def test_poles_and_negating_prefixes_are_opposite() -> None:
     """Import/export, round up/down and paid/unpaid take opposite sides."""
     assert opposite(["import"], ["export"])
