@@ -45,25 +45,42 @@ def has_digits(text: str) -> bool:
     )
 
 
-def in_decimal_digits(text: str) -> str:
-    """`text` with every other numeral written in decimal digits and set apart, so that the
-    number check reads its value and never merges it into a neighbour: "10³" is "10 3" (not
-    103), "x²" is "x 2", "10⁻⁶" is "10 −6", "step ②" is "step 2"."""
+RAISED, LOWERED = "^", "_"
+"""The units of raised and lowered numbers: a power or an index, never a plain number."""
+
+
+def in_decimal_digits(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """`text` with every other numeral written in decimal digits and set apart ("step ②" is
+    "step 2"), and its raised and lowered numbers taken out as numbers of their own, with the
+    unit `RAISED` or `LOWERED`, so that "x²" / "x³", "2³" / "3²", "10⁻³" / "10⁻⁶" and
+    "(x+1)²" / "2(x+1)" differ. A raised run after a letter stays glued to it in ASCII digits,
+    so that "m²" is no metre ("3 m²" is not "300 cm"); after anything else it becomes a space,
+    so that "10³" keeps its 10 and is not 103. A sign alone ("Na⁺") is left as it is."""
     if text.isascii():
-        return text
+        return text, []
     out: list[str] = []
-    raised_run = False
-    for char in text:
+    found: list[tuple[str, str]] = []
+    i = 0
+    while i < len(text):
+        char = text[i]
         raised = _raised(char) if not char.isascii() else None
-        if raised is not None:
-            out.append(raised if raised_run else " " + raised)
-            raised_run = True
+        if raised is None:
+            numeral = _numeral(char) if not char.isascii() else None
+            out.append(char if numeral is None else f" {numeral} ")
+            i += 1
             continue
-        if raised_run:
-            out.append(" ")
-            raised_run = False
-        numeral = _numeral(char) if not char.isascii() else None
-        out.append(char if numeral is None else f" {numeral} ")
-    if raised_run:
-        out.append(" ")
-    return "".join(out)
+        end = i
+        while end < len(text) and not text[end].isascii() and _raised(text[end]) is not None:
+            end += 1
+        run = "".join(_raised(c) or "" for c in text[i:end])
+        digits = "".join(c for c in run if c.isdecimal())
+        if not digits:
+            out.append(text[i:end])
+        else:
+            sign = "-" if run[:1] in ("-", "−") else ""
+            tag = RAISED if "super" in unicodedata.decomposition(char) else LOWERED
+            found.append((sign + (digits.lstrip("0") or "0"), tag))
+            glued = i > 0 and text[i - 1].isalpha()
+            out.append(digits if glued else " ")
+        i = end
+    return "".join(out), found

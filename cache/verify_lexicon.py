@@ -181,7 +181,7 @@ PHRASES: tuple[tuple[str, str, str, int], ...] = (
     ("most", r"\bat most\b", "over", 3),
     ("less fewer", r"\bor (?:less|fewer)\b", "over", 3),
     # Set phrases whose "good" takes no side (pole -1: no pole).
-    ("good", r"\bgood (?:morning|afternoon|evening|night|day|luck)\b", "good", -1),
+    ("good", r"\bgood (?:morning|afternoon|evening|night|luck)\b", "good", -1),
     ("good", r"\bfor good\b", "good", -1),
 )
 PHRASE_RES = tuple(

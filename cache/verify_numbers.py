@@ -229,7 +229,9 @@ def without_restatements(text: str) -> str:
 
 
 def canonical_numbers(text: str) -> list[tuple[str, str]]:
-    found, text = times_and_dates(in_decimal_digits(text))
+    text, found = in_decimal_digits(text)
+    timed, text = times_and_dates(text)
+    found = timed + found
     for match in _NUMBER.finditer(text):
         num, unit, gap = match["num"], match["unit"] or "", match["gap"] or ""
         end = match.end()

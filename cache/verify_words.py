@@ -74,12 +74,14 @@ _INFLECTIONS = ("ing", "ies", "ed", "es", "s")
 
 
 def _base(word: str) -> str:
-    """`word` without an inflection, irregular verbs to their base form (worn -> wear)."""
+    """`word` without an inflection, irregular verbs to their base form (worn -> wear), a
+    plural in "-ies" to its "-y"."""
     if word in IRREGULAR:
         return IRREGULAR[word]
     for suffix in _INFLECTIONS:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
+            # "bakeries" is "bakery", not "baker" (nor "batteries" "batter")
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
     return word
 
 

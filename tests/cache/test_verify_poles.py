@@ -31,3 +31,5 @@ def test_good_and_bad_are_opposite_poles_but_a_greeting_takes_no_side() -> None:
     assert _poles("good morning is tea bad for sleep") == _poles("is tea bad for sleep")
     assert _poles("move abroad for good") == frozenset()
     assert _poles("ship baked goods") == frozenset()
+    # a good day to do something is a judgement, not a greeting
+    assert _poles("is it a good day to buy") != _poles("is it a day to buy")

@@ -73,3 +73,21 @@ def test_poles_and_negating_prefixes_are_opposite() -> None:
         ).reason
         == "antonym"
     )
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Which bakeries deliver on Sunday?", "Which bakers deliver on Sunday?"),
+        ("Can I bring batteries on a plane?", "Can I bring batter on a plane?"),
+        ("Are there any eateries near the station?", "Are there any eaters near the station?"),
+    ],
+)
+def test_a_plural_in_ies_is_its_y_not_another_word(a: str, b: str) -> None:
+    """ "bakeries" is the plural of "bakery", not a form of "baker"."""
+    assert not verify(a, b).ok
+
+
+def test_a_plural_in_ies_is_still_its_singular() -> None:
+    """ "bakeries" and "bakery" stay one word."""
+    assert verify("Which bakeries open early?", "Which bakery opens early?").ok
