@@ -27,8 +27,8 @@ from backends.replica_choice import ReplicaChoice
 from backends.routes import ModelRoutes
 from backends.silence import HangPolicy
 from backends.spent_quota import Failures, give_up, reported
+from budgets.output_lengths import OutputLengths
 from budgets.priority import Priority
-from budgets.recent import RecentQuantile
 from budgets.request_budget import RequestBudget
 from core.answers import Completion, Embeddings, StreamChunk
 from core.backend_errors import BackendError
@@ -96,7 +96,7 @@ class Fleet:
         for it are 503s, not 404s, and the gateway is not ready."""
         self.members.declare(model)
 
-    def lengths(self, model: str) -> RecentQuantile:
+    def lengths(self, model: str) -> OutputLengths:
         """The recent output lengths of `model`'s requests that set no cap."""
         return self.choice.lengths(model)
 

@@ -27,7 +27,7 @@ from backends.outlook import Demand, output_tokens
 from backends.replica import Replica
 from backends.silence import HangPolicy, Waiting
 from backends.whole_answer import complete_within_budget
-from budgets.recent import RecentQuantile
+from budgets.output_lengths import OutputLengths
 from budgets.request_budget import RequestBudget
 from core.answers import Completion, Endpoint
 from core.backend_errors import BackendError
@@ -44,7 +44,7 @@ class HangWatch:
         self,
         policy: HangPolicy,
         outliers: Outliers,
-        lengths: Callable[[str], RecentQuantile],
+        lengths: Callable[[str], OutputLengths],
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._policy = policy

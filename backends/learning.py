@@ -17,7 +17,7 @@ from backends.open_stream import Failed, Finished
 from backends.outliers import Outliers
 from backends.outlook import Demand, cached_share, first_chunk_tokens, output_tokens
 from backends.replica import Replica
-from budgets.recent import RecentQuantile
+from budgets.output_lengths import OutputLengths
 from core.answers import StreamChunk, Usage
 from core.errors import DeadlineExceeded
 
@@ -27,7 +27,7 @@ class Learning:
 
     __slots__ = ("_lengths", "outliers")
 
-    def __init__(self, outliers: Outliers, lengths: Callable[[str], RecentQuantile]) -> None:
+    def __init__(self, outliers: Outliers, lengths: Callable[[str], OutputLengths]) -> None:
         self.outliers = outliers
         self._lengths = lengths
 

@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from budgets.recent import RecentQuantile
+from budgets.output_lengths import OutputLengths
 from budgets.request_budget import RequestBudget
 from budgets.service_estimate import ServiceEstimate
 from core.answers import StreamChunk, Usage
@@ -61,7 +61,7 @@ def cached_share(usage: Usage) -> float:
     return min(usage.cached_tokens, usage.prompt_tokens) / usage.prompt_tokens
 
 
-def output_tokens(demand: Demand, lengths: RecentQuantile) -> int | None:
+def output_tokens(demand: Demand, lengths: OutputLengths) -> int | None:
     """The output length a request is judged by: its cap, else the model's recent quantile of
     output lengths, else unknown (None)."""
     if demand.max_tokens is not None:
@@ -115,7 +115,7 @@ class Outlook:
     def __init__(
         self,
         estimate: ServiceEstimate,
-        lengths: RecentQuantile,
+        lengths: OutputLengths,
         demand: Demand,
         budget: RequestBudget,
         prompt: int | None = None,
@@ -139,6 +139,9 @@ class Outlook:
 
     def binding(self) -> Target | None:
         """The deadline with the least to spare (None: nothing can be predicted yet)."""
+        return min(self._targets(), key=lambda t: t.slack_s, default=None)
+
+    def _targets(self) -> list[Target]:
         estimate, budget, prompt = self._estimate, self._budget, self._prompt
         targets: list[Target] = []
         tokens = self.output_tokens()
@@ -150,21 +153,34 @@ class Outlook:
             targets.append(Target("answer", budget.total.remaining(), done, queue))
         if self._demand.stream and (first := estimate.upper(prompt, 1)) is not None:
             targets.append(Target("first token", budget.first_token.remaining(), first, queue))
-        return min(targets, key=lambda t: t.slack_s, default=None)
+        return targets
 
     def slack_s(self) -> float | None:
         """What the binding deadline has to spare; None (not judged) when unknown, and for
-        the request the estimate lets through as its probe (`ServiceEstimate.probe`) when it
-        would have been refused: refusals teach the estimate nothing."""
+        the request the estimate or the output lengths let through as their probe
+        (`ServiceEstimate.probe`, `OutputLengths.probe`) when it would have been refused:
+        refusals teach neither of them anything."""
         if self._probe:
             return None
-        target = self.binding()
+        targets = self._targets()
+        target = min(targets, key=lambda t: t.slack_s, default=None)
         if target is None:
             return None
-        if target.service_slack_s < 0.0 and self._estimate.probe():
+        if target.service_slack_s < 0.0 and self._probes(targets):
             self._probe = True
             return None
         return target.slack_s
+
+    def _probes(self, targets: list[Target]) -> bool:
+        """Whether this request, out of reach of an idle replica, goes through as a probe: of
+        the service estimate, or of the output lengths when they alone put it out of reach (it
+        set no cap, and only its answer is out of reach)."""
+        if self._estimate.probe():
+            return True
+        if self._demand.max_tokens is not None:
+            return False
+        others = (t for t in targets if t.what != "answer")
+        return all(t.service_slack_s >= 0.0 for t in others) and self._lengths.probe()
 
     def hold_s(self) -> float | None:
         tokens = self.output_tokens()

@@ -19,8 +19,8 @@ from backends.prefix.prompt import PromptBlocks
 from backends.prefix.source import PrefixSource
 from backends.replica import Replica
 from backends.slow_start import ramped
+from budgets.output_lengths import OutputLengths
 from budgets.priority import Priority
-from budgets.recent import RecentQuantile
 from budgets.request_budget import RequestBudget
 from core.backend_errors import BackendError, NoHealthyBackend
 from core.errors import ContextLengthExceeded
@@ -67,14 +67,14 @@ class ReplicaChoice:
         self._clock = clock
         self._chance = chance
         # Output lengths of requests without a cap, per model (the replicas share a workload).
-        self._lengths: dict[str, RecentQuantile] = {}
+        self._lengths: dict[str, OutputLengths] = {}
         self._tiebreak = itertools.count()
 
-    def lengths(self, model: str) -> RecentQuantile:
+    def lengths(self, model: str) -> OutputLengths:
         """The recent output lengths of `model`'s requests that set no cap."""
         lengths = self._lengths.get(model)
         if lengths is None:
-            lengths = self._lengths[model] = RecentQuantile(self._quantile)
+            lengths = self._lengths[model] = OutputLengths(self._quantile, self._clock)
         return lengths
 
     def pick(

@@ -203,6 +203,46 @@ async def test_a_request_that_cannot_finish_is_a_400_before_the_backend_sees_it(
     assert "answer is predicted 2000 ms" in info.value.message
 
 
+def _chat() -> GenerationRequest:
+    raw = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "x"}]})
+    return GenerationRequest("chat", parse_request(raw, ChatCompletionRequest), raw, "r2")
+
+
+async def test_uncapped_requests_refused_by_long_recent_answers_still_probe_them() -> None:
+    """After long uncapped answers, an uncapped request with too little time is refused; while
+    capped answers keep coming and no uncapped one does, one such request a second still
+    reaches the backend, so that shorter answers can change the prediction."""
+    backend = TimedBackend(url="a")
+    replica = Replica("m", backend, healthy=True)
+    replica.uncached_estimate = ServiceEstimate(backend.clock)
+    fleet = Fleet(
+        [replica],
+        retry_attempts=1,
+        health_interval_s=60,
+        health_timeout_s=1,
+        admission=AdmissionConfig(max_inflight=2),
+        clock=backend.clock,
+    )
+
+    async def answer(request: GenerationRequest, words: int, total_s: float = 10.0) -> None:
+        backend.words, backend.seconds = ["w"] * words, 0.1 + 0.01 * (words - 1)
+        await fleet.complete(request, _budget(backend.clock, total_s))
+
+    for words in (1, 100, 50, 1, 100, 50):
+        await answer(_request(max_tokens=words), words)
+    for _ in range(10):
+        await answer(_chat(), 100)  # 1.09 s each
+    calls = backend.calls
+    with pytest.raises(DeadlineTooShort):
+        await answer(_chat(), 5, total_s=0.6)
+    await answer(_request(max_tokens=100), 100)  # a second on: the estimate heard just now
+    await answer(_chat(), 5, total_s=0.6)  # the probe
+    assert backend.calls == calls + 2
+    with pytest.raises(DeadlineTooShort):
+        await answer(_chat(), 5, total_s=0.6)
+    assert backend.calls == calls + 2
+
+
 async def test_a_call_that_runs_out_of_time_teaches_that_its_replica_is_slower() -> None:
     """A deadline that fires 2 s into a call the replica was expected to answer in 0.5 s moves
     its estimate up: the answer would have come no sooner (a failure used to teach nothing)."""

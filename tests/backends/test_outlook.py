@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from backends.outlook import Demand, Outlook, first_chunk_tokens
-from budgets.recent import RecentQuantile
+from budgets.output_lengths import OutputLengths
 from budgets.request_budget import ClassBudgets, RequestBudget
 from budgets.service_estimate import ServiceEstimate
 from core.answers import ChoiceDelta, StreamChunk, Usage
@@ -66,7 +66,7 @@ def test_a_stream_must_reach_its_first_token_in_time() -> None:
     """Without a known length, a stream is judged by its first token against the first-token
     deadline."""
     estimate = _estimate()
-    outlook = Outlook(estimate, RecentQuantile(0.9), _demand(stream=True), _budget())
+    outlook = Outlook(estimate, OutputLengths(0.9), _demand(stream=True), _budget())
     target = outlook.binding()
     assert target is not None and target.what == "first token"
     assert target.left_s == pytest.approx(BUDGETS.ttft_s, abs=0.05)
@@ -78,7 +78,7 @@ def test_a_stream_must_also_finish_within_the_total() -> None:
     """A stream whose whole answer cannot fit the total is out of reach, though its first
     token would come in time: it would be cut off at the total."""
     outlook = Outlook(
-        _estimate(), RecentQuantile(0.9), _demand(stream=True, max_tokens=600), _budget()
+        _estimate(), OutputLengths(0.9), _demand(stream=True, max_tokens=600), _budget()
     )
     target = outlook.binding()
     assert target is not None and target.what == "answer" and target.slack_s < 0
@@ -87,7 +87,7 @@ def test_a_stream_must_also_finish_within_the_total() -> None:
 def test_a_whole_answer_must_arrive_within_the_total() -> None:
     """A non-streaming request is judged by its last token, at its cap, against the total."""
     estimate = _estimate()
-    outlook = Outlook(estimate, RecentQuantile(0.9), _demand(max_tokens=41), _budget())
+    outlook = Outlook(estimate, OutputLengths(0.9), _demand(max_tokens=41), _budget())
     target = outlook.binding()
     assert target is not None and target.what == "answer"
     assert target.left_s == pytest.approx(BUDGETS.total_s, abs=0.05)
@@ -97,7 +97,7 @@ def test_a_whole_answer_must_arrive_within_the_total() -> None:
 
 def test_without_a_cap_recent_output_lengths_stand_in() -> None:
     """No max_tokens: the model's recent 90th percentile of output lengths, else unknown."""
-    lengths, estimate = RecentQuantile(0.9), _estimate()
+    lengths, estimate = OutputLengths(0.9), _estimate()
     outlook = Outlook(estimate, lengths, _demand(), _budget())
     assert outlook.output_tokens() is None and outlook.binding() is None
     assert outlook.slack_s() is None and outlook.hold_s() is None
@@ -119,7 +119,7 @@ def test_one_request_a_second_out_of_reach_goes_through_as_a_probe() -> None:
     doomed = _demand(max_tokens=600)  # 6 s against a 5 s total
 
     def outlook() -> Outlook:
-        return Outlook(estimate, RecentQuantile(0.9), doomed, _budget())
+        return Outlook(estimate, OutputLengths(0.9), doomed, _budget())
 
     refused = outlook().slack_s()
     assert refused is not None and refused < 0  # heard from just now
@@ -127,6 +127,42 @@ def test_one_request_a_second_out_of_reach_goes_through_as_a_probe() -> None:
     probe = outlook()
     assert probe.slack_s() is None and probe.slack_s() is None  # at its arrival and its head
     refused = outlook().slack_s()
+    assert refused is not None and refused < 0
+
+
+def test_uncapped_requests_refused_by_stale_lengths_probe_them() -> None:
+    """An uncapped request out of reach by the recent output lengths goes through once a second
+    while no uncapped answer is heard, even as capped answers keep the estimate fresh; a capped
+    one, or one whose first token is out of reach, is no probe of the lengths."""
+    now = [100.0]
+    estimate = ServiceEstimate(lambda: now[0])
+    for tokens in (1, 11, 21):
+        estimate.observe(100, tokens, 0.1 + 0.01 * (tokens - 1))
+    lengths = OutputLengths(0.9, lambda: now[0])
+    for _ in range(10):
+        lengths.add(600)  # 6 s against a 5 s total
+
+    def slack(demand: Demand) -> float | None:
+        estimate.observe(100, 21, 0.3)  # a capped answer heard just now
+        return Outlook(estimate, lengths, demand, _budget()).slack_s()
+
+    refused = slack(_demand())
+    assert refused is not None and refused < 0
+    now[0] += 1.0
+    capped = slack(_demand(max_tokens=600))
+    assert capped is not None and capped < 0
+    assert slack(_demand()) is None  # the probe
+    refused = slack(_demand())
+    assert refused is not None and refused < 0
+    now[0] += 1.0
+    tight_first = ClassBudgets(total_s=5.0, ttft_s=0.05, admission_s=0.5, stall_s=1.0)
+    budget = RequestBudget.start("interactive", tight_first, time.monotonic, time.monotonic())
+    estimate.observe(100, 1, 0.1)
+    first = Outlook(estimate, lengths, _demand(stream=True), budget).slack_s()
+    assert first is not None and first < 0  # its first token: the lengths cannot help
+    lengths.add(600)  # the probe's answer
+    now[0] += 0.5
+    refused = slack(_demand())
     assert refused is not None and refused < 0
 
 

@@ -7,7 +7,7 @@ import pytest
 from backends.outlook import Demand, Outlook
 from backends.overloaded import overloaded
 from backends.shared_outlook import SharedOutlook
-from budgets.recent import RecentQuantile
+from budgets.output_lengths import OutputLengths
 from budgets.request_budget import ClassBudgets, RequestBudget
 from budgets.service_estimate import ServiceEstimate
 from budgets.shed import Shed
@@ -36,7 +36,7 @@ def _outlook(
     estimate = ServiceEstimate(_now)
     estimate.observe(10, 1, seconds)
     demand = Demand(10, max_tokens, choices=1, stream=stream, cap_param=cap)
-    return Outlook(estimate, RecentQuantile(0.9), demand, budget)
+    return Outlook(estimate, OutputLengths(0.9), demand, budget)
 
 
 @pytest.mark.parametrize(
@@ -143,7 +143,7 @@ def test_out_of_reach_behind_the_engines_own_queue_is_a_429() -> None:
     estimate = ServiceEstimate(_now)
     estimate.observe(10, 20, 2.0)
     demand = Demand(prompt_tokens=10, max_tokens=20, choices=1, stream=False)
-    outlook = Outlook(estimate, RecentQuantile(0.9), demand, BUDGET, backlog=lambda: 2.0)
+    outlook = Outlook(estimate, OutputLengths(0.9), demand, BUDGET, backlog=lambda: 2.0)
     slack = outlook.slack_s()
     assert slack == pytest.approx(5.0 - 4.0 - 2.0)
     error = overloaded(Shed("predicted_outcome", "interactive", 0.0, 2.0, slack), BUDGET, outlook)

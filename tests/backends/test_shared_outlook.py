@@ -16,7 +16,7 @@ from backends.outlook import Demand, Outlook
 from backends.replica import Replica
 from backends.shared_outlook import SharedOutlook, admission_deadline
 from budgets.deadline import Deadline
-from budgets.recent import RecentQuantile
+from budgets.output_lengths import OutputLengths
 from budgets.request_budget import ClassBudgets, RequestBudget
 from budgets.service_estimate import ServiceEstimate
 from core.protocol import ChatCompletionRequest
@@ -43,7 +43,7 @@ def _outlooks(
     estimate = ServiceEstimate(_now)
     if seconds is not None:
         estimate.observe(10, 1, seconds)
-    return [(b, Outlook(estimate, RecentQuantile(0.9), DEMAND, b)) for b in budgets]
+    return [(b, Outlook(estimate, OutputLengths(0.9), DEMAND, b)) for b in budgets]
 
 
 def test_the_caller_with_the_most_time_stands_for_the_call() -> None:
