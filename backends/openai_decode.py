@@ -14,6 +14,8 @@ from typing import Any
 import orjson
 
 from backends import openai_errors as errors
+from backends import split_text
+from backends.split_text import Halves
 from core.answers import (
     Choice,
     ChoiceDelta,
@@ -31,7 +33,10 @@ from core.errors import GatewayError, UnsupportedParameter
 def completion(body: bytes, endpoint: Endpoint) -> Completion:
     """A non-streaming chat or text completion."""
     try:
-        data = orjson.loads(body)
+        try:
+            data = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            data = split_text.read_cut(body, exc)
         choices = []
         for c in data["choices"]:
             reasoning = None
@@ -50,10 +55,17 @@ def completion(body: bytes, endpoint: Endpoint) -> Completion:
         raise malformed(body, exc) from exc
 
 
-def stream_chunk(payload: bytes, endpoint: Endpoint) -> StreamChunk | None:
-    """One SSE event of a stream, or None when it carries nothing (a bare role delta)."""
+def stream_chunk(
+    payload: bytes, endpoint: Endpoint, halves: Halves | None = None
+) -> StreamChunk | None:
+    """One SSE event of a stream, or None when it carries nothing (a bare role delta). With
+    `halves` (the stream's), a character the upstream cut between events is put together."""
     try:
-        data = orjson.loads(payload)
+        try:
+            data, cut = orjson.loads(payload), False
+        except orjson.JSONDecodeError as exc:
+            data, cut = split_text.read_cut(payload, exc, streamed=halves is not None), True
+        joiner = halves if halves is not None and (cut or halves.holding) else None
         deltas = []
         for c in data.get("choices") or ():
             tool_calls, reasoning = None, ""
@@ -65,6 +77,10 @@ def stream_chunk(payload: bytes, endpoint: Endpoint) -> StreamChunk | None:
             else:
                 text = c.get("text") or ""
             finish, logprobs = c.get("finish_reason"), c.get("logprobs")
+            if joiner is not None:
+                index, last = c.get("index", 0), finish is not None
+                text = joiner.join(index, "text", text, last)
+                reasoning = joiner.join(index, "reasoning", reasoning, last)
             if not (text or reasoning or tool_calls) and finish is None and logprobs is None:
                 continue
             deltas.append(

@@ -1,11 +1,13 @@
 """A streamed OpenAI answer's SSE events, one network read's worth at a time, as chunks: the
 events of one read stay one chunk, an error event ends the stream, a choice says nothing
-after its finish (an upstream that repeats its finish chunk is heard once), and whether all
-of the answer has come even if `[DONE]` never does."""
+after its finish (an upstream that repeats its finish chunk is heard once), a character the
+upstream cut between two events is put back together (`backends.split_text`), and whether
+all of the answer has come even if `[DONE]` never does."""
 
 from __future__ import annotations
 
 from backends import openai_decode as decode
+from backends.split_text import Halves
 from backends.sse_reader import ErrorEvent
 from core.answers import Endpoint, StreamChunk, merge_chunks
 from core.errors import GatewayError
@@ -19,7 +21,7 @@ class StreamEvents:
     """The events of one stream of `choices` choices, whose usage is part of the answer when
     `usage` says so (the client asked for it)."""
 
-    __slots__ = ("_choices", "_endpoint", "_finished", "_usage", "_usage_heard")
+    __slots__ = ("_choices", "_endpoint", "_finished", "_halves", "_usage", "_usage_heard")
 
     def __init__(self, endpoint: Endpoint, choices: int = 1, usage: bool = False) -> None:
         self._endpoint = endpoint
@@ -27,6 +29,7 @@ class StreamEvents:
         self._usage = usage
         self._finished: set[int] = set()  # the choices whose finish has been passed on
         self._usage_heard = False
+        self._halves = Halves()  # characters the upstream cut between two events
 
     @property
     def whole(self) -> bool:
@@ -47,7 +50,7 @@ class StreamEvents:
                 failure = decode.typed_error_event(payload.data)
                 break
             try:
-                chunk = decode.stream_chunk(payload, self._endpoint)
+                chunk = decode.stream_chunk(payload, self._endpoint, self._halves)
             except GatewayError as exc:  # an error event: what came before it still goes
                 failure = exc
                 break

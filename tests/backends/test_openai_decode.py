@@ -406,3 +406,17 @@ def test_an_in_band_error_tells_what_its_status_would(
     by_status, in_band = decode.status_error(status, body), decode.json_in_place_of_stream(body)
     assert type(in_band) is type(by_status)
     assert (in_band.status, in_band.to_dict()) == (by_status.status, by_status.to_dict())
+
+
+@pytest.mark.parametrize(
+    ("content", "text"),
+    [(b"a\xf0\x9f b", "a\ufffd b"), (b"b\\ud83d\\ude00 c\\ud83d", "b\U0001f600 c\ufffd")],
+    ids=["utf8-bytes", "utf16-halves"],
+)
+def test_a_whole_answer_with_a_broken_character_is_mended_not_refused(
+    content: bytes, text: str
+) -> None:
+    """An answer whose text holds bytes that are no UTF-8 or a lone escaped half still
+    decodes: a pair is joined, what is broken becomes U+FFFD."""
+    body = b'{"choices": [{"index": 0, "message": {"content": "%s"}, "finish_reason": "stop"}]}'
+    assert decode.completion(body % content, "chat").choices[0].text == text

@@ -86,3 +86,38 @@ def test_the_upstreams_fingerprint_travels_with_its_chunks() -> None:
     assert chunk is not None and chunk.system_fingerprint == "fp_up"
     chunk, _, _ = StreamEvents("chat").read([_delta(0, "a")])
     assert chunk is not None and chunk.system_fingerprint is None
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [(b"Hi \\ud83d", b"\\ude00!"), (b"Hi \xf0\x9f", b"\x98\x80!")],
+    ids=["utf16-halves", "utf8-bytes"],
+)
+def test_a_character_cut_between_events_is_put_back_together(first: bytes, second: bytes) -> None:
+    """An emoji an upstream cut in two (escaped UTF-16 halves, or raw UTF-8 bytes) arrives
+    whole, across reads, for each choice apart; a part never finished ends as U+FFFD."""
+
+    def event(index: int, text: bytes, finish: bytes = b"null") -> bytes:
+        return b'{"choices": [{"index": %d, "delta": {"content": "%s"}, "finish_reason": %s}]}' % (
+            index,
+            text,
+            finish,
+        )
+
+    events = StreamEvents("chat", choices=2)
+    chunk, failure, _ = events.read([event(0, first), event(1, first)])
+    assert failure is None and _said(chunk) == [(0, "Hi ", None), (1, "Hi ", None)]
+    chunk, _, _ = events.read([event(1, b"x", b'"stop"'), event(0, second)])
+    assert _said(chunk) == [(1, "\ufffdx", "stop"), (0, "\U0001f600!", None)]
+    chunk, _, _ = events.read([event(0, first, b'"stop"')])
+    assert _said(chunk) == [(0, "Hi \ufffd", "stop")]
+
+
+def test_reasoning_cut_between_events_is_put_back_together() -> None:
+    """Thinking text is joined on its own, apart from the answer's text."""
+    events = StreamEvents("chat")
+    cut = b'{"choices": [{"index": 0, "delta": {"reasoning_content": "a\\ud83d"}}]}'
+    rest = b'{"choices": [{"index": 0, "delta": {"reasoning_content": "\\ude00", "content": "b"}}]}'
+    chunk, _, _ = events.read([cut, rest])
+    assert chunk is not None
+    assert [(d.reasoning, d.text) for d in chunk.deltas] == [("a", ""), ("\U0001f600", "b")]

@@ -816,3 +816,33 @@ async def test_a_whole_answer_cut_short_is_cut_off(
     finally:
         await backend.aclose()
     assert not isinstance(info.value, BackendUnavailable)
+
+
+async def test_an_emoji_cut_between_events_streams_whole(
+    odd_server: Callable[[dict[str, Handler]], Awaitable[str]],
+) -> None:
+    """A server that sends an emoji's UTF-8 bytes across two events (or its UTF-16 halves)
+    streams it whole, not as a malformed answer."""
+    cuts = [(b"Hi \xf0\x9f", b"\x98\x80!"), (b"Hi \\ud83d", b"\\ude00!")]
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        first, second = cuts.pop(0)
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for text in (first, second):
+            event = b'{"choices": [{"index": 0, "delta": {"content": "%s"}}]}' % text
+            await response.write(b"data: " + event + b"\n\n")
+        finish = b'{"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}'
+        await response.write(b"data: " + finish + b"\n\ndata: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+    url = await odd_server({"/v1/chat/completions": answer})
+    backend = OpenAIHTTPBackend(url, model="mock")
+    await backend.start()
+    try:
+        for _ in range(2):
+            chunks = await collect(backend.stream(chat(stream=True), soon()))
+            assert texts(chunks) == {0: "Hi \U0001f600!"}
+    finally:
+        await backend.aclose()
