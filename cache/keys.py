@@ -44,20 +44,23 @@ EXCLUDED_FIELDS = {
 
 _LINE_BREAK = re.compile(r"\r\n?")
 _WORDS = re.compile(r"\S+")
-KEY_SCHEMA = 4
+KEY_SCHEMA = 5
 """Part of every digest. 1 collapsed whitespace inside message text, which let "def f():\n
     return" share an entry with "def f(): return"; 2 trimmed message text and unified its line
     breaks, which let "P" and "P\n\n" (another prompt to the model: a template renders the
     newlines as tokens, an HTTP upstream reads them) share one entry; 3 keyed an omitted
     `temperature`, `top_p`, `top_k`, `min_p` or `repetition_penalty` as its neutral value,
-    though the model's generation_config.json samples it otherwise. A new schema keeps such
-    entries unreachable."""
-SCOPE_SCHEMA = 5
+    though the model's generation_config.json samples it otherwise; 4 sorted the keys of every
+    object, inside tools and JSON schemas too, where their order is model input (a template
+    renders a tool's JSON as sent, constrained decoding writes members in the schema's order:
+    `reasoning` before `answer` is another answer), so such requests shared an entry. A new
+    schema keeps such entries unreachable."""
+SCOPE_SCHEMA = 6
 """Part of every semantic scope's digest: KEY_SCHEMA until 3, which changed exact keys only
 (a scope's messages were still normalized), so entries stored before it stayed reachable; 4 for
 the omitted sampling fields, as KEY_SCHEMA; 5 when the earlier messages that scope a query
 became verbatim: 4 trimmed each text part, so code or YAML sent as one part a line shared one
-scope whatever its indentation (a line inside a loop or after it)."""
+scope whatever its indentation (a line inside a loop or after it); 6 as KEY_SCHEMA 5."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +156,8 @@ def canonical_chat(body: ChatCompletionRequest) -> dict[str, Any]:
         "parallel_tool_calls": True
         if body.parallel_tool_calls is None
         else body.parallel_tool_calls,
-        "chat_template_kwargs": body.chat_template_kwargs or {},
+        # Arguments by name: their order is no input (the form is hashed as it stands).
+        "chat_template_kwargs": dict(sorted((body.chat_template_kwargs or {}).items())),
         "add_generation_prompt": body.add_generation_prompt,
         "continue_final_message": body.continue_final_message,
         # Only when set, so the keys of requests without them did not change when they came.
@@ -203,9 +207,9 @@ def canonical(
 
 
 def _digest(document: Any) -> str:
-    return hashlib.blake2b(
-        orjson.dumps(document, option=orjson.OPT_SORT_KEYS), digest_size=20
-    ).hexdigest()
+    # Not sorted: the form's own fields come in a fixed order, and the client's JSON inside it
+    # (tools, schemas) is model input in the order sent (see `KEY_SCHEMA`).
+    return hashlib.blake2b(orjson.dumps(document), digest_size=20).hexdigest()
 
 
 def exact_key(

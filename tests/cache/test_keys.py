@@ -53,6 +53,51 @@ def test_key_order_is_irrelevant(order: list[str]) -> None:
     )
 
 
+def test_a_messages_field_order_and_template_arguments_order_are_irrelevant() -> None:
+    """A message's fields and the chat template's arguments are read by name."""
+    turned = _chat(messages=[{"content": "hello there", "role": "user"}])
+    assert exact_key(turned, CTX) == exact_key(_chat(), CTX)
+    kwargs = {"enable_thinking": False, "custom": 1}
+    assert exact_key(_chat(chat_template_kwargs=kwargs), CTX) == exact_key(
+        _chat(chat_template_kwargs=dict(reversed(kwargs.items()))), CTX
+    )
+
+
+def _tool(properties: dict[str, Any], description_first: bool = False) -> dict[str, Any]:
+    function = {"name": "route", "parameters": {"type": "object", "properties": properties}}
+    if description_first:
+        function = {"description": "Plan a route.", **function}
+    else:
+        function = {**function, "description": "Plan a route."}
+    return {"type": "function", "function": function}
+
+
+def _schema(properties: dict[str, Any]) -> dict[str, Any]:
+    schema = {"type": "object", "properties": properties, "required": sorted(properties)}
+    return {"type": "json_schema", "json_schema": {"name": "a", "strict": True, "schema": schema}}
+
+
+def test_key_order_inside_tools_and_schemas_is_model_input() -> None:
+    """A tool's JSON is rendered as sent and constrained decoding writes members in the
+    schema's order (`reasoning` before `answer` is another answer): each order is its own key."""
+    one, other = {"to": {"type": "string"}}, {"from": {"type": "string"}}
+    assert exact_key(_chat(tools=[_tool({**one, **other})]), CTX) != exact_key(
+        _chat(tools=[_tool({**other, **one})]), CTX
+    )
+    assert exact_key(_chat(tools=[_tool(one)]), CTX) != exact_key(
+        _chat(tools=[_tool(one, description_first=True)]), CTX
+    )
+    why, what = {"reasoning": {"type": "string"}}, {"answer": {"type": "string"}}
+    first, second = (
+        _chat(response_format=_schema({**why, **what})),
+        _chat(response_format=_schema({**what, **why})),
+    )
+    assert exact_key(first, CTX) != exact_key(second, CTX)
+    first_query, second_query = semantic_query(first, CTX), semantic_query(second, CTX)
+    assert first_query is not None and second_query is not None
+    assert first_query.scope != second_query.scope
+
+
 @given(st.text(alphabet=" \t\n\r", min_size=1, max_size=4))
 def test_message_text_is_keyed_verbatim(outer: str) -> None:
     """Whitespace around message text and its kind of line break are model input (a template
