@@ -83,6 +83,22 @@ class BackendSettings:
         names = [EMBEDDED_MODEL] if self.embedded else [spec.name for spec in self.models]
         return [*names, *self.routes.routes]
 
+    def answer_shape(self, model: str) -> str:
+        """What of this configuration shapes `model`'s prompt or how its answer is read, for
+        the cache keys: an answer made under other settings must not serve (one parsed into
+        reasoning where the thinking now stays in the text, or a prompt whose special tokens
+        were control tokens). The tokenizer's directory stands for its chat template."""
+        directory = self.tokenizer_dirs.get(model)
+        return "|".join(
+            (
+                self.tool_parsers.get(model, ""),
+                self.reasoning_parsers.get(model, ""),
+                "split" if self.split_special_tokens else "control",
+                self.generation_config,
+                "" if directory is None else str(directory),
+            )
+        )
+
     @property
     def fetches_tokenizers(self) -> bool:
         """A model's tokenizer comes from its gRPC replicas (`GetTokenizer`, the embedded

@@ -70,6 +70,9 @@ class KeyContext:
     tenant: str
     model_revision: str = ""
     prompt_version: str = ""
+    answer_shape: str = ""
+    """The gateway's settings that shape the model's prompts and answers (parsers, special
+    tokens, sampling defaults, tokenizer), so an answer made under others never serves."""
     max_tokens_from_key: bool = False
     """The body's `max_tokens` is its API key's cap, not the client's (`canonical`)."""
 
@@ -217,14 +220,15 @@ def exact_key(
     context: KeyContext,
     form: dict[str, Any] | None = None,
 ) -> str:
-    """The exact-cache key: every keyed field plus model revision and prompt version.
+    """The exact-cache key: every keyed field plus model revision, prompt version and the
+    settings that shape the answer.
 
     The tenant is not hashed in: it is the key's namespace. Pass `form` when the canonical
     form was already built.
     """
     if form is None:
         form = canonical(body, context.max_tokens_from_key)
-    return _digest([KEY_SCHEMA, form, context.model_revision, context.prompt_version])
+    return _digest([KEY_SCHEMA, form, *_context(context)])
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,9 +270,12 @@ def semantic_query(
         form["prompt"] = None
     if not text:
         return None
-    return SemanticQuery(
-        text, _digest([SCOPE_SCHEMA, form, context.model_revision, context.prompt_version])
-    )
+    return SemanticQuery(text, _digest([SCOPE_SCHEMA, form, *_context(context)]))
+
+
+def _context(context: KeyContext) -> tuple[str, str, str]:
+    """What besides the form a digest covers."""
+    return context.model_revision, context.prompt_version, context.answer_shape
 
 
 EMBED_HEAD_WORDS = 40

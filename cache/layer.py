@@ -93,7 +93,9 @@ class CacheLayer:
         context = KeyContext(
             tenant=tenant,
             model_revision=settings.model_revisions.get(body.model, ""),
-            prompt_version=headers.get("x-prompt-version", settings.prompt_version),
+            answer_shape=settings.answer_shapes.get(body.model, ""),
+            # An empty header is none: it must not reach entries the default version retired.
+            prompt_version=headers.get("x-prompt-version") or settings.prompt_version,
             max_tokens_from_key=max_tokens_from_key,
         )
         form = canonical(body, max_tokens_from_key)

@@ -50,6 +50,8 @@ class CacheSettings:
     require_reproducible: bool = True
     prompt_version: str = ""
     model_revisions: Mapping[str, str] = field(default_factory=dict)
+    # model -> the settings that shape its prompts and answers (`BackendSettings.answer_shape`)
+    answer_shapes: Mapping[str, str] = field(default_factory=dict)
     redis_timeout_s: float = 0.05
     breaker_failures: int = 5
     breaker_cooldown_s: float = 2.0

@@ -23,7 +23,7 @@ _WANTED = {
     )
 }
 TRACE_CONTEXT = ("traceparent", "tracestate")
-_AUTHORIZATION = "authorization"
+_AUTHORIZATION, _TRACEPARENT = "authorization", "traceparent"
 
 
 def as_sent(value: str) -> str:
@@ -42,16 +42,53 @@ class RepeatedAuthorization(InvalidRequest):
         super().__init__("Send one Authorization header; this request has several.")
 
 
+class ConflictingHeader(InvalidRequest):
+    """A single-valued header sent more than once with different values: taking either would
+    let the order of a client's (or a proxy's) headers decide."""
+
+    code = "conflicting_header"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"Send one {name} header; this request has several with different values.",
+            param=name,
+        )
+
+
+# RFC 9110 5.3: the lines of a list-valued field are one comma-separated list; a
+# `no-store` on a line of its own must count (W3C Trace Context combines `tracestate` so).
+_LISTS = frozenset({"cache-control", "tracestate"})
+_SINGLE = {
+    "x-prompt-version": "X-Prompt-Version",
+    "x-priority": "X-Priority",
+    "x-request-timeout-ms": "X-Request-Timeout-Ms",
+}
+
+
 def relevant_headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
-    """The headers the gateway uses, by lowercase name (ASGI servers lowercase names); 400
-    for a repeated `Authorization`."""
+    """The headers the gateway uses, by lowercase name (ASGI servers lowercase names); the
+    lines of a list-valued one joined; 400 for a repeated `Authorization`, or a single-valued
+    header repeated with another value. Two `traceparent`s are no trace context (W3C: invalid,
+    so a new trace starts), and without one `tracestate` means nothing."""
     found: dict[str, str] = {}
     for name, value in raw:
         key = _WANTED.get(name)
-        if key is not None:
-            if key == _AUTHORIZATION and key in found:
-                raise RepeatedAuthorization
-            found[key] = value.decode("latin-1")
+        if key is None:
+            continue
+        text = value.decode("latin-1")
+        if key not in found:
+            found[key] = text
+        elif key in _LISTS:
+            found[key] = f"{found[key]}, {text}"
+        elif key == _AUTHORIZATION:
+            raise RepeatedAuthorization
+        elif key == _TRACEPARENT:
+            found[key] = ""  # dropped below
+        elif found[key] != text:
+            raise ConflictingHeader(_SINGLE[key])
+    if found.get(_TRACEPARENT) == "":
+        for header in TRACE_CONTEXT:
+            found.pop(header, None)
     return found
 
 

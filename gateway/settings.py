@@ -7,7 +7,7 @@ import ipaddress
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from access.settings import AccessSettings
 from backends.settings import BackendSettings
@@ -104,7 +104,8 @@ class Settings:
 def _cache_settings(env: Mapping[str, str], backends: BackendSettings) -> CacheSettings:
     cache = CacheSettings.from_env(env)
     check_known_keys("GATEWAY_MODEL_REVISIONS", cache.model_revisions, backends.served)
-    return cache
+    shapes = {model: backends.answer_shape(model) for model in backends.served}
+    return replace(cache, answer_shapes=shapes)
 
 
 def _host(value: str) -> str:

@@ -123,6 +123,34 @@ def test_tool_parsers_name_a_known_format_per_model() -> None:
     assert settings.tool_parsers == {"llama": "hermes"}
 
 
+@pytest.mark.parametrize(
+    "setting",
+    [
+        {"GATEWAY_TOOL_PARSERS": "llama=hermes"},
+        {"GATEWAY_REASONING_PARSERS": "llama=none"},
+        {"GATEWAY_SPLIT_SPECIAL_TOKENS": "off"},
+        {"GATEWAY_GENERATION_CONFIG": "vllm"},
+    ],
+)
+def test_each_setting_that_shapes_answers_changes_the_answer_shape(setting: dict[str, str]) -> None:
+    """The parsers, special tokens and sampling defaults each change a model's answer shape
+    (what the cache keys by), and a per-model one only that model's."""
+    two = {"GATEWAY_BACKENDS": "llama=grpc://h:1;other=grpc://h:2"}
+    plain, changed = BackendSettings.from_env(two), BackendSettings.from_env({**two, **setting})
+    assert changed.answer_shape("llama") != plain.answer_shape("llama")
+    per_model = "GATEWAY_TOOL_PARSERS" in setting or "GATEWAY_REASONING_PARSERS" in setting
+    assert (changed.answer_shape("other") == plain.answer_shape("other")) == per_model
+
+
+def test_a_tokenizer_directory_changes_the_answer_shape() -> None:
+    """Another tokenizer directory may hold another chat template: another shape."""
+    one = BackendSettings(tokenizer_dirs={"llama": Path("/a")})
+    assert one.answer_shape("llama") != BackendSettings().answer_shape("llama")
+    assert one.answer_shape("llama") != BackendSettings(
+        tokenizer_dirs={"llama": Path("/b")}
+    ).answer_shape("llama")
+
+
 def test_prefix_routing_weight_defaults_off_and_rejects_negatives() -> None:
     """GATEWAY_PREFIX_ROUTING_WEIGHT is 0 (off) unless set, and must not be negative."""
     assert BackendSettings.from_env(LLAMA).prefix_routing_weight == 0.0

@@ -208,7 +208,8 @@ def test_include_reasoning_false_is_another_entry() -> None:
 
 
 def test_sampling_and_context_change_key() -> None:
-    """Every sampling field, the model revision and the prompt version separate entries."""
+    """Every sampling field, the model revision, the prompt version and the settings that
+    shape answers separate entries (exact and semantic)."""
     base = exact_key(_chat(), CTX)
     variants = [
         _chat(temperature=0), _chat(seed=3), _chat(max_tokens=9), _chat(stop=["x"]),
@@ -219,6 +220,10 @@ def test_sampling_and_context_change_key() -> None:
     assert base not in keys and len(keys) == len(variants)
     assert exact_key(_chat(), KeyContext("t", model_revision="r2")) != base
     assert exact_key(_chat(), KeyContext("t", prompt_version="v2")) != base
+    assert exact_key(_chat(), KeyContext("t", answer_shape="hermes|none|split|auto|")) != base
+    shaped = semantic_query(_chat(), KeyContext("t", answer_shape="x"))
+    plain = semantic_query(_chat(), CTX)
+    assert shaped is not None and plain is not None and shaped.scope != plain.scope
 
 
 def test_a_keys_cap_is_keyed_apart_from_the_clients_max_tokens() -> None:

@@ -311,3 +311,26 @@ async def test_a_skipped_exact_stage_is_skipped_not_error() -> None:
     skipped = await layer.lookup_near(cold, layer.now())
     assert skipped.result == "skipped"
     assert CacheOutcome(cold, skipped).status == "skipped"
+
+
+async def test_an_empty_prompt_version_header_is_the_default_version() -> None:
+    """`X-Prompt-Version:` sent empty keys as the configured version, so it cannot reach the
+    entries that version retired; a version sent keys apart."""
+    layer = _layer(CacheSettings(prompt_version="v2"))
+    default = layer.plan(_body(), {}, "t").key
+    assert layer.plan(_body(), {"x-prompt-version": ""}, "t").key == default
+    assert layer.plan(_body(), {"x-prompt-version": "v1"}, "t").key != default
+
+
+async def test_a_models_answer_shape_keys_its_entries() -> None:
+    """Settings that shape a model's answers (parsers, special tokens) key its entries apart:
+    an answer made under others never serves."""
+    plain = _layer(CacheSettings(answer_shapes={"m": "||split|auto|"}))
+    other = _layer(CacheSettings(answer_shapes={"m": "||control|auto|"}))
+    assert plain.plan(_body(), {}, "t").key != other.plan(_body(), {}, "t").key
+
+
+async def test_no_store_on_a_line_of_its_own_is_honoured() -> None:
+    """`Cache-Control` lines are one list: `no-store` next to a `max-age` line still holds."""
+    plan = _layer().plan(_body(), {"cache-control": "no-store, max-age=600"}, "t")
+    assert not plan.write and plan.read

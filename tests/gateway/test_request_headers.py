@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.request_headers import (
+    ConflictingHeader,
     RepeatedAuthorization,
     as_sent,
     relevant_headers,
@@ -68,10 +69,46 @@ def test_a_repeated_authorization_is_400_whatever_the_order(values: tuple[bytes,
     assert b"right" not in info.value.to_json()
 
 
-def test_other_repeated_headers_keep_the_last() -> None:
-    """Repeats of the other headers the gateway reads are not refused (the last one counts)."""
-    raw = [(b"x-priority", b"interactive"), (b"x-priority", b"batch")]
-    assert relevant_headers(raw) == {"x-priority": "batch"}
+@pytest.mark.parametrize(
+    ("name", "param"),
+    [
+        (b"x-priority", "X-Priority"),
+        (b"x-prompt-version", "X-Prompt-Version"),
+        (b"x-request-timeout-ms", "X-Request-Timeout-Ms"),
+    ],
+)
+def test_a_single_valued_header_repeated_with_another_value_is_400(name: bytes, param: str) -> None:
+    """Two different values of one of the gateway's own headers are a 400 naming it (either
+    would let the headers' order decide); the same value twice is that value."""
+    with pytest.raises(ConflictingHeader) as info:
+        relevant_headers([(name, b"1"), (name, b"2")])
+    assert info.value.status == 400 and info.value.param == param
+    assert relevant_headers([(name, b"1"), (name, b"1")]) == {name.decode(): "1"}
+
+
+def test_the_lines_of_a_list_valued_header_are_one_list() -> None:
+    """RFC 9110: `Cache-Control` on several lines is one list, so a `no-store` on a line of its
+    own counts; so is `tracestate`."""
+    raw = [
+        (b"cache-control", b"no-store"),
+        (b"tracestate", b"a=1"),
+        (b"cache-control", b"max-age=600"),
+        (b"traceparent", TRACEPARENT.encode()),
+        (b"tracestate", b"b=2"),
+    ]
+    assert relevant_headers(raw) == {
+        "cache-control": "no-store, max-age=600",
+        "tracestate": "a=1, b=2",
+        "traceparent": TRACEPARENT,
+    }
+
+
+def test_two_traceparents_are_no_trace_context() -> None:
+    """W3C Trace Context: several traceparents are invalid; a new trace starts, and the
+    tracestate goes with them."""
+    other = TRACEPARENT.replace("01", "00")
+    raw = [(b"traceparent", TRACEPARENT.encode()), (b"tracestate", b"a=1")]
+    assert relevant_headers([*raw, (b"traceparent", other.encode())]) == {}
 
 
 def test_as_sent_undoes_the_servers_latin_1_decoding() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from gateway.settings import Settings, SettingsError
@@ -14,7 +16,9 @@ def test_defaults_with_the_embedded_demo() -> None:
     """With only GATEWAY_BACKENDS=embedded every other setting takes its default."""
     settings = Settings.from_env(EMBEDDED)
     assert settings.backends.embedded and settings.port == 8000
-    assert settings.budgets == Settings().budgets and settings.cache == Settings().cache
+    shapes = {"sim": settings.backends.answer_shape("sim")}
+    default_cache = replace(Settings().cache, answer_shapes=shapes)
+    assert settings.budgets == Settings().budgets and settings.cache == default_cache
 
 
 def test_missing_backends_stops_the_gateway() -> None:
@@ -79,6 +83,22 @@ def test_a_revision_for_a_model_nothing_serves_stops_the_gateway() -> None:
     assert settings.cache.model_revisions == {"llama": "r1", "llama-v2": "r2"}
     with pytest.raises(SettingsError, match="GATEWAY_MODEL_REVISIONS names 'lama'"):
         Settings.from_env({**EMBEDDED, "GATEWAY_MODEL_REVISIONS": "lama=r1"})
+
+
+def test_the_cache_keys_each_models_answer_shape() -> None:
+    """Every served model, a route's public name included, has its settings' answer shape in
+    the cache settings, so answers made under other parsers or special-token settings (an
+    earlier run, another replica on the same Redis) never serve."""
+    routed = {
+        "GATEWAY_BACKENDS": "llama-v2=grpc://h:1",
+        "GATEWAY_MODEL_ROUTES": "llama=llama-v2:100",
+    }
+    settings = Settings.from_env(routed)
+    shapes = settings.cache.answer_shapes
+    assert set(shapes) == {"llama", "llama-v2"}
+    assert shapes["llama-v2"] == settings.backends.answer_shape("llama-v2")
+    split_off = Settings.from_env({**routed, "GATEWAY_SPLIT_SPECIAL_TOKENS": "off"})
+    assert split_off.cache.answer_shapes["llama-v2"] != shapes["llama-v2"]
 
 
 def test_a_service_link_in_gateway_port_is_refused_with_the_way_out() -> None:
