@@ -234,7 +234,7 @@ class OpenAIHTTPBackend:
     def _body(
         self, raw: bytes, model: str, max_tokens: int | None = None, *, ask_usage: bool = False
     ) -> bytes:
-        """The client's body, naming the served model, with `max_tokens` set when given, and
+        """The client's body, naming the served model, with its output cap set when given, and
         with `ask_usage` asking for the stream's usage (`stream_options.include_usage`): the
         gateway learns and charges by it, and leaves it out of what a client that did not
         ask for it is sent (the renderer shows usage only to those who asked)."""
@@ -249,6 +249,8 @@ class OpenAIHTTPBackend:
         data["model"] = self.model
         if max_tokens is not None:
             data["max_tokens"] = max_tokens
+            if data.get("max_completion_tokens") is not None:
+                data["max_completion_tokens"] = max_tokens
         if ask_usage:
             data["stream_options"] = {**(data.get("stream_options") or {}), "include_usage": True}
         return orjson.dumps(data)
@@ -311,11 +313,17 @@ class OpenAIHTTPBackend:
 
 
 def _unset_max_tokens(body: ChatCompletionRequest | CompletionRequest) -> int | None:
-    """The default a completion that sets no `max_tokens` runs with (16), said explicitly:
-    not every OpenAI-compatible server shares it, and a null would mean no limit to vLLM."""
-    if isinstance(body, CompletionRequest) and body.max_tokens is None:
-        return body.max_output_tokens
-    return None
+    """The output cap to say explicitly, where the body leaves it to the server: the default a
+    completion that sets no `max_tokens` runs with (16), as not every OpenAI-compatible server
+    shares it and a null would mean no limit to vLLM; and a chat's when it sets both fields
+    apart, as servers differ in which one wins (the gateway judged, charged and keyed it by
+    `max_completion_tokens`)."""
+    if isinstance(body, CompletionRequest):
+        return body.max_output_tokens if body.max_tokens is None else None
+    both = body.max_tokens is not None and body.max_completion_tokens is not None
+    return (
+        body.max_output_tokens if both and body.max_tokens != body.max_completion_tokens else None
+    )
 
 
 def _release_at_body_end(response: aiohttp.ClientResponse) -> None:

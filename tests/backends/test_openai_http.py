@@ -297,6 +297,21 @@ async def test_a_completion_without_max_tokens_is_sent_the_default(
     assert mock.last_body == request.raw
 
 
+async def test_a_chat_with_two_different_caps_is_sent_the_one_it_was_judged_by(
+    mock: MockOpenAIServer, backend: OpenAIHTTPBackend
+) -> None:
+    """A chat that sets `max_tokens` and `max_completion_tokens` apart is sent the second in
+    both fields (servers differ in which one wins; the gateway keyed and charged by it); one
+    field, or both alike, is forwarded as it is."""
+    await backend.complete(chat(max_tokens=3, max_completion_tokens=10), soon())
+    sent = orjson.loads(mock.last_body)
+    assert (sent["max_tokens"], sent["max_completion_tokens"]) == (10, 10)
+    for fields in ({"max_tokens": 3}, {"max_tokens": 4, "max_completion_tokens": 4}):
+        request = chat(**fields)
+        await backend.complete(request, soon())
+        assert mock.last_body == request.raw
+
+
 async def test_upstream_400_is_rejected_with_message_and_param(
     backend: OpenAIHTTPBackend,
 ) -> None:
