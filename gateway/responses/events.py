@@ -64,6 +64,7 @@ class ResponseEvents:
         "_calls",
         "_counts",
         "_finish",
+        "_held_logprobs",
         "_item",
         "_keep",
         "_last_call",
@@ -86,6 +87,9 @@ class ResponseEvents:
         self._item: int | None = None  # where the open reasoning or message item is
         self._parts: list[str] = []  # its text so far
         self._logprobs: list[Any] = []  # a message's tokens' logprobs so far (if asked for)
+        # Those of tokens that brought no text yet (a character's first bytes), until the
+        # text that ends the character comes.
+        self._held_logprobs: list[Any] = []
         # Calls not done yet by their chat `index`, in the order they started. A pass-through
         # backend may interleave two calls' fragments; each goes to its own.
         self._calls: dict[int, _OpenCall] = {}
@@ -142,6 +146,7 @@ class ResponseEvents:
 
     def _delta(self, delta: ChoiceDelta, events: list[bytes]) -> None:
         if delta.reasoning:
+            self._held_logprobs = []  # they were the thinking's
             if self._kind() != "reasoning":
                 self._open_text(self._shell.reasoning_item("", self._next("reasoning")), events)
             self._text_delta("response.reasoning_text.delta", delta.reasoning, events)
@@ -152,8 +157,14 @@ class ResponseEvents:
             # A delta's logprobs are its text's (a pass-through backend's thinking or call
             # deltas may carry their own tokens': they are no message's).
             logprobs = content_logprobs(delta.logprobs)
+            if self._held_logprobs:
+                logprobs, self._held_logprobs = [*self._held_logprobs, *logprobs], []
             self._logprobs.extend(logprobs)
             self._text_delta("response.output_text.delta", delta.text, events, logprobs=logprobs)
+        elif delta.logprobs is not None and not (delta.reasoning or delta.tool_calls):
+            # A token holding only a character's first bytes brings no text: its logprobs go
+            # with the text that ends the character (a whole answer lists them all too).
+            self._held_logprobs.extend(content_logprobs(delta.logprobs))
         for call in delta.tool_calls or ():
             self._call(call, events)
         if delta.finish_reason is not None:
@@ -268,6 +279,8 @@ class ResponseEvents:
             return
         text = "".join(self._parts)
         if self._kind() == "message":
+            self._logprobs.extend(self._held_logprobs)  # a character the answer never ended
+            self._held_logprobs = []
             events.append(
                 self._event(
                     "response.output_text.done", self._at(text=text, logprobs=self._logprobs)

@@ -306,8 +306,7 @@ async def test_a_chat_with_two_different_caps_is_sent_the_one_it_was_judged_by(
     await backend.complete(chat(max_tokens=3, max_completion_tokens=10), soon())
     sent = orjson.loads(mock.last_body)
     assert (sent["max_tokens"], sent["max_completion_tokens"]) == (10, 10)
-    for fields in ({"max_tokens": 3}, {"max_tokens": 4, "max_completion_tokens": 4}):
-        request = chat(**fields)
+    for request in (chat(max_tokens=3), chat(max_tokens=4, max_completion_tokens=4)):
         await backend.complete(request, soon())
         assert mock.last_body == request.raw
 

@@ -478,6 +478,37 @@ async def test_text_deltas_carry_their_tokens_logprobs() -> None:
     assert bytes(b for lp in logprobs for b in lp.bytes).decode() == "Hi there"
 
 
+def _byte_entry(raw: bytes) -> dict[str, Any]:
+    """The logprob entry of a token that holds only part of a character."""
+    return {"token": "", "logprob": -0.1, "bytes": list(raw), "top_logprobs": []}
+
+
+async def test_a_tokens_first_bytes_keep_their_logprobs_for_the_text_that_ends_them() -> None:
+    """A token with only a character's first bytes brings no text: its logprobs go with the
+    next text delta, so the stream lists every token the whole answer does (whose bytes add up
+    to the text); one the answer never ended is still in the done event."""
+    events = ResponseEvents(SHELL)
+    first, rest = "你".encode()[:2], "你".encode()[2:]
+    raw = events.render(
+        StreamChunk([ChoiceDelta(0, "", logprobs={"content": [_byte_entry(first)]})])
+    )
+    rest_entry = {**_byte_entry(rest), "token": "你"}
+    raw += events.render(StreamChunk([ChoiceDelta(0, "你", logprobs={"content": [rest_entry]})]))
+    cut = "好".encode()[:1]
+    raw += events.render(
+        StreamChunk([ChoiceDelta(0, "", logprobs={"content": [_byte_entry(cut)]})])
+    )
+    raw += events.render(StreamChunk([ChoiceDelta(0, finish_reason="length")], Usage(1, 3)))
+    raw += await events.close()
+    parsed = _events(raw)
+    deltas = [e for e in parsed if e["type"] == "response.output_text.delta"]
+    assert [[lp["bytes"] for lp in e["logprobs"]] for e in deltas] == [[list(first), list(rest)]]
+    (done,) = [e for e in parsed if e["type"] == "response.output_text.done"]
+    assert [lp["bytes"] for lp in done["logprobs"]] == [list(first), list(rest), list(cut)]
+    final = parsed[-1]["response"]["output"][-1]["content"][0]["logprobs"]
+    assert final == done["logprobs"]
+
+
 def test_a_whole_answers_text_holds_its_logprobs() -> None:
     """The whole response's `output_text` holds the choice's content logprobs."""
     choice = Choice(0, "Hi", "stop", {"content": [_entry("Hi")]}, reasoning="Hm")
