@@ -93,6 +93,10 @@ def semantic_gateway(log_dir: Path, env: Mapping[str, str] | None = None) -> Ite
                 "GATEWAY_SEMANTIC_CACHE": "on",
                 "GATEWAY_SEMANTIC_TIMEOUT_MS": "5000",
                 "GATEWAY_REDIS_TIMEOUT_MS": "2000",
+                # The stages' own budgets too (250 and 50 ms by default): a long template's
+                # lookup took 50-90 ms here, and overran 250 on a loaded box (an `error`).
+                "GATEWAY_BUDGET_SEMANTIC_CACHE_MS": "5000",
+                "GATEWAY_BUDGET_EXACT_CACHE_MS": "2000",
                 **(env or {}),
             },
         )
