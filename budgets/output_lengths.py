@@ -15,12 +15,13 @@ import time
 
 from budgets.deadline import Clock
 from budgets.recent import RecentQuantile
+from budgets.refresh_probe import RefreshProbe
 
 
 class OutputLengths:
     """The q-quantile of the last `window` uncapped output lengths, and its probe."""
 
-    __slots__ = ("_clock", "_heard", "_lengths", "_probe_interval_s", "_probed")
+    __slots__ = ("_clock", "_lengths", "_probe")
 
     def __init__(
         self,
@@ -32,14 +33,12 @@ class OutputLengths:
     ) -> None:
         self._lengths = RecentQuantile(q, window)
         self._clock = clock
-        self._probe_interval_s = probe_interval_s
-        self._heard = float("-inf")
-        self._probed = float("-inf")
+        self._probe = RefreshProbe(probe_interval_s)
 
     def add(self, tokens: int) -> None:
         """An uncapped request's answer had `tokens` output tokens per choice."""
         self._lengths.add(tokens)
-        self._heard = self._clock()
+        self._probe.heard(self._clock())
 
     def value(self) -> float | None:
         """The quantile, or None before the first answer."""
@@ -48,8 +47,4 @@ class OutputLengths:
     def probe(self) -> bool:
         """Whether an uncapped request this prediction would refuse goes through anyway: true
         once per `probe_interval_s` while no uncapped answer has been heard for that long."""
-        now = self._clock()
-        if now - max(self._heard, self._probed) < self._probe_interval_s:
-            return False
-        self._probed = now
-        return True
+        return self._probe.take(self._clock())

@@ -57,6 +57,7 @@ import math
 import time
 
 from budgets.deadline import Clock
+from budgets.refresh_probe import RefreshProbe
 from budgets.service_fit import ServiceFit, solve
 
 _SHIFT_RUN = 3  # surprises on one side of the band that mean a change ...
@@ -81,11 +82,9 @@ class ServiceEstimate:
         "_decay",
         "_fade",
         "_fit",
-        "_heard",
         "_last",
         "_max_age_s",
-        "_probe_interval_s",
-        "_probed",
+        "_probe",
         "_run",
         "_run_fit",
         "_run_seen",
@@ -111,7 +110,7 @@ class ServiceEstimate:
         self._fade = 1.0 / evidence_half_life_s  # half-lives per second
         self._max_age_s = max_age_s
         self._z = z
-        self._probe_interval_s = probe_interval_s
+        self._probe = RefreshProbe(probe_interval_s)  # hears of every call, taught or not
         # Weighted sums of 1, p, k, y, p*p, k*k, p*k, p*y, k*y, y*y (k: tokens after the first).
         self._sums = [0.0] * _TERMS
         # The same sums over the current run of surprises alone; `_run` counts them, signed
@@ -122,8 +121,6 @@ class ServiceEstimate:
         self._run_seen = 0  # observations since the run began
         self._fit: ServiceFit | None = None
         self._last = float("-inf")  # the last observation
-        self._heard = float("-inf")  # the last call heard of, taught or not
-        self._probed = float("-inf")
 
     def observe(
         self, prompt_tokens: int, tokens: int, seconds: float, *, at_least: bool = False
@@ -134,7 +131,7 @@ class ServiceEstimate:
         if seconds < 0 or tokens < 1:
             return
         now = self._clock()
-        self._heard = now
+        self._probe.heard(now)
         p, k, y = float(prompt_tokens), float(tokens - 1), seconds
         fit = self._current()
         expected = None if fit is None else fit.at(prompt_tokens, tokens)
@@ -160,11 +157,7 @@ class ServiceEstimate:
     def probe(self) -> bool:
         """Whether a request the estimate would refuse goes through anyway, to refresh it: true
         once per `probe_interval_s` while no call has been heard of for that long."""
-        now = self._clock()
-        if now - max(self._heard, self._probed) < self._probe_interval_s:
-            return False
-        self._probed = now
-        return True
+        return self._probe.take(self._clock())
 
     def _side(self, fit: ServiceFit, prompt_tokens: int, tokens: int, seconds: float) -> int:
         """Which side of the band around the line an observation falls (0: inside it)."""

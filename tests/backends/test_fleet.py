@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,10 +106,15 @@ def _budget(clock: Clock, total_s: float = 10.0) -> RequestBudget:
     return RequestBudget.start("interactive", budgets, clock, clock.now)
 
 
-def _admitting(*replicas: Replica) -> Fleet:
+def _admitting(*replicas: Replica, clock: Callable[[], float] = time.monotonic) -> Fleet:
     config = AdmissionConfig(max_inflight=2)
     return Fleet(
-        list(replicas), retry_attempts=1, health_interval_s=60, health_timeout_s=1, admission=config
+        list(replicas),
+        retry_attempts=1,
+        health_interval_s=60,
+        health_timeout_s=1,
+        admission=config,
+        clock=clock,
     )
 
 
@@ -215,14 +222,7 @@ async def test_uncapped_requests_refused_by_long_recent_answers_still_probe_them
     backend = TimedBackend(url="a")
     replica = Replica("m", backend, healthy=True)
     replica.uncached_estimate = ServiceEstimate(backend.clock)
-    fleet = Fleet(
-        [replica],
-        retry_attempts=1,
-        health_interval_s=60,
-        health_timeout_s=1,
-        admission=AdmissionConfig(max_inflight=2),
-        clock=backend.clock,
-    )
+    fleet = _admitting(replica, clock=backend.clock)
 
     async def answer(request: GenerationRequest, words: int, total_s: float = 10.0) -> None:
         backend.words, backend.seconds = ["w"] * words, 0.1 + 0.01 * (words - 1)
