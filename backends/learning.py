@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from backends.open_stream import Failed, Finished
 from backends.outliers import Outliers
-from backends.outlook import Demand, cached_share, first_chunk_tokens, output_tokens
+from backends.outlook import Demand, cached_share, first_chunk_tokens
 from backends.replica import Replica
 from budgets.output_lengths import OutputLengths
 from core.answers import StreamChunk, Usage
@@ -49,6 +49,8 @@ class Learning:
         replica.heard_cached(share)
         if engine_room:
             replica.uncached_estimate.observe(demand.uncached_part(share), tokens, seconds)
+        else:
+            replica.uncached_estimate.heard_of()
         if demand.max_tokens is None:
             self._lengths(replica.model).add(tokens)
 
@@ -61,15 +63,28 @@ class Learning:
         tokens: int | None = None,
     ) -> None:
         """A call failed for lack of time `seconds` after admission: its `tokens`-th token (by
-        default the output length admission judged it by) had not come."""
+        default its last: its cap) had not come. An uncapped call's length is unknown, so its
+        end teaches the model's output lengths, not the replica's speed: it was at least as
+        long as the replica's line reaches in that time. (Taught to the speed at the length
+        assumed, answers that had grown longer made every short request look slow: capped
+        requests of 16 tokens served in 90 ms were refused as too short for minutes.)"""
+        estimate = replica.uncached_estimate
         if not engine_room:
+            estimate.heard_of()
             return
-        if tokens is None:
-            tokens = output_tokens(demand, self._lengths(replica.model))
-            if tokens is None:
-                return
         prompt = demand.uncached_part(replica.recent_cached_share or 0.0)
-        replica.uncached_estimate.observe(prompt, tokens, seconds, at_least=True)
+        if tokens is None:
+            if demand.max_tokens is None:
+                lengths, reached = (
+                    self._lengths(replica.model),
+                    estimate.tokens_within(prompt, seconds),
+                )
+                # A lower bound teaches only above what is assumed already (as `observe`'s).
+                if reached is not None and reached > (lengths.value() or 0.0):
+                    lengths.add(reached)
+                return
+            tokens = demand.max_tokens
+        estimate.observe(prompt, tokens, seconds, at_least=True)
 
     def stream_end(
         self,

@@ -20,8 +20,10 @@ negative. Upper predictions add two standard deviations of the recent observatio
 fit (its weighted residuals), so a noisy replica is predicted more cautiously than a steady
 one.
 
-An estimate with no observation for `max_age_s` is not trusted (None), like one that has none:
-admission then falls back to what it did without predictions, and the next requests refresh it.
+An estimate that has heard nothing of its replica for `max_age_s` is not trusted (None), like
+one that has none: admission then falls back to what it did without predictions, and the next
+requests refresh it. Calls that end untaught (`heard_of`: they waited in a full engine's queue)
+count as heard of: a replica that is busy is not in a lull.
 Nor is a flat line over requests of different sizes with no more evidence behind it than the
 line has terms (`_LINE_TERMS`): the first few observations, or the first ones after a lull has
 faded what came before. Its slopes were dropped for want of evidence, not for being noise, so
@@ -67,6 +69,10 @@ _SHIFT_MIN = 0.25  # of the prediction: a smaller miss is never a surprise, howe
 # share of a millisecond answer (three 1 ms misses of 4 ms first tokens threw the history away).
 _SHIFT_MIN_S = 0.01
 _TERMS = 10
+# A request this much shorter than the one output length a line has seen is not judged by it:
+# steady 400-token answers predicted 2 s for a 16-token request served in 90 ms, which was
+# refused as too short for as long as the long answers went on.
+_SHORTER = 0.5
 _LINE_TERMS = 3  # base, per prompt token, per output token
 
 
@@ -78,6 +84,7 @@ class ServiceEstimate:
     """One replica's recent service times, as a fitted line plus an error margin."""
 
     __slots__ = (
+        "_busy",
         "_clock",
         "_decay",
         "_fade",
@@ -121,6 +128,7 @@ class ServiceEstimate:
         self._run_seen = 0  # observations since the run began
         self._fit: ServiceFit | None = None
         self._last = float("-inf")  # the last observation
+        self._busy = float("-inf")  # the last call that ended untaught, the engine being full
 
     def observe(
         self, prompt_tokens: int, tokens: int, seconds: float, *, at_least: bool = False
@@ -145,7 +153,7 @@ class ServiceEstimate:
             self._run_fit = fit
         d = self._decay
         if self._fade and self._sums[0]:
-            d *= 0.5 ** ((now - self._last) * self._fade)
+            d *= 0.5 ** ((now - self._heard_last()) * self._fade)
         terms = _terms(p, k, y)
         s = self._sums
         for i, term in enumerate(terms):
@@ -153,6 +161,15 @@ class ServiceEstimate:
         self._note_run(side, terms, d)
         self._fit = None
         self._last = now
+
+    def heard_of(self) -> None:
+        """A call ended that teaches nothing, having waited in the engine's queue: the replica
+        is busy, not idle, so the line neither goes stale nor fades meanwhile (under a
+        sustained overload no call starts at once, and a line that went stale then stopped
+        admission from refusing anything: it let every request into the engine's queue)."""
+        now = self._clock()
+        self._busy = now
+        self._probe.heard(now)
 
     def probe(self) -> bool:
         """Whether a request the estimate would refuse goes through anyway, to refresh it: true
@@ -194,8 +211,13 @@ class ServiceEstimate:
         with `evidence_half_life_s`) counting less; 0 before the first."""
         weight = self._sums[0]
         if weight and self._fade:
-            weight *= 0.5 ** ((self._clock() - self._last) * self._fade)
+            weight *= 0.5 ** ((self._clock() - self._heard_last()) * self._fade)
         return weight
+
+    def _heard_last(self) -> float:
+        """When the replica was last heard of serving: an observation, or a call that ended
+        untaught."""
+        return max(self._last, self._busy)
 
     def remembered(self, prompt_tokens: int, tokens: int) -> float | None:
         """`expected` from the last line however old it is (None before the first one)."""
@@ -205,7 +227,7 @@ class ServiceEstimate:
     def fit(self) -> ServiceFit | None:
         """The current line; None before there is enough evidence for one (the module's
         docstring), or when it is stale."""
-        if self._clock() - self._last > self._max_age_s:
+        if self._clock() - self._heard_last() > self._max_age_s:
             return None
         fit = self._current()
         if fit is not None and fit.sizes_unfitted and self.evidence() <= _LINE_TERMS:
@@ -217,12 +239,25 @@ class ServiceEstimate:
         fit = self.fit()
         return None if fit is None else fit.at(prompt_tokens, tokens)
 
+    def tokens_within(self, prompt_tokens: int, seconds: float) -> int | None:
+        """How many output tokens the line expects within `seconds` of admission (None: it
+        cannot tell, without a line or a cost per token)."""
+        fit = self.fit()
+        if fit is None or fit.per_output_token_s <= 0.0:
+            return None
+        first = fit.at(prompt_tokens, 1)
+        return 1 + max(0, math.floor((seconds - first) / fit.per_output_token_s))
+
     def upper(self, prompt_tokens: int, tokens: int) -> float | None:
         """Seconds from admission to the `tokens`-th token that are rarely exceeded: the fit
-        plus z spreads of the observations around it (None: unknown)."""
+        plus z spreads of the observations around it (None: unknown, or much shorter than
+        the one output length the line has seen)."""
         fit = self.fit()
         if fit is None:
             return None
+        size = fit.one_output_size
+        if size is not None and tokens - 1 < _SHORTER * size:
+            return None  # a flat line over one length: how much sooner is unknown
         return fit.at(prompt_tokens, tokens) + self._z * fit.spread_s
 
     def _current(self) -> ServiceFit | None:

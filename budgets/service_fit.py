@@ -27,6 +27,9 @@ class ServiceFit:
     # A flat line over observations that differed in size: no slope could be told from noise,
     # so the spread counts the sizes' effect as scatter.
     sizes_unfitted: bool = False
+    # The output length (tokens after the first) all the observations had, when they had about
+    # one: the line says nothing of how much sooner a much shorter answer comes.
+    one_output_size: float | None = None
 
     def at(self, prompt_tokens: int, tokens: int) -> float:
         decode = self.per_output_token_s * max(0, tokens - 1)
@@ -36,7 +39,15 @@ class ServiceFit:
 def solve(sums: list[float]) -> ServiceFit:
     """Weighted least squares of y on p and k, in centred form. A slope the data cannot
     identify, or tell from noise, is dropped (0); one that comes out negative is dropped and
-    the other refitted alone."""
+    the other refitted alone. Observations of about one output length say so
+    (`one_output_size`)."""
+    fit = _solve(sums)
+    w, sk, skk = sums[0], sums[2], sums[5]
+    mk = sk / w
+    return fit if _varies(skk / w - mk * mk, mk) else replace(fit, one_output_size=mk)
+
+
+def _solve(sums: list[float]) -> ServiceFit:
     w, sp, sk, sy, spp, skk, spk, spy, sky, syy = sums
     mp, mk, my = sp / w, sk / w, sy / w
     moments = (

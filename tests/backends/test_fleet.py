@@ -259,6 +259,45 @@ async def test_a_call_that_runs_out_of_time_teaches_that_its_replica_is_slower()
     assert expected is not None and expected > 0.9
 
 
+async def test_an_uncapped_call_that_runs_out_teaches_the_lengths_not_the_speed() -> None:
+    """An uncapped call whose deadline fires 2 s in was longer than assumed, not slower: the
+    model's output lengths learn it was at least as long as the line reaches in 2 s, and a
+    short capped request is still predicted at its own time (taught as speed, answers that
+    grew longer got 16-token requests refused as too short for minutes)."""
+    backend = TimedBackend(url="a")
+    replica = Replica("m", backend, healthy=True)
+    replica.uncached_estimate = ServiceEstimate(backend.clock)
+    fleet = _admitting(replica, clock=backend.clock)
+    for words in (1, 100, 50, 1, 100, 50):
+        backend.words, backend.seconds = ["w"] * words, 0.1 + 0.01 * (words - 1)
+        await fleet.complete(_request(max_tokens=words), _budget(backend.clock))
+    backend.words, backend.seconds = ["w"] * 5, 0.14
+    await fleet.complete(_chat(), _budget(backend.clock))
+    assert fleet.lengths("m").value() == 5
+    short = replica.uncached_estimate.expected(40, 16)
+    backend.seconds, backend.fail_with = 2.0, DeadlineExceeded("total")
+    with pytest.raises(DeadlineExceeded):
+        await fleet.complete(_chat(), _budget(backend.clock))
+    assert replica.uncached_estimate.expected(40, 16) == short
+    assert fleet.lengths("m").value() == pytest.approx(191, abs=2)  # 0.1 s + 10 ms a token
+
+
+async def test_calls_that_end_untaught_keep_the_estimate_trusted() -> None:
+    """Under a sustained overload no call starts at once in the engine; their ends still say
+    the replica is busy, so its line does not go stale and admission keeps judging."""
+    clock = Clock()
+    replica = Replica("m", FakeBackend(url="a"), healthy=True)
+    replica.uncached_estimate = ServiceEstimate(clock, max_age_s=30)
+    fleet = _admitting(replica, clock=clock)
+    for p, k in ((10, 1), (500, 1), (10, 40), (500, 40), (100, 20), (300, 5)):
+        replica.uncached_estimate.observe(p, k, 0.1 + 0.0002 * p + 0.01 * (k - 1))
+    replica.observe(BackendHealth(True, "ok", running=4, waiting=3, capacity=4))
+    for _ in range(40):
+        clock.now += 1
+        await fleet.complete(_request(max_tokens=3), _budget(clock))
+    assert replica.uncached_estimate.fit() is not None
+
+
 @pytest.mark.parametrize("stream", [False, True])
 async def test_a_call_that_queued_in_the_engine_teaches_no_service_time(stream: bool) -> None:
     """Admitted while the engine reported requests waiting, an answer's time includes that

@@ -142,10 +142,10 @@ def test_after_a_lull_one_answer_of_a_new_size_predicts_no_scatter(lull_s: float
 
 
 def test_a_single_observation_predicts_itself() -> None:
-    """One observation is a flat line through it."""
+    """One observation is a flat line through it, of its one output length."""
     estimate = ServiceEstimate(FakeClock())
     estimate.observe(10, 20, 0.4)
-    assert estimate.fit() == ServiceFit(0.4, 0.0, 0.0)
+    assert estimate.fit() == ServiceFit(0.4, 0.0, 0.0, one_output_size=19.0)
     assert estimate.expected(5000, 1) == pytest.approx(0.4)
 
 
@@ -190,6 +190,55 @@ def test_a_stale_estimate_is_not_trusted() -> None:
     assert estimate.expected(10, 1) is None and estimate.upper(10, 1) is None
     estimate.observe(10, 1, 0.1)
     assert estimate.expected(10, 1) is not None
+
+
+_VARIED = [(100, 1), (500, 1), (100, 40), (900, 20), (300, 1), (600, 60), (50, 5)]
+
+
+def test_a_busy_replica_is_no_lull() -> None:
+    """Calls that end untaught (they waited in a full engine) keep the line trusted and its
+    evidence from fading: under a sustained overload no call starts at once, and a line gone
+    stale then stopped admission from refusing anything."""
+    clock = FakeClock()
+    estimate = ServiceEstimate(clock, max_age_s=30, evidence_half_life_s=5)
+    for p, k in _VARIED:
+        estimate.observe(p, k, _line(p, k))
+    weight = estimate.evidence()
+    for _ in range(60):
+        clock.now += 1
+        estimate.heard_of()
+    assert estimate.expected(10, 40) == pytest.approx(_line(10, 40))
+    assert estimate.evidence() == pytest.approx(weight)
+    assert not estimate.probe()  # heard of just now
+    clock.now += 31
+    assert estimate.expected(10, 40) is None
+
+
+def test_a_line_over_one_output_length_does_not_judge_much_shorter_answers() -> None:
+    """Answers of one length give no cost per token: the line predicts that length's time for
+    any other, and a much shorter request is not judged by it (a 16-token request served in
+    90 ms was refused for the 2 s of the 400-token answers around it); a longer one is."""
+    estimate = ServiceEstimate(FakeClock())
+    for p in (10, 10, 10, 10):
+        estimate.observe(p, 400, 2.0)
+    fit = estimate.fit()
+    assert fit is not None and fit.one_output_size == 399
+    assert estimate.upper(10, 16) is None and estimate.upper(10, 1) is None
+    assert estimate.upper(10, 300) == pytest.approx(2.0)
+    assert estimate.expected(10, 16) == pytest.approx(2.0)  # what admission holds a slot for
+
+
+def test_the_tokens_a_line_reaches_in_a_time() -> None:
+    """The inverse of the line: output tokens expected within a time (none without a cost
+    per token)."""
+    estimate = ServiceEstimate(FakeClock())
+    for p, k in _VARIED:
+        estimate.observe(p, k, _line(p, k))
+    assert estimate.tokens_within(10, _line(10, 30) + 0.001) == 30
+    assert estimate.tokens_within(10, 0.0) == 1
+    flat = ServiceEstimate(FakeClock())
+    flat.observe(10, 5, 0.2)
+    assert flat.tokens_within(10, 1.0) is None
 
 
 def test_routing_remembers_a_stale_line_and_how_much_stands_behind_it() -> None:
