@@ -7,6 +7,12 @@ workload's answers have grown short. `probe()` lets one refused request through 
 uncapped answer has been heard for `probe_interval_s` (once per interval), as
 `ServiceEstimate.probe` does for service times; the service estimate alone cannot, since capped
 requests keep it fresh while the lengths go stale.
+
+Probes alone would move a quantile of 256 answers slowly: after 100 long answers, a probe a
+second took five minutes to bring it down once answers had grown short, and refused the rest
+as too short meanwhile. So probe answers, which come only while the lengths refuse, are
+judged as a change: `_SHIFT_RUN` of them in a row shorter than `_SHORTER` of the quantile
+mean the answers have changed, and what came before them is forgotten.
 """
 
 from __future__ import annotations
@@ -17,11 +23,14 @@ from budgets.deadline import Clock
 from budgets.recent import RecentQuantile
 from budgets.refresh_probe import RefreshProbe
 
+_SHIFT_RUN = 3
+_SHORTER = 0.5
+
 
 class OutputLengths:
     """The q-quantile of the last `window` uncapped output lengths, and its probe."""
 
-    __slots__ = ("_clock", "_lengths", "_probe")
+    __slots__ = ("_clock", "_lengths", "_probe", "_probing", "_run")
 
     def __init__(
         self,
@@ -34,9 +43,22 @@ class OutputLengths:
         self._lengths = RecentQuantile(q, window)
         self._clock = clock
         self._probe = RefreshProbe(probe_interval_s)
+        self._probing = False  # a probe went through, and no answer was heard since
+        self._run: list[int] = []  # probe answers in a row much shorter than the quantile
 
     def add(self, tokens: int) -> None:
         """An uncapped request's answer had `tokens` output tokens per choice."""
+        value = self._lengths.value()
+        if self._probing and value is not None and tokens < _SHORTER * value:
+            self._run.append(tokens)
+        else:
+            self._run = []
+        self._probing = False
+        if len(self._run) >= _SHIFT_RUN:
+            self._lengths.reset()
+            for length in self._run[:-1]:
+                self._lengths.add(length)
+            self._run = []
         self._lengths.add(tokens)
         self._probe.heard(self._clock())
 
@@ -47,4 +69,7 @@ class OutputLengths:
     def probe(self) -> bool:
         """Whether an uncapped request this prediction would refuse goes through anyway: true
         once per `probe_interval_s` while no uncapped answer has been heard for that long."""
-        return self._probe.take(self._clock())
+        if not self._probe.take(self._clock()):
+            return False
+        self._probing = True
+        return True

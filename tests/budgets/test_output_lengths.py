@@ -31,3 +31,37 @@ def test_one_probe_per_interval_while_no_answer_is_heard() -> None:
     lengths.add(5)
     now[0] += 0.5
     assert not lengths.probe()
+
+
+def _stale_long_lengths(now: list[float]) -> OutputLengths:
+    lengths = OutputLengths(0.9, lambda: now[0])
+    for _ in range(100):
+        lengths.add(400)
+    return lengths
+
+
+def test_three_short_probe_answers_in_a_row_replace_the_old_lengths() -> None:
+    """Answers that grew short show in the probes: three in a row under half the quantile
+    forget the long ones at once (a probe a second took five minutes through 256 answers)."""
+    now = [10.0]
+    lengths = _stale_long_lengths(now)
+    for answer in (16, 20, 18):
+        now[0] += 1.0
+        assert lengths.probe()
+        lengths.add(answer)
+        assert lengths.value() == (400 if answer != 18 else 20)
+
+
+def test_short_answers_that_came_without_probes_are_no_change() -> None:
+    """Answers heard while nothing was refused, or a probe's long answer between two short
+    ones, leave the quantile to count them as it does."""
+    now = [10.0]
+    lengths = _stale_long_lengths(now)
+    for answer in (16, 20, 18):
+        lengths.add(answer)
+    assert lengths.value() == 400
+    for answer in (16, 400, 20, 18):
+        now[0] += 1.0
+        assert lengths.probe()
+        lengths.add(answer)
+    assert lengths.value() == 400
