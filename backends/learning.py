@@ -52,7 +52,7 @@ class Learning:
         else:
             replica.uncached_estimate.heard_of()
         if demand.max_tokens is None:
-            self._lengths(replica.model).add(tokens)
+            self._lengths(replica.model).add(tokens, seconds if engine_room else None)
 
     def ran_out(
         self,
@@ -64,10 +64,11 @@ class Learning:
     ) -> None:
         """A call failed for lack of time `seconds` after admission: its `tokens`-th token (by
         default its last: its cap) had not come. An uncapped call's length is unknown, so its
-        end teaches the model's output lengths, not the replica's speed: it was at least as
-        long as the replica's line reaches in that time. (Taught to the speed at the length
-        assumed, answers that had grown longer made every short request look slow: capped
-        requests of 16 tokens served in 90 ms were refused as too short for minutes.)"""
+        end teaches the model's output lengths, not the replica's speed: it took at least that
+        long, and was at least as long as the replica's line reaches in that time. (Taught to
+        the speed at the length assumed, answers that had grown longer made every short request
+        look slow: capped requests of 16 tokens served in 90 ms were refused as too short for
+        minutes.)"""
         estimate = replica.uncached_estimate
         if not engine_room:
             estimate.heard_of()
@@ -75,10 +76,9 @@ class Learning:
         prompt = demand.uncached_part(replica.recent_cached_share or 0.0)
         if tokens is None:
             if demand.max_tokens is None:
-                lengths, reached = (
-                    self._lengths(replica.model),
-                    estimate.tokens_within(prompt, seconds),
-                )
+                lengths = self._lengths(replica.model)
+                lengths.ran_out(seconds)
+                reached = estimate.tokens_within(prompt, seconds)
                 # A lower bound teaches only above what is assumed already (as `observe`'s).
                 if reached is not None and reached > (lengths.value() or 0.0):
                     lengths.add(reached)

@@ -25,6 +25,7 @@ from budgets.refresh_probe import RefreshProbe
 
 _SHIFT_RUN = 3
 _SHORTER = 0.5
+_RAN_OUT_MORE = 1.25
 
 
 class OutputLengths:
@@ -80,8 +81,10 @@ class OutputLengths:
 
     def ran_out(self, seconds: float) -> None:
         """An uncapped request that started at once in the engine had no answer `seconds`
-        after admission: it takes at least that long."""
-        self._times.add(seconds)
+        after admission: it needed longer, by how much unknown, so it counts as a quarter
+        longer (counted as just `seconds`, it predicted as much time as the next request with
+        the same deadline had left, and that request was sent to run out in turn)."""
+        self._times.add(seconds * _RAN_OUT_MORE)
 
     def time(self) -> float | None:
         """The quantile of the times uncapped requests took (None before the first). A
