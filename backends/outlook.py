@@ -137,6 +137,12 @@ class Outlook:
     def output_tokens(self) -> int | None:
         return output_tokens(self._demand, self._lengths)
 
+    def prompt_bound(self, target: Target) -> bool:
+        """Whether the request's first token alone is predicted past what `target` has left:
+        its prompt, not its output, puts it out of reach."""
+        first = self._estimate.upper(self._prompt, 1)
+        return first is not None and first > target.left_s
+
     def binding(self) -> Target | None:
         """The deadline with the least to spare (None: nothing can be predicted yet)."""
         return min(self._targets(), key=lambda t: t.slack_s, default=None)

@@ -50,7 +50,8 @@ def overloaded(
     if exc.reason == "predicted_outcome" and slack is not None and slack < 0.0:
         if target is None or target.service_slack_s < 0.0:
             cap = outlook.cap_param if outlook is not None else "max_tokens"
-            return _too_short(who, what, target, callers, cap)
+            prompt = target is not None and outlook is not None and outlook.prompt_bound(target)
+            return _too_short(who, what, target, callers, cap, prompt)
         # Out of reach only behind the engine's own queue: load, which waiting cures.
         return Overloaded(
             f"Overloaded: a predicted wait of {_ms(target.queue_s)} in the backend's own queue"
@@ -74,8 +75,16 @@ def overloaded(
 
 
 def _too_short(
-    who: str, what: str, target: Target | None, callers: Sequence[RequestBudget], cap: str
+    who: str,
+    what: str,
+    target: Target | None,
+    callers: Sequence[RequestBudget],
+    cap: str,
+    prompt_bound: bool = False,
 ) -> DeadlineTooShort:
+    """The 400 for a request out of reach of an idle replica, with the fix that can help: a
+    longer deadline where the client set it, and a shorter prompt where its first token alone
+    is out of reach (`prompt_bound`; fewer output tokens would not help), else fewer of them."""
     why = "is predicted to come after its deadline"
     if target is not None:
         why = (
@@ -85,7 +94,7 @@ def _too_short(
     first = what == "first token"
     # The header set the binding deadline: the total, or a first token it cut down to the total.
     if all(b.client_set and (not first or b.first_token == b.total) for b in callers):
-        fix = "a shorter prompt" if first else "fewer output tokens"
+        fix = "a shorter prompt" if first or prompt_bound else "fewer output tokens"
         return DeadlineTooShort(
             f"This request's {what} {why} ({who}), even with no queue; it needs a longer"
             f" deadline ({TIMEOUT_HEADER}) or {fix}.",
@@ -95,6 +104,11 @@ def _too_short(
         return DeadlineTooShort(
             f"This request's {what} {why} ({who}), even with no queue; it needs a shorter"
             " prompt or a class with a longer first-token budget.",
+        )
+    if prompt_bound:
+        return DeadlineTooShort(
+            f"This request's {what} {why} ({who}), even with no queue; it needs a shorter"
+            " prompt or a class with a longer total budget.",
         )
     return DeadlineTooShort(  # the class's deadline, which the header can only shorten
         f"This request's {what} {why} ({who}), even with no queue; it needs fewer output"

@@ -30,11 +30,18 @@ def _outlook(
     budget: RequestBudget = BUDGET,
     cap: str = "max_tokens",
     max_tokens: int | None = 20,
+    output_bound: bool = False,
 ) -> Outlook:
     """A request on a replica that takes `seconds` to anything (without `max_tokens`, nor
-    any recent lengths, only its first token can be judged)."""
+    any recent lengths, only its first token can be judged); `output_bound`: 0.1 s to the
+    first token and `seconds` to the 20th."""
     estimate = ServiceEstimate(_now)
-    estimate.observe(10, 1, seconds)
+    if output_bound:
+        for _ in range(3):
+            estimate.observe(10, 1, 0.1)
+            estimate.observe(10, 20, seconds)
+    else:
+        estimate.observe(10, 1, seconds)
     demand = Demand(10, max_tokens, choices=1, stream=stream, cap_param=cap)
     return Outlook(estimate, OutputLengths(0.9), demand, budget)
 
@@ -80,16 +87,35 @@ def test_each_reason_has_its_code_and_says_why(
             "answer is predicted 6000 ms after it starts, later than the",
         ),
         (
-            _outlook(False, 6.0),
+            _outlook(False, 6.0, output_bound=True),
             BUDGET,
             "max_tokens",
             "needs fewer output tokens or a class with a longer total budget",
         ),
         (
-            _outlook(False, 6.0, cap="max_completion_tokens"),
+            _outlook(False, 6.0, cap="max_completion_tokens", output_bound=True),
             BUDGET,
             "max_completion_tokens",
             "needs fewer output tokens or a class with a longer total budget",
+        ),
+        (
+            _outlook(False, 6.0, HEADER_BUDGET, output_bound=True),
+            HEADER_BUDGET,
+            "X-Request-Timeout-Ms",
+            "needs a longer deadline (X-Request-Timeout-Ms) or fewer output tokens",
+        ),
+        # Its first token alone is out of reach: fewer output tokens would not help.
+        (
+            _outlook(False, 6.0, HEADER_BUDGET),
+            HEADER_BUDGET,
+            "X-Request-Timeout-Ms",
+            "needs a longer deadline (X-Request-Timeout-Ms) or a shorter prompt",
+        ),
+        (
+            _outlook(False, 6.0),
+            BUDGET,
+            None,
+            "needs a shorter prompt or a class with a longer total budget",
         ),
         (_outlook(True, 3.0), BUDGET, None, "first token is predicted 3000 ms after it starts"),
         (
@@ -113,7 +139,8 @@ def test_a_deadline_no_wait_can_meet_is_a_400_without_retry_after(
     do not retry, with no Retry-After, naming the header when the client's header set the
     deadline (the total, or a first token it cut down to the total), else the output cap's
     field as the client sent it (the class's budgets are the operator's; the first-token
-    budget is the class's, which the header cannot move)."""
+    budget is the class's, which the header cannot move); where the first token alone is out
+    of reach, the fix is a shorter prompt."""
     shed = Shed("predicted_outcome", "interactive", 0.8, 0.8, -1.0)
     error = overloaded(shed, budget, outlook)
     assert (error.status, error.code, error.param) == (400, "deadline_too_short", param)
@@ -125,11 +152,11 @@ def test_a_shared_calls_400_names_the_header_only_when_every_caller_sent_it() ->
     """A shared call judged by a caller whose header set its deadline, joined by one who sent
     none: the 400 names the output cap, which every caller sent, not the header."""
     earlier = RequestBudget.start("interactive", CLASS, _now, _now() - 2.0)  # 3 s left
-    callers = [(HEADER_BUDGET, _outlook(False, 10.0, HEADER_BUDGET))]  # 4 s left: the widest
+    callers = [(HEADER_BUDGET, _outlook(False, 10.0, HEADER_BUDGET, output_bound=True))]
     shared = SharedOutlook(lambda: callers)
     shed = Shed("predicted_outcome", "interactive", 0.0, 0.8, -6.0)
     assert overloaded(shed, BUDGET, shared).param == "X-Request-Timeout-Ms"
-    callers.append((earlier, _outlook(False, 10.0, earlier)))
+    callers.append((earlier, _outlook(False, 10.0, earlier, output_bound=True)))
     widest = shared.widest()
     assert widest is not None and widest[0] is HEADER_BUDGET
     error = overloaded(shed, BUDGET, shared)
