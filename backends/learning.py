@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from backends.open_stream import Failed, Finished
 from backends.outliers import Outliers
-from backends.outlook import Demand, cached_share, first_chunk_tokens
+from backends.outlook import Demand, cached_share, first_chunk_tokens, output_tokens
 from backends.replica import Replica
 from budgets.output_lengths import OutputLengths
 from core.answers import StreamChunk, Usage
@@ -52,7 +52,7 @@ class Learning:
         else:
             replica.uncached_estimate.heard_of()
         if demand.max_tokens is None:
-            self._lengths(replica.model).add(tokens, seconds if engine_room else None)
+            self._lengths(replica.model).add(tokens)
 
     def ran_out(
         self,
@@ -63,28 +63,16 @@ class Learning:
         tokens: int | None = None,
     ) -> None:
         """A call failed for lack of time `seconds` after admission: its `tokens`-th token (by
-        default its last: its cap) had not come. An uncapped call's length is unknown, so its
-        end teaches the model's output lengths, not the replica's speed: it took at least that
-        long, and was at least as long as the replica's line reaches in that time. (Taught to
-        the speed at the length assumed, answers that had grown longer made every short request
-        look slow: capped requests of 16 tokens served in 90 ms were refused as too short for
-        minutes.)"""
-        estimate = replica.uncached_estimate
+        default the output length admission judged it by) had not come."""
         if not engine_room:
-            estimate.heard_of()
+            replica.uncached_estimate.heard_of()
             return
-        prompt = demand.uncached_part(replica.recent_cached_share or 0.0)
         if tokens is None:
-            if demand.max_tokens is None:
-                lengths = self._lengths(replica.model)
-                lengths.ran_out(seconds)
-                reached = estimate.tokens_within(prompt, seconds)
-                # A lower bound teaches only above what is assumed already (as `observe`'s).
-                if reached is not None and reached > (lengths.value() or 0.0):
-                    lengths.add(reached)
+            tokens = output_tokens(demand, self._lengths(replica.model))
+            if tokens is None:
                 return
-            tokens = demand.max_tokens
-        estimate.observe(prompt, tokens, seconds, at_least=True)
+        prompt = demand.uncached_part(replica.recent_cached_share or 0.0)
+        replica.uncached_estimate.observe(prompt, tokens, seconds, at_least=True)
 
     def stream_end(
         self,

@@ -152,8 +152,6 @@ class Outlook:
         targets: list[Target] = []
         tokens = self.output_tokens()
         done = None if tokens is None else estimate.upper(prompt, tokens)
-        if done is not None and self._demand.max_tokens is None:
-            done = max(done, self._lengths.time() or 0.0)  # what uncapped requests took
         queue = 0.0
         if self._backlog is not None and tokens is not None and (ahead := self._backlog()) > 0:
             queue = ahead * (estimate.expected(prompt, tokens) or 0.0)

@@ -239,15 +239,6 @@ class ServiceEstimate:
         fit = self.fit()
         return None if fit is None else fit.at(prompt_tokens, tokens)
 
-    def tokens_within(self, prompt_tokens: int, seconds: float) -> int | None:
-        """How many output tokens the line expects within `seconds` of admission (None: it
-        cannot tell, without a line or a cost per token)."""
-        fit = self.fit()
-        if fit is None or fit.per_output_token_s <= 0.0:
-            return None
-        first = fit.at(prompt_tokens, 1)
-        return 1 + max(0, math.floor((seconds - first) / fit.per_output_token_s))
-
     def upper(self, prompt_tokens: int, tokens: int) -> float | None:
         """Seconds from admission to the `tokens`-th token that are rarely exceeded: the fit
         plus z spreads of the observations around it (None: unknown, or much shorter than

@@ -259,29 +259,6 @@ async def test_a_call_that_runs_out_of_time_teaches_that_its_replica_is_slower()
     assert expected is not None and expected > 0.9
 
 
-async def test_an_uncapped_call_that_runs_out_teaches_the_lengths_not_the_speed() -> None:
-    """An uncapped call whose deadline fires 2 s in was longer than assumed, not slower: the
-    model's output lengths learn it was at least as long as the line reaches in 2 s, and a
-    short capped request is still predicted at its own time (taught as speed, answers that
-    grew longer got 16-token requests refused as too short for minutes)."""
-    backend = TimedBackend(url="a")
-    replica = Replica("m", backend, healthy=True)
-    replica.uncached_estimate = ServiceEstimate(backend.clock)
-    fleet = _admitting(replica, clock=backend.clock)
-    for words in (1, 100, 50, 1, 100, 50):
-        backend.words, backend.seconds = ["w"] * words, 0.1 + 0.01 * (words - 1)
-        await fleet.complete(_request(max_tokens=words), _budget(backend.clock))
-    backend.words, backend.seconds = ["w"] * 5, 0.14
-    await fleet.complete(_chat(), _budget(backend.clock))
-    assert fleet.lengths("m").value() == 5
-    short = replica.uncached_estimate.expected(40, 16)
-    backend.seconds, backend.fail_with = 2.0, DeadlineExceeded("total")
-    with pytest.raises(DeadlineExceeded):
-        await fleet.complete(_chat(), _budget(backend.clock))
-    assert replica.uncached_estimate.expected(40, 16) == short
-    assert fleet.lengths("m").value() == pytest.approx(191, abs=2)  # 0.1 s + 10 ms a token
-
-
 async def test_calls_that_end_untaught_keep_the_estimate_trusted() -> None:
     """Under a sustained overload no call starts at once in the engine; their ends still say
     the replica is busy, so its line does not go stale and admission keeps judging."""

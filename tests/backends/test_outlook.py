@@ -166,20 +166,6 @@ def test_uncapped_requests_refused_by_stale_lengths_probe_them() -> None:
     assert refused is not None and refused < 0
 
 
-def test_uncapped_answers_are_judged_by_what_uncapped_requests_took_too() -> None:
-    """Without a cap, the answer is predicted no sooner than the recent quantile of what
-    uncapped requests took (a line over one output length cannot tell how long a longer
-    answer takes); a capped request is judged by the line alone."""
-    lengths, estimate = OutputLengths(0.9), _estimate()
-    lengths.add(20)
-    for _ in range(9):
-        lengths.ran_out(4.0)  # answers grew longer than a 4 s deadline: counted as 5 s
-    uncapped = Outlook(estimate, lengths, _demand(), _budget()).binding()
-    assert uncapped is not None and uncapped.predicted_s == 5.0 and uncapped.slack_s <= 0
-    capped = Outlook(estimate, lengths, _demand(max_tokens=20), _budget()).binding()
-    assert capped is not None and capped.predicted_s == estimate.upper(104, 20)
-
-
 def test_first_chunk_tokens() -> None:
     """A first chunk that brought several tokens counts them all; none counted means one."""
     assert first_chunk_tokens(StreamChunk([ChoiceDelta(0, "ab", token_count=4)])) == 4

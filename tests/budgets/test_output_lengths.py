@@ -65,28 +65,3 @@ def test_short_answers_that_came_without_probes_are_no_change() -> None:
         assert lengths.probe()
         lengths.add(answer)
     assert lengths.value() == 400
-
-
-def test_the_times_uncapped_requests_took_and_ran_out_at() -> None:
-    """Answers' times and the times calls ran out at make one quantile; none before either."""
-    lengths = OutputLengths(0.5)
-    assert lengths.time() is None
-    lengths.add(10, 0.2)
-    lengths.add(10)  # queued in the engine first: its time is no service time
-    lengths.ran_out(1.0)
-    lengths.ran_out(1.0)
-    assert lengths.time() == 1.25  # it needed more than it had
-
-
-def test_probe_answers_much_sooner_replace_the_old_times() -> None:
-    """A replica that sped up answers as long, sooner: three probe answers in a row in under
-    half the quantile's time replace the old lengths and times."""
-    now = [10.0]
-    lengths = OutputLengths(0.9, lambda: now[0])
-    for _ in range(100):
-        lengths.add(100, 2.0)
-    for _ in range(3):
-        now[0] += 1.0
-        assert lengths.probe()
-        lengths.add(100, 0.5)
-    assert lengths.time() == 0.5

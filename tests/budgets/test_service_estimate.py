@@ -228,19 +228,6 @@ def test_a_line_over_one_output_length_does_not_judge_much_shorter_answers() -> 
     assert estimate.expected(10, 16) == pytest.approx(2.0)  # what admission holds a slot for
 
 
-def test_the_tokens_a_line_reaches_in_a_time() -> None:
-    """The inverse of the line: output tokens expected within a time (none without a cost
-    per token)."""
-    estimate = ServiceEstimate(FakeClock())
-    for p, k in _VARIED:
-        estimate.observe(p, k, _line(p, k))
-    assert estimate.tokens_within(10, _line(10, 30) + 0.001) == 30
-    assert estimate.tokens_within(10, 0.0) == 1
-    flat = ServiceEstimate(FakeClock())
-    flat.observe(10, 5, 0.2)
-    assert flat.tokens_within(10, 1.0) is None
-
-
 def test_routing_remembers_a_stale_line_and_how_much_stands_behind_it() -> None:
     """A stale line is still remembered; its evidence counts observations, fading with time."""
     clock = FakeClock()

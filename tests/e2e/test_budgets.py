@@ -175,8 +175,10 @@ async def test_queued_request_that_can_no_longer_finish_is_dropped_unsent(
                 await asyncio.sleep(0.02)
         calls = (await sim.stats())["generate_calls"]
         late = await _ask(session, stack.api_url, "late", {"x-request-timeout-ms": "1000"})
+        # `expired_in_queue` says it left the queue before its deadline (the client's clock
+        # would add both event loops' stalls to the ~0.7 s it waited); a hang stays a failure.
         assert (late.status, late.code) == (429, "expired_in_queue"), late
-        assert late.seconds < 1.0
+        assert late.seconds < 3.0
         assert (await sim.stats())["generate_calls"] == calls
         await sim.configure(hang_rate=0.0)
         assert {o.status for o in await asyncio.gather(*hung)} == {504}

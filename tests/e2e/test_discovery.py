@@ -84,13 +84,16 @@ async def test_a_joining_replica_takes_traffic_and_a_leaving_one_finishes_its_st
                         i += 1
 
                 body = {"model": "sim", "prompt": "long", "max_tokens": 40, "stream": True}
-                while True:  # until the stream lands on the replica about to leave
-                    before = await _calls(old)
-                    stream = await session.post(f"{base}/v1/completions", json=body)
-                    if await _calls(old) > before:
-                        break
-                    await stream.read()
-                    stream.release()
+                # Until the stream lands on the replica about to leave (routing may prefer the
+                # newcomer for half a minute: bounded, so a change that never does fails here).
+                async with asyncio.timeout(120):
+                    while True:
+                        before = await _calls(old)
+                        stream = await session.post(f"{base}/v1/completions", json=body)
+                        if await _calls(old) > before:
+                            break
+                        await stream.read()
+                        stream.release()
                 first_line = await stream.content.readline()
                 assert first_line.startswith(b"data: ")
                 resolver.answer([second])

@@ -89,18 +89,22 @@ async def test_client_trace_reaches_collector_and_stand_in(
 
 async def test_metrics_count_every_request_across_workers(stack: Stack) -> None:
     """With two workers, /metrics adds up what both served, whichever answers the scrape."""
-    await asyncio.gather(*(_chat(stack.api_url, f"counted {i}") for i in range(20)))
+
+    async def counted(session: aiohttp.ClientSession) -> tuple[float, str]:
+        async with session.get(f"{stack.base_url}/metrics") as response:
+            text = await response.text()
+        route = "/v1/chat/completions"
+        return _sample_sum(text, "gateway_request_duration_seconds_count", route=route), text
+
     async with aiohttp.ClientSession() as session:
+        before, _ = await counted(session)  # what earlier tests sent (all answered by now)
+        await asyncio.gather(*(_chat(stack.api_url, f"counted {i}") for i in range(20)))
         async with asyncio.timeout(30):
-            while True:
-                async with session.get(f"{stack.base_url}/metrics") as response:
-                    text = await response.text()
-                counted = _sample_sum(
-                    text, "gateway_request_duration_seconds_count", route="/v1/chat/completions"
-                )
-                if counted >= 21:  # this test's 20 plus the traced request of the test above
-                    break
-    assert counted == 21
+            while (now := await counted(session))[0] < before + 20:
+                pass
+    total, text = now
+    # At most one more: the test before's request, if its record landed after `before` was read.
+    assert before + 20 <= total <= before + 21
     assert _sample_sum(text, "gateway_replica_healthy") >= 1
 
 

@@ -98,6 +98,8 @@ async def ask(
     stream: bool = False,
     model: str = "sim",
     max_tokens: int | None = None,
+    budget_ms: int = BUDGET_MS,
+    headers: dict[str, str] | None = None,
 ) -> Result:
     payload: dict[str, Any] = {
         "model": model,
@@ -107,8 +109,8 @@ async def ask(
     }
     if max_tokens is not None:
         payload["max_tokens"] = max_tokens
-    headers = {"X-Request-Timeout-Ms": str(BUDGET_MS)}
-    timeout = aiohttp.ClientTimeout(total=BUDGET_MS / 1000 + 30)
+    headers = {"X-Request-Timeout-Ms": str(budget_ms), **(headers or {})}
+    timeout = aiohttp.ClientTimeout(total=budget_ms / 1000 + 30)
     start = time.monotonic()
     async with session.post(
         f"{url}/v1/chat/completions", json=payload, headers=headers, timeout=timeout
