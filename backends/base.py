@@ -37,7 +37,7 @@ class GenerationRequest:
 class Progress(Protocol):
     """Hears that tokens of a whole answer arrived (`budgets.progress_watch`)."""
 
-    def tick(self) -> None: ...
+    def tick(self, tokens: int) -> None: ...
 
 
 @dataclass(slots=True)
@@ -66,6 +66,12 @@ def reports_progress(backend: Backend) -> bool:
     """Whether `backend.complete` ticks `request.progress` as tokens arrive, so the first-token
     and stall budgets can bound a whole answer as they bound a stream."""
     return getattr(backend, "reports_progress", False) is True
+
+
+def can_report_progress(backend: Backend) -> bool:
+    """Whether `backend.complete` ticks `request.progress` when a request brings one, though
+    it does not watch every whole answer (`reports_progress`)."""
+    return getattr(backend, "can_report_progress", False) is True
 
 
 class Backend(Protocol):

@@ -171,8 +171,8 @@ class Fleet:
             started, room = clock(), replica.engine_has_room()
             try:
                 completion = await self.hangs.complete(replica, request, demand, budget)
-            except DeadlineExceeded:
-                self.learning.ran_out(replica, demand, clock() - started, room)
+            except DeadlineExceeded as exc:
+                self.learning.ran_out(replica, demand, clock() - started, room, exc.produced)
                 raise
             self.learning.answered(replica, demand, completion.usage, clock() - started, room)
             return completion
@@ -272,7 +272,7 @@ class Fleet:
                 late = DeadlineExceeded(first_token.stage)
                 error = _failure(late)
                 self.outliers.failed(replica, late)
-                self.learning.ran_out(replica, demand, timeline.clock() - started, room, 1)
+                self.learning.ran_out(replica, demand, timeline.clock() - started, room, 0)
                 raise late from None
             except StopAsyncIteration:
                 first = None

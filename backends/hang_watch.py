@@ -21,7 +21,13 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 
-from backends.base import Backend, GenerationProbe, GenerationRequest, reports_progress
+from backends.base import (
+    Backend,
+    GenerationProbe,
+    GenerationRequest,
+    can_report_progress,
+    reports_progress,
+)
 from backends.outliers import Outliers
 from backends.outlook import Demand, output_tokens
 from backends.replica import Replica
@@ -61,11 +67,18 @@ class HangWatch:
         self, replica: Replica, request: GenerationRequest, demand: Demand, budget: RequestBudget
     ) -> Completion:
         """`complete_within_budget` on `replica`, noted on it while it waits; a clean end is
-        a sign of life. Given up because the replica was found hung: `BackendError`."""
+        a sign of life. Given up because the replica was found hung: `BackendError`. An
+        uncapped answer is watched token by token where the backend can, while the model's
+        output lengths are in doubt (`OutputLengths.in_doubt`): its count is what they lack."""
         backend = replica.backend
         task = asyncio.current_task()
-        if not self._policy.enabled or task is None or reports_progress(backend):
-            return await complete_within_budget(backend, request, budget)
+        watched = reports_progress(backend) or (
+            demand.max_tokens is None
+            and can_report_progress(backend)
+            and self._lengths(replica.model).in_doubt()
+        )
+        if not self._policy.enabled or task is None or watched:
+            return await complete_within_budget(backend, request, budget, watched)
         silence = replica.silence
         waiting = Waiting(task, self._clock(), demand, budget, request.endpoint)
         silence.waiting.add(waiting)

@@ -15,12 +15,14 @@ from core.errors import DeadlineExceeded
 
 
 async def complete_within_budget(
-    backend: Backend, request: GenerationRequest, budget: RequestBudget
+    backend: Backend, request: GenerationRequest, budget: RequestBudget, watched: bool = False
 ) -> Completion:
     """`backend.complete` bounded by the total (the backend's own deadline) and, when the
-    backend reports progress, by the first-token and stall budgets (`DeadlineExceeded`)."""
+    backend reports progress (on every answer, or on this one, `watched`, where it can), by the
+    first-token and stall budgets (`DeadlineExceeded`, which then says how many output tokens
+    had come)."""
     task = asyncio.current_task()
-    if task is None or not reports_progress(backend):
+    if task is None or not (watched or reports_progress(backend)):
         return await backend.complete(request, budget.total)
     watch = ProgressWatch(task, budget.first_token, budget.budgets.stall_s)
     request.progress = watch
@@ -30,7 +32,9 @@ async def complete_within_budget(
         if watch.fired is None:
             raise
         task.uncancel()
-        raise DeadlineExceeded(watch.fired) from None
+        raise DeadlineExceeded(watch.fired, produced=watch.produced) from None
+    except DeadlineExceeded as exc:  # the total, which the backend enforces
+        raise exc.having_produced(watch.produced) from None
     finally:
         watch.stop()
         request.progress = None

@@ -8,6 +8,10 @@ uncapped answer has been heard for `probe_interval_s` (once per interval), as
 `ServiceEstimate.probe` does for service times; the service estimate alone cannot, since capped
 requests keep it fresh while the lengths go stale.
 
+Requests that ran out of time teach a lower bound (`at_least`): the answer had not ended by
+the token after the last one that came. When answers grow longer than the deadlines allow,
+those are all the lengths there are to hear.
+
 Probes alone would move a quantile of 256 answers slowly: after 100 long answers, a probe a
 second took five minutes to bring it down once answers had grown short, and refused the rest
 as too short meanwhile. So probe answers, which come only while the lengths refuse, are
@@ -30,7 +34,7 @@ _SHORTER = 0.5
 class OutputLengths:
     """The q-quantile of the last `window` uncapped output lengths, and its probe."""
 
-    __slots__ = ("_clock", "_lengths", "_probe", "_probing", "_run")
+    __slots__ = ("_clock", "_doubt_s", "_doubted", "_lengths", "_probe", "_probing", "_run")
 
     def __init__(
         self,
@@ -39,12 +43,15 @@ class OutputLengths:
         *,
         window: int = 256,
         probe_interval_s: float = 1.0,
+        doubt_s: float = 30.0,
     ) -> None:
         self._lengths = RecentQuantile(q, window)
         self._clock = clock
         self._probe = RefreshProbe(probe_interval_s)
         self._probing = False  # a probe went through, and no answer was heard since
         self._run: list[int] = []  # probe answers in a row much shorter than the quantile
+        self._doubt_s = doubt_s
+        self._doubted = float("-inf")  # the last run-out whose tokens were not counted
 
     def add(self, tokens: int) -> None:
         """An uncapped request's answer had `tokens` output tokens per choice."""
@@ -61,6 +68,31 @@ class OutputLengths:
             self._run = []
         self._lengths.add(tokens)
         self._probe.heard(self._clock())
+
+    def at_least(self, tokens: int) -> None:
+        """An uncapped request ran out of time before its `tokens`-th output token (per
+        choice): its answer was at least that long. That teaches only when it is no shorter
+        than the quantile (a shorter one says nothing of how long the answer was), and then
+        counts as an answer of that length: the quantile moves towards the truth, never past
+        it."""
+        self._probing = False
+        value = self._lengths.value()
+        if value is not None and tokens < value:
+            return
+        self._run = []
+        self._lengths.add(tokens)
+        self._probe.heard(self._clock())
+
+    def uncounted(self) -> None:
+        """An uncapped request ran out of time with no count of the tokens that came (a whole
+        answer not watched token by token): whether it was longer than the quantile is
+        unknown, so for `doubt_s` the lengths are `in_doubt`."""
+        self._doubted = self._clock()
+
+    def in_doubt(self) -> bool:
+        """Whether uncapped whole answers should be counted token by token where they can be,
+        to teach `at_least` when they run out (the stream on the wire costs CPU per token)."""
+        return self._clock() - self._doubted < self._doubt_s
 
     def value(self) -> float | None:
         """The quantile, or None before the first answer."""

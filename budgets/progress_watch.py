@@ -11,11 +11,20 @@ from core.stages import StageName
 
 
 class ProgressWatch:
-    """Watches one call made by `task`; `tick()` says a token arrived. When the watch fires
+    """Watches one call made by `task`; `tick()` says tokens arrived. When the watch fires
     it cancels `task` and names the budget in `fired`: the first-token deadline's stage, or
     stall."""
 
-    __slots__ = ("_first_stage", "_handle", "_last", "_loop", "_stall_s", "_task", "fired")
+    __slots__ = (
+        "_first_stage",
+        "_handle",
+        "_last",
+        "_loop",
+        "_stall_s",
+        "_task",
+        "fired",
+        "produced",
+    )
 
     def __init__(self, task: asyncio.Task[object], first_token: Deadline, stall_s: float) -> None:
         self._loop = loop = asyncio.get_running_loop()
@@ -24,10 +33,12 @@ class ProgressWatch:
         self._first_stage = first_token.stage
         self._last: float | None = None
         self.fired: str | None = None
+        self.produced = 0  # the tokens heard of so far
         self._handle = loop.call_at(loop.time() + first_token.remaining(), self._check)
 
-    def tick(self) -> None:
-        """A token (or several) arrived."""
+    def tick(self, tokens: int) -> None:
+        """`tokens` more tokens arrived."""
+        self.produced += tokens
         now = self._loop.time()
         if self._last is None:  # from now on the timer watches for stalls
             self._handle.cancel()

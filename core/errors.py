@@ -229,10 +229,19 @@ class DeadlineExceeded(GatewayError):
     type = "timeout_error"
     code = "deadline_exceeded"
 
-    def __init__(self, stage: str) -> None:
+    def __init__(self, stage: str, *, produced: int | None = None) -> None:
         stage = str(stage)  # a StageName's value, not its enum repr
         super().__init__(f"Deadline exceeded in stage {stage}.")
         self.stage = stage
+        # The output tokens (all choices together) the call had produced when its time ran
+        # out; None: unknown. What a run-out teaches admission depends on it.
+        self.produced = produced
+
+    def having_produced(self, produced: int) -> DeadlineExceeded:
+        """The same overrun, knowing how many output tokens had come by then."""
+        if self.produced is not None:
+            return self
+        return DeadlineExceeded(self.stage, produced=produced)
 
 
 class DeadlineTooShort(InvalidRequest):

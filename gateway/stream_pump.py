@@ -116,6 +116,8 @@ class StreamPump(Response):
             await self._pump(send, watchdog)
             ended = True
         except GatewayError as exc:
+            if isinstance(exc, DeadlineExceeded):  # the backend's own deadline (the total)
+                exc = exc.having_produced(self._record.streamed_output_tokens)
             self._source.failed(exc)
             error = exc
             log.warning(
@@ -132,7 +134,10 @@ class StreamPump(Response):
                 if stuck:
                     self._stuck(stage)
                 else:
-                    error = DeadlineExceeded(budget.total.stage if stage == TOTAL else stage)
+                    error = DeadlineExceeded(
+                        budget.total.stage if stage == TOTAL else stage,
+                        produced=self._record.streamed_output_tokens,
+                    )
                     self._source.failed(error)  # a stalled replica counts as failing
             elif watch.left():  # the client left: a normal end, which the access log says
                 self._record.note_failure(CLIENT_CLOSED)
@@ -203,7 +208,8 @@ class StreamPump(Response):
                     await send({"type": "http.response.body", "body": event, "more_body": True})
             now = watchdog.since = clock()
             if now >= total_at:
-                raise DeadlineExceeded(self._budget.total.stage)
+                produced = self._record.streamed_output_tokens
+                raise DeadlineExceeded(self._budget.total.stage, produced=produced)
             watchdog.waiting = True
             try:
                 chunk = await anext(chunks)

@@ -210,8 +210,9 @@ async def test_a_request_that_cannot_finish_is_a_400_before_the_backend_sees_it(
     assert "answer is predicted 2000 ms" in info.value.message
 
 
-def _chat() -> GenerationRequest:
-    raw = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "x"}]})
+def _chat(**fields: Any) -> GenerationRequest:
+    message = {"role": "user", "content": "x"}
+    raw = orjson.dumps({"model": "m", "messages": [message], **fields})
     return GenerationRequest("chat", parse_request(raw, ChatCompletionRequest), raw, "r2")
 
 
@@ -257,6 +258,93 @@ async def test_a_call_that_runs_out_of_time_teaches_that_its_replica_is_slower()
         await fleet.complete(_request(max_tokens=3), _budget(backend.clock))
     expected = replica.uncached_estimate.expected(40, 3)
     assert expected is not None and expected > 0.9
+
+
+async def test_uncapped_calls_that_run_out_as_answers_grow_teach_lengths_not_slowness() -> None:
+    """Answers grow from 16 tokens to hundreds: uncapped calls run out a second in, 190
+    tokens along. That teaches the output lengths that answers are longer, and the replica's
+    estimate the speed those tokens came at; 16-token capped requests, which it still serves
+    in 0.175 s, stay admitted (judged at the length assumed, the run-outs taught that the
+    replica took over a second for 16 tokens, and refused them as too short)."""
+    backend = TimedBackend(url="a")
+    replica = Replica("m", backend, healthy=True)
+    replica.uncached_estimate = ServiceEstimate(backend.clock)
+    fleet = _admitting(replica, clock=backend.clock)
+    backend.words, backend.seconds = ["w"] * 16, 0.175
+    for _ in range(10):
+        await fleet.complete(_chat(), _budget(backend.clock))
+        await fleet.complete(_chat(max_tokens=16), _budget(backend.clock))
+    backend.fail_with = DeadlineExceeded("total", produced=190)
+    refused = 0
+    for _ in range(30):
+        backend.seconds = 1.0
+        try:
+            await fleet.complete(_chat(), _budget(backend.clock, total_s=1.0))
+        except DeadlineTooShort:
+            refused += 1
+        except DeadlineExceeded:
+            pass
+        backend.seconds = 0.175
+        backend.fail_with, failing = None, backend.fail_with
+        await fleet.complete(_chat(max_tokens=16), _budget(backend.clock, total_s=1.0))
+        backend.fail_with = failing
+    assert fleet.lengths("m").value() == 191
+    assert refused > 0  # uncapped requests learned to be out of reach
+    expected = replica.uncached_estimate.expected(40, 16)
+    assert expected is not None and expected < 0.5
+
+
+async def test_an_uncapped_call_that_runs_out_with_no_count_teaches_nothing() -> None:
+    """A whole answer from a backend that does not report its tokens runs out: how far it got
+    is unknown, and so is whether the length it was judged by or its replica's speed was
+    wrong; neither the estimate nor the lengths learn from it."""
+    backend = TimedBackend(url="a", seconds=0.175, words=["w"] * 16)
+    replica = Replica("m", backend, healthy=True)
+    fleet = _admitting(replica)
+    for _ in range(4):
+        await fleet.complete(_chat(), _budget(backend.clock))
+    backend.seconds, backend.fail_with = 1.0, DeadlineExceeded("total")
+    with pytest.raises(DeadlineExceeded):
+        await fleet.complete(_chat(), _budget(backend.clock, total_s=1.0))
+    assert replica.uncached_estimate.expected(40, 16) == pytest.approx(0.175)
+    assert fleet.lengths("m").value() == 16
+
+
+@dataclass
+class CountingBackend(TimedBackend):
+    """A timed backend that counts a whole answer's tokens when the request brings a listener
+    (as the gRPC backend streams it on the wire then); `watched` says which calls did."""
+
+    can_report_progress: bool = True
+    watched: list[bool] = field(default_factory=list)
+
+    async def complete(self, request: GenerationRequest, deadline: Deadline) -> Completion:
+        self.watched.append(request.progress is not None)
+        if request.progress is not None:
+            request.progress.tick(len(self.words))
+        return await super().complete(request, deadline)
+
+
+async def test_an_uncounted_run_out_has_the_next_uncapped_answers_counted() -> None:
+    """An unwatched uncapped whole answer runs out: its count is unknown, so the next uncapped
+    answers are watched token by token (and their run-outs then teach the lengths); capped
+    ones, and uncapped ones once the doubt is old, are not."""
+    backend = CountingBackend(url="a", seconds=0.1, words=["w"] * 16)
+    replica = Replica("m", backend, healthy=True)
+    fleet = _admitting(replica, clock=backend.clock)
+    fleet.lengths("m").add(16)
+    await fleet.complete(_chat(), _budget(backend.clock))
+    backend.fail_with = DeadlineExceeded("total")
+    with pytest.raises(DeadlineExceeded):
+        await fleet.complete(_chat(), _budget(backend.clock))
+    with pytest.raises(DeadlineExceeded) as info:
+        await fleet.complete(_chat(), _budget(backend.clock))
+    assert info.value.produced == 16
+    backend.fail_with = None
+    await fleet.complete(_chat(max_tokens=16), _budget(backend.clock))
+    backend.clock.now += 60.0
+    await fleet.complete(_chat(), _budget(backend.clock))
+    assert backend.watched == [False, False, True, False, False]
 
 
 async def test_calls_that_end_untaught_keep_the_estimate_trusted() -> None:

@@ -65,3 +65,30 @@ def test_short_answers_that_came_without_probes_are_no_change() -> None:
         assert lengths.probe()
         lengths.add(answer)
     assert lengths.value() == 400
+
+
+def test_a_run_out_longer_than_the_quantile_counts_as_that_long() -> None:
+    """Answers grew past the deadlines: requests that ran out 300 tokens along are the only
+    lengths heard, and move the quantile up to them; the probe waits a second after each."""
+    now = [10.0]
+    lengths = OutputLengths(0.9, lambda: now[0])
+    for _ in range(20):
+        lengths.add(16)
+    for _ in range(20):
+        lengths.at_least(301)
+    assert lengths.value() == 301
+    now[0] += 0.5
+    assert not lengths.probe()
+
+
+def test_a_run_out_shorter_than_the_quantile_teaches_nothing() -> None:
+    """A request cut off 5 tokens along (a hung replica) says nothing of how long answers
+    are: the quantile stays, and the probe is not put off."""
+    now = [10.0]
+    lengths = OutputLengths(0.9, lambda: now[0])
+    lengths.add(100)
+    now[0] += 1.0
+    for _ in range(50):
+        lengths.at_least(6)
+    assert lengths.value() == 100
+    assert lengths.probe()

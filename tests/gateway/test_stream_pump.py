@@ -15,6 +15,7 @@ from starlette.types import Message, Send
 from budgets.request_budget import ClassBudgets, RequestBudget
 from core.answers import ChoiceDelta, StreamChunk, Usage
 from core.backend_errors import BackendError
+from core.errors import DeadlineExceeded
 from gateway.client_watch import CLIENT_WATCH_SCOPE_KEY, ClientWatch
 from gateway.drain import DRAIN
 from gateway.http_protocol import CONNECTION_ABORT_SCOPE_KEY
@@ -203,6 +204,17 @@ async def test_stall_ends_stream_and_closes_backend() -> None:
     assert error["code"] == "deadline_exceeded" and "stall" in str(error["message"])
     assert source.closed and record.overruns == ["stall"] and not tap.finished
     assert [str(exc) for exc in source.failures] == ["Deadline exceeded in stage stall."]
+    assert [getattr(exc, "produced", None) for exc in source.failures] == [2]
+
+
+async def test_a_backend_deadline_mid_stream_says_how_many_tokens_came() -> None:
+    """The backend's own deadline ends a stream after three tokens: the failure the replica
+    hears says three came (admission judges the run-out by the next token, not the length
+    the request was admitted on)."""
+    source, record = Source(3, fail=DeadlineExceeded("total")), _record()
+    client = await _run(source, _budget(30.0, 5.0), record)
+    assert "total" in str(_error_of(client)["message"])
+    assert [getattr(exc, "produced", None) for exc in source.failures] == [3]
 
 
 async def test_total_budget_ends_a_stream_that_never_stalls() -> None:

@@ -75,8 +75,8 @@ def _completion(request_id: str, *, stream: bool = False, **fields: Any) -> Gene
 BATCH = ["Once upon a time", "In a galaxy far away"]
 
 
-def _budget(*, ttft_s: float = 60.0, stall_s: float = 60.0) -> RequestBudget:
-    budgets = ClassBudgets(total_s=60.0, ttft_s=ttft_s, admission_s=ttft_s, stall_s=stall_s)
+def _budget(*, ttft_s: float = 60.0, stall_s: float = 60.0, total_s: float = 60.0) -> RequestBudget:
+    budgets = ClassBudgets(total_s=total_s, ttft_s=ttft_s, admission_s=ttft_s, stall_s=stall_s)
     return RequestBudget.start("interactive", budgets, time.monotonic, time.monotonic())
 
 
@@ -195,14 +195,28 @@ async def test_whole_answer_that_makes_no_progress_fails_at_its_budget(
 ) -> None:
     """A replica that takes a non-streamed request and never answers holds it only until the
     first-token budget, and a gap between two of its tokens longer than the stall budget ends
-    it, as it ends a stream (504 naming the stage, the engine told to abort), not the total."""
+    it, as it ends a stream (504 naming the stage, the engine told to abort), not the total.
+    The failure says how many tokens had come (what admission judges a run-out by)."""
     sim.configure(**fault)
     request_id = f"no-progress-{stage}"
     started = time.monotonic()
     with pytest.raises(DeadlineExceeded) as info:
         await _fleet(backend).complete(_request(request_id), _budget(**budget))
     assert info.value.stage == stage and time.monotonic() - started < 30.0
+    assert info.value.produced == (0 if stage == "ttft" else 1)
     await wait_until(lambda: request_id in sim.state.aborted_request_ids)
+
+
+async def test_whole_answer_past_its_total_says_how_far_it_got(
+    sim: SimServer, backend: VllmGrpcBackend
+) -> None:
+    """A watched whole answer still coming at its total: the failure names the total and
+    counts the tokens that had come (the gRPC deadline itself knows none)."""
+    sim.configure(itl_ms=200)
+    with pytest.raises(DeadlineExceeded) as info:
+        await _fleet(backend).complete(_request("total-1", max_tokens=1000), _budget(total_s=1))
+    produced = info.value.produced
+    assert info.value.stage == "total" and produced is not None and produced < 1000
 
 
 async def test_answer_past_its_deadline_is_aborted(
