@@ -12,12 +12,17 @@ from budgets.priority import PRIORITIES, Priority
 from budgets.queue_wait import free_times, holds_ahead, simulated_wait
 from budgets.slots import Waiter
 
+# How fast the correction learned from recent waits fades once no waits come to refresh it
+# (it refuses the requests that would): `budgets.error_band`.
+WAIT_ERRORS_HALF_LIFE_S = 5.0
+
 
 class WaitingLines(Occupancy):
     """The waiters of one replica's `AdmissionQueue`, which admits and sheds them. Waits are
     predicted from when the running requests should end and how long each waiter ahead should
     hold its slot, corrected by how wrong recent predictions were (`ErrorBand`), so a queue
-    whose waits run long is judged more cautiously."""
+    whose waits run long is judged more cautiously (while those errors are recent:
+    `WAIT_ERRORS_HALF_LIFE_S`)."""
 
     def __init__(
         self,
@@ -43,7 +48,7 @@ class WaitingLines(Occupancy):
         # compacted; `_live` counts the rest.
         self._queues: dict[Priority, deque[Waiter]] = {p: deque() for p in PRIORITIES}
         self._live: dict[Priority, int] = dict.fromkeys(PRIORITIES, 0)
-        self._wait_errors = {p: ErrorBand() for p in PRIORITIES}
+        self._wait_errors = {p: ErrorBand(half_life_s=WAIT_ERRORS_HALF_LIFE_S) for p in PRIORITIES}
 
     def queued(self, priority: Priority | None = None) -> int:
         if priority is None:
@@ -64,7 +69,7 @@ class WaitingLines(Occupancy):
     def _corrected(self, priority: Priority, raw: float | None) -> float:
         if raw is None or raw == 0.0:
             return 0.0
-        return max(0.0, raw + self._wait_errors[priority].margin())
+        return max(0.0, raw + self._wait_errors[priority].margin(now=self._clock()))
 
     def _ahead(self, priority: Priority) -> int:
         """Our waiters a newcomer of this class would queue behind."""
@@ -112,7 +117,7 @@ class WaitingLines(Occupancy):
     def _note_wait(self, priority: Priority, waiter: Waiter, now: float) -> None:
         """Learn from how long a waiter really queued (a lower bound when it left early)."""
         if waiter.predicted is not None:
-            self._wait_errors[priority].add(now - waiter.arrived - waiter.predicted)
+            self._wait_errors[priority].add(now - waiter.arrived - waiter.predicted, now)
 
     def _abandon(self, priority: Priority) -> None:
         self._live[priority] -= 1

@@ -53,6 +53,24 @@ async def test_waits_that_ran_long_make_predictions_cautious() -> None:
     await cancel_all(waiter)
 
 
+async def test_the_correction_fades_once_no_wait_refreshes_it() -> None:
+    """Waits ran long during a slowdown, and then none came (the correction refused every
+    request that would queue): it fades, so requests queue again and teach it afresh."""
+    clock = FakeClock()
+    q = make(clock)
+    await warm(q, clock, 1.0)
+    held = await q.acquire("interactive", far(clock))
+    waiter = spawn(q.acquire("interactive", far(clock)))
+    await settle()
+    clock.now += 3.0  # the holder took 3 s, predicted 1 s
+    held.release()
+    await settle()
+    assert q.predicted_wait("interactive") == pytest.approx(1.4 + 2.0)
+    clock.now += 1.0  # the waiter, admitted, should be done in 0.4 s; the 2 s error is 1 s old
+    assert q.predicted_wait("interactive") == pytest.approx(0.4 + 2.0 * 0.5 ** (1 / 5))
+    await cancel_all(waiter)
+
+
 async def test_goal_hold_predicts_when_slots_free_up() -> None:
     """Each running request's predicted hold says when its slot frees: a newcomer waits for
     the earliest."""
