@@ -57,7 +57,7 @@ def overloaded(
             f"Overloaded: a predicted wait of {_ms(target.queue_s)} in the backend's own queue"
             f" exceeds the {_ms(target.service_slack_s)} this request's {what} has to spare"
             f" ({who}); retry later.",
-            retry_after_s=max(retry, target.queue_s),
+            retry_after_s=max(retry, target.queue_s * exc.spread),
         )
     if exc.reason == "predicted_outcome" and slack is not None:
         detail = (

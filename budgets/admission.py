@@ -20,6 +20,12 @@ from budgets.shed import AdmissionStats, Shed, ShedReason
 from budgets.slots import Slot, Waiter
 from budgets.waiting_lines import WaitingLines
 
+# Successive refusals' retries are spread over [1, 1 + RETRY_SPREAD] times the wait they are
+# told, evenly: the k-th at the fractional part of k times the golden ratio's inverse, a
+# sequence whose first n values always lie about 1/n apart.
+RETRY_SPREAD = 0.5
+_GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+
 _REGAINED_S = 0.001
 """Time a waiter's goal must gain, past its last start, for it to keep waiting (so float noise
 in a prediction that did not change never re-arms the wait)."""
@@ -68,6 +74,7 @@ class AdmissionQueue(WaitingLines):
             service_time_alpha=service_time_alpha,
         )
         self.stats = AdmissionStats()
+        self._sheds = 0  # refusals so far, which place each one's retry in the spread
 
     @property
     def limit(self) -> int:
@@ -224,7 +231,9 @@ class AdmissionQueue(WaitingLines):
             wait = self.predicted_wait(priority)
         retry = wait or (self._service if self._service is not None else 1.0)
         self.stats.count_shed(reason, priority)
-        return Shed(reason, priority, wait, max(0.001, retry), slack)
+        spread = 1.0 + RETRY_SPREAD * (self._sheds * _GOLDEN % 1.0)
+        self._sheds += 1
+        return Shed(reason, priority, wait, max(0.001, retry) * spread, slack, spread)
 
 
 def _slack(goal: Goal | None) -> float:

@@ -166,7 +166,7 @@ def test_a_shared_calls_400_names_the_header_only_when_every_caller_sent_it() ->
 def test_out_of_reach_behind_the_engines_own_queue_is_a_429() -> None:
     """A request that an idle engine would serve in time, but not after the engine's own
     queue (two engine-fulls of 2 s each ahead), is overload: 429 with the queue's wait, not
-    the 400 that says no wait could help."""
+    the 400 that says no wait could help; the wait is spread as the refusal's own was."""
     estimate = ServiceEstimate(_now)
     estimate.observe(10, 20, 2.0)
     demand = Demand(prompt_tokens=10, max_tokens=20, choices=1, stream=False)
@@ -177,3 +177,5 @@ def test_out_of_reach_behind_the_engines_own_queue_is_a_429() -> None:
     assert error.status == 429 and error.code == "overloaded"
     assert "4000 ms in the backend's own queue" in error.message
     assert error.headers()["retry-after"] == "4"
+    spread = Shed("predicted_outcome", "interactive", 0.0, 2.5, slack, spread=1.25)
+    assert overloaded(spread, BUDGET, outlook).headers()["retry-after-ms"] == "5000"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from budgets.admission import AdmissionQueue
@@ -139,6 +141,28 @@ async def test_predicted_wait_sheds_with_exact_math() -> None:
     shed = info.value
     assert shed.reason == "predicted_wait" and shed.predicted_wait_s == 2.0
     assert shed.retry_after_s == 2.0 and q.queued() == 3 and q.stats.shed == {"predicted_wait": 1}
+    await cancel_all(*waiters)
+
+
+async def test_a_burst_of_refusals_spreads_its_retries() -> None:
+    """Twenty requests refused by the same 2 s wait are told to retry from 2 s to 3 s, one
+    every 50 ms or so, not all at 2 s (their retries would be the next burst)."""
+    clock = FakeClock()
+    q = make(clock, limit=2)
+    await warm(q, clock, 1.0, 1.0)
+    await q.acquire("interactive", far(clock))
+    await q.acquire("interactive", far(clock))
+    waiters = [spawn(q.acquire("interactive", far(clock))) for _ in range(3)]
+    await settle()
+    retries = []
+    for _ in range(20):
+        with pytest.raises(Shed) as info:
+            await q.acquire("interactive", Deadline(clock.now + 1.5, "ttft", clock))
+        assert info.value.predicted_wait_s == 2.0
+        retries.append(info.value.retry_after_s)
+    retries.sort()
+    assert retries[0] == 2.0 and retries[-1] < 3.0
+    assert min(b - a for a, b in itertools.pairwise(retries)) > 0.02
     await cancel_all(*waiters)
 
 
