@@ -10,7 +10,8 @@ requests keep it fresh while the lengths go stale.
 
 Requests that ran out of time teach a lower bound (`at_least`): the answer had not ended by
 the token after the last one that came. When answers grow longer than the deadlines allow,
-those are all the lengths there are to hear.
+those are all the lengths there are to hear, and a probe that runs out so is a request
+nobody got: the next probe waits twice as long, up to 8 intervals (`RefreshProbe.confirmed`).
 
 Probes alone would move a quantile of 256 answers slowly: after 100 long answers, a probe a
 second took five minutes to bring it down once answers had grown short, and refused the rest
@@ -29,6 +30,9 @@ from budgets.refresh_probe import RefreshProbe
 
 _SHIFT_RUN = 3
 _SHORTER = 0.5
+# Probes that ran out as their length predicted back off to one every 8 intervals (answers
+# that grew past the deadlines had one uncapped request a second run to a 504).
+_LONGEST_PROBE_INTERVALS = 8
 
 
 class OutputLengths:
@@ -47,7 +51,7 @@ class OutputLengths:
     ) -> None:
         self._lengths = RecentQuantile(q, window)
         self._clock = clock
-        self._probe = RefreshProbe(probe_interval_s)
+        self._probe = RefreshProbe(probe_interval_s, _LONGEST_PROBE_INTERVALS * probe_interval_s)
         self._probing = False  # a probe went through, and no answer was heard since
         self._run: list[int] = []  # probe answers in a row much shorter than the quantile
         self._doubt_s = doubt_s
@@ -75,13 +79,16 @@ class OutputLengths:
         than the quantile (a shorter one says nothing of how long the answer was), and then
         counts as an answer of that length: the quantile moves towards the truth, never past
         it."""
-        self._probing = False
+        probing, self._probing = self._probing, False
         value = self._lengths.value()
         if value is not None and tokens < value:
             return
         self._run = []
         self._lengths.add(tokens)
-        self._probe.heard(self._clock())
+        if probing:  # refused for its length, and it was that long: as predicted
+            self._probe.confirmed(self._clock())
+        else:
+            self._probe.heard(self._clock())
 
     def uncounted(self) -> None:
         """An uncapped request ran out of time with no count of the tokens that came (a whole

@@ -92,3 +92,24 @@ def test_a_run_out_shorter_than_the_quantile_teaches_nothing() -> None:
         lengths.at_least(6)
     assert lengths.value() == 100
     assert lengths.probe()
+
+
+def test_probes_that_run_out_at_the_quantile_back_off() -> None:
+    """Answers grew past the deadlines: each probe runs out as long as the quantile says,
+    so the next waits twice as long, up to eight seconds; an answer brings back one a second."""
+    now = [10.0]
+    lengths = OutputLengths(0.9, lambda: now[0])
+    lengths.add(300)
+    gaps = []
+    for _ in range(6):
+        waited = 0.0
+        while not lengths.probe():
+            now[0] += 0.25
+            waited += 0.25
+        gaps.append(waited)
+        now[0] += 1.0  # the probe runs out a second later
+        lengths.at_least(301)
+    assert gaps == [1.0, 2.0, 4.0, 8.0, 8.0, 8.0]
+    lengths.add(20)
+    now[0] += 1.0
+    assert lengths.probe()

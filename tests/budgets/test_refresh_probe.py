@@ -15,3 +15,18 @@ def test_one_request_per_interval_while_nothing_is_heard() -> None:
     probe.heard(2.0)
     assert not probe.take(2.5)
     assert probe.take(3.0)
+
+
+def test_probes_that_confirm_the_refusal_back_off() -> None:
+    """Each probe that ran out as predicted doubles the wait for the next, up to the
+    longest; anything new heard brings it back to the interval."""
+    probe = RefreshProbe(1.0, longest_s=4.0)
+    assert probe.take(0.0)
+    probe.confirmed(1.0)
+    assert not probe.take(2.9) and probe.take(3.0)
+    probe.confirmed(4.0)
+    assert not probe.take(7.9) and probe.take(8.0)
+    probe.confirmed(9.0)
+    assert not probe.take(12.9) and probe.take(13.0)
+    probe.heard(14.0)
+    assert probe.take(15.0)
