@@ -81,6 +81,8 @@ def stream_chunk(
                 index, last = c.get("index", 0), finish is not None
                 text = joiner.join(index, "text", text, last)
                 reasoning = joiner.join(index, "reasoning", reasoning, last)
+                if tool_calls:
+                    _join_arguments(joiner, index, tool_calls, last)
             if not (text or reasoning or tool_calls) and finish is None and logprobs is None:
                 continue
             deltas.append(
@@ -105,6 +107,16 @@ def stream_chunk(
     if (error := _error_object(data)) is not None:
         raise error_event(error)
     return None
+
+
+def _join_arguments(joiner: Halves, index: int, tool_calls: Any, last: bool) -> None:
+    """Each tool call's `arguments` fragment joined to what its call's last fragment cut off
+    (in place: the event's JSON was decoded for this chunk alone)."""
+    for call in tool_calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict) and isinstance(part := function.get("arguments"), str):
+            field = f"arguments/{call.get('index', 0)}"
+            function["arguments"] = joiner.join(index, field, part, last)
 
 
 def embeddings(body: bytes, inputs: int, dimensions: int | None = None) -> Embeddings:

@@ -53,12 +53,12 @@ def mend(text: str) -> str:
 
 def mend_json(value: Any, *, streamed: bool = False) -> Any:
     """A decoded JSON value with every string in it mended; with `streamed` (a stream's
-    event), the streamed text (`content`, `text`, `reasoning`, `reasoning_content`) only
-    `mend_inside`, for `Halves` to join with its neighbours."""
+    event), the streamed text (`content`, `text`, `reasoning`, `reasoning_content`, and a
+    tool call's `arguments`) only `mend_inside`, for `Halves` to join with its neighbours."""
     return _mended(value, None, streamed)
 
 
-_STREAMED = frozenset({"content", "text", "reasoning", "reasoning_content"})
+_STREAMED = frozenset({"content", "text", "reasoning", "reasoning_content", "arguments"})
 
 
 def _mended(value: Any, key: str | None, streamed: bool) -> Any:

@@ -832,6 +832,45 @@ async def test_a_whole_answer_cut_short_is_cut_off(
     assert not isinstance(info.value, BackendUnavailable)
 
 
+async def test_an_emoji_cut_in_tool_call_arguments_streams_whole(
+    odd_server: Callable[[dict[str, Handler]], Awaitable[str]],
+) -> None:
+    """The same cut inside a tool call's argument fragments: the arguments arrive whole, the
+    emoji joined (it was U+FFFD in each fragment)."""
+    opened = b'{\\"q\\": \\"'
+    cuts = [(opened + b"\xf0\x9f", b'\x98\x80\\"}'), (opened + b"\\ud83d", b'\\ude00\\"}')]
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        first, second = cuts.pop(0)
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        head = b'{"index": 0, "id": "c1", "type": "function", "function": {"name": "f", '
+        for i, part in enumerate((first, second)):
+            call = (head if i == 0 else b'{"index": 0, "function": {') + b'"arguments": "%s"}}'
+            event = b'{"choices": [{"index": 0, "delta": {"tool_calls": [%s]}}]}' % (call % part)
+            await response.write(b"data: " + event + b"\n\n")
+        finish = b'{"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}'
+        await response.write(b"data: " + finish + b"\n\ndata: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+    url = await odd_server({"/v1/chat/completions": answer})
+    backend = OpenAIHTTPBackend(url, model="mock")
+    await backend.start()
+    try:
+        for _ in range(2):
+            chunks = await collect(backend.stream(chat(stream=True), soon()))
+            fragments = [
+                call["function"].get("arguments", "")
+                for chunk in chunks
+                for delta in chunk.deltas
+                for call in delta.tool_calls or ()
+            ]
+            assert "".join(fragments) == '{"q": "\U0001f600"}'
+    finally:
+        await backend.aclose()
+
+
 async def test_an_emoji_cut_between_events_streams_whole(
     odd_server: Callable[[dict[str, Handler]], Awaitable[str]],
 ) -> None:
