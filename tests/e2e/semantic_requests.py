@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import aiohttp
+
+from tests.e2e.stack import semantic_entries
 
 
 async def ask(url: str, messages: list[dict[str, Any]], token: str) -> str:
@@ -22,9 +25,23 @@ async def ask(url: str, messages: list[dict[str, Any]], token: str) -> str:
 
 
 async def stored(url: str, messages: list[dict[str, Any]], token: str) -> None:
-    """Ask once, then until the write-back landed (exact hit)."""
+    """Ask once, then until the write-back landed: an exact hit, and a new semantic entry
+    (`semantic_entries`)."""
+    entries = await asyncio.to_thread(semantic_entries, url)
     await ask(url, messages, token)
     for _ in range(200):
         if await ask(url, messages, token) == "hit-exact":
+            break
+    else:
+        raise AssertionError("the answer was never written back")
+    await entries_beyond(url, entries)
+
+
+async def entries_beyond(url: str, entries: int) -> None:
+    """Wait (up to 30 s) until the gateway at `url` holds more than `entries` semantic
+    entries."""
+    for _ in range(600):
+        if await asyncio.to_thread(semantic_entries, url) > entries:
             return
-    raise AssertionError("the answer was never written back")
+        await asyncio.sleep(0.05)
+    raise AssertionError("the semantic entry was never written")

@@ -6,8 +6,10 @@ import contextlib
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import grpc
+import redis
 
 from bench.harness.probes import free_port, http_ok, tcp_open
 from bench.harness.processes import ManagedProcess, ProcessGroup, ProcessSpec, python_module
@@ -82,7 +84,8 @@ def start_gateway(
 @contextlib.contextmanager
 def semantic_gateway(log_dir: Path, env: Mapping[str, str] | None = None) -> Iterator[int]:
     """A gateway with the semantic cache on over Redis Stack and one stand-in serving `sim`
-    (deadlines generous enough for a loaded CI machine); yields its port."""
+    (deadlines generous enough for a loaded CI machine); yields its port. Its Redis is
+    known to `semantic_entries` meanwhile."""
     with redis_stack() as server, ProcessGroup(log_dir) as group:
         _, sim_port = start_sim(group)
         _, port = start_gateway(
@@ -100,7 +103,25 @@ def semantic_gateway(log_dir: Path, env: Mapping[str, str] | None = None) -> Ite
                 **(env or {}),
             },
         )
-        yield port
+        _SEMANTIC_REDIS[port] = server.url
+        try:
+            yield port
+        finally:
+            del _SEMANTIC_REDIS[port]
+
+
+# The Redis behind each running semantic gateway, by the gateway's port.
+_SEMANTIC_REDIS: dict[int, str] = {}
+
+
+def semantic_entries(url: str) -> int:
+    """How many semantic cache entries (every tenant's) the Redis behind the semantic gateway
+    at `url` holds: the vector entry is written by another write-back worker than the exact
+    one, so an exact hit does not mean it has landed."""
+    port = urlsplit(url).port
+    assert port is not None
+    with redis.Redis.from_url(_SEMANTIC_REDIS[port]) as client:
+        return sum(1 for _ in client.scan_iter(match="gw:sem:*", count=1000))
 
 
 @contextlib.asynccontextmanager

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 import aiohttp
 import pytest
 
-from tests.e2e.stack import semantic_gateway
+from tests.e2e.semantic_requests import entries_beyond
+from tests.e2e.stack import semantic_entries, semantic_gateway
 
 JUDGEMENTS = re.compile(r'^gateway_semantic_judgements_total\{outcome="(\w+)"\} (\S+)$', re.M)
 
@@ -39,12 +40,14 @@ async def _judgements(session: aiohttp.ClientSession, url: str) -> int:
 async def test_paraphrase_without_evidence_is_withheld_and_judged(gateway_url: str) -> None:
     """The bound has no evidence: the paraphrase is a miss, and its withheld match is judged."""
     async with aiohttp.ClientSession() as session:
+        entries = await asyncio.to_thread(semantic_entries, gateway_url)
         await _ask(session, gateway_url, "How do I reset my password?")
         for _ in range(200):  # until the write-back landed
             if await _ask(session, gateway_url, "How do I reset my password?") == "hit-exact":
                 break
         else:
             raise AssertionError("the answer was never written back")
+        await entries_beyond(gateway_url, entries)
         before = await _judgements(session, gateway_url)
         assert await _ask(session, gateway_url, "How can I reset my password?") == "miss"
         for _ in range(100):  # the sampler copies the bound's counts once a second

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,40 +70,76 @@ async def _metrics(session: aiohttp.ClientSession, url: str) -> dict[tuple[str, 
     return {(name, labels or ""): float(value) for name, labels, value in SAMPLE.findall(text)}
 
 
+def _index_warnings(log: Path) -> list[str]:
+    return [
+        line for line in log.read_text().splitlines() if '"warning"' in line and "gw:sem" in line
+    ]
+
+
+async def _until(condition: Callable[[], bool], failure: str) -> None:
+    """Poll `condition` until it holds (within 60 s, else fail saying `failure`)."""
+    for _ in range(1200):
+        if condition():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(failure)
+
+
+async def _metrics_once(
+    session: aiohttp.ClientSession,
+    url: str,
+    condition: Callable[[dict[tuple[str, str], float]], bool],
+) -> dict[tuple[str, str], float]:
+    """The samples of /metrics once they meet `condition` (within 60 s: the sampler copies
+    gauges once a second)."""
+    for _ in range(600):
+        samples = await _metrics(session, url)
+        if condition(samples):
+            return samples
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"the metrics never met the condition: {samples}")
+
+
 async def test_a_foreign_index_is_an_error_until_it_is_dropped(foreign: Foreign) -> None:
     """Lookups against another schema's `gw:sem` are errors, not misses; the gateway warns
     once naming the index, its gauge says so, and nothing lands under the index's prefix.
     After FT.DROPINDEX the gateway creates its own index and misses, then hits."""
     async with aiohttp.ClientSession() as session:
         assert await _ask(session, foreign.url, "How do I reset my password?") == "error"
+        errors = 1
         for _ in range(200):  # the exact cache still works
-            if await _ask(session, foreign.url, "How do I reset my password?") == "hit-exact":
+            seen = await _ask(session, foreign.url, "How do I reset my password?")
+            if seen == "hit-exact":
                 break
+            assert seen == "error"  # looked up again before the exact write-back landed
+            errors += 1
         assert await _ask(session, foreign.url, "How can I reset my password?") == "error"
-        await asyncio.sleep(1.5)  # write-backs done, gauges sampled
-        samples = await _metrics(session, foreign.url)
         lookups = "gateway_cache_lookups_total"
-        assert samples[lookups, 'kind="semantic",result="error"'] == 2
+        error = (lookups, 'kind="semantic",result="error"')
+        samples = await _metrics_once(  # counted after the last byte; the gauge sampled
+            session,
+            foreign.url,
+            lambda s: (
+                s.get(error) == errors + 1 and s.get(("gateway_semantic_index_mismatch", "")) == 1
+            ),
+        )
         assert (lookups, 'kind="semantic",result="miss"') not in samples
-        assert samples["gateway_semantic_index_mismatch", ""] == 1
-        assert foreign.redis.keys("gw:sem:*") == []
-        warnings = [
-            line
-            for line in foreign.log.read_text().splitlines()
-            if '"warning"' in line and "gw:sem" in line
-        ]
+        assert foreign.redis.keys("gw:sem:*") == []  # a refused index is never written
+        await _until(lambda: bool(_index_warnings(foreign.log)), "no warning logged")
+        warnings = _index_warnings(foreign.log)
         assert len(warnings) == 1 and "no tenant" in warnings[0]
 
         foreign.redis.execute_command("FT.DROPINDEX", "gw:sem")  # type: ignore[no-untyped-call]
-        await asyncio.sleep(INDEX_RECHECK_S)
+        await asyncio.sleep(INDEX_RECHECK_S)  # not synchronisation: the recheck's interval
         assert await _ask(session, foreign.url, "Where can I download my invoice?") == "miss"
         for _ in range(200):
             if await _ask(session, foreign.url, "Where can I download my invoice?") == "hit-exact":
                 break
-        await asyncio.sleep(0.5)  # the vector entry is written beside the exact one
+        # The vector entry is written beside the exact one, by another write-back worker.
+        await _until(lambda: bool(foreign.redis.keys("gw:sem:*")), "no vector entry written")
         assert await _ask(session, foreign.url, "Where can I download my invoices?") == (
             "hit-semantic"
         )
-        await asyncio.sleep(1.5)
-        samples = await _metrics(session, foreign.url)
-        assert samples["gateway_semantic_index_mismatch", ""] == 0
+        await _metrics_once(
+            session, foreign.url, lambda s: s.get(("gateway_semantic_index_mismatch", "")) == 0
+        )

@@ -15,7 +15,8 @@ import aiohttp
 import orjson
 import pytest
 
-from tests.e2e.stack import semantic_gateway
+from tests.e2e.semantic_requests import entries_beyond
+from tests.e2e.stack import semantic_entries, semantic_gateway
 
 PAIRS = (
     ("How do I reset my password?", "How can I reset my password?"),
@@ -72,6 +73,7 @@ async def test_would_be_hits_are_judged_counted_and_logged(shadow: Shadow) -> No
     under kind="semantic_shadow" and judged, with no error bound set."""
     async with aiohttp.ClientSession() as session:
         for stored, paraphrase in PAIRS:
+            entries = await asyncio.to_thread(semantic_entries, shadow.url)
             first, first_id = await _ask(session, shadow.url, stored)
             assert first == "miss"
             for _ in range(200):  # until the write-back landed
@@ -79,7 +81,7 @@ async def test_would_be_hits_are_judged_counted_and_logged(shadow: Shadow) -> No
                     break
             else:
                 raise AssertionError("the answer was never written back")
-            await asyncio.sleep(0.5)  # the vector entry is written beside the exact one
+            await entries_beyond(shadow.url, entries)
             status, request_id = await _ask(session, shadow.url, paraphrase)
             assert status == "miss"
             line = await asyncio.to_thread(_line, shadow.log, request_id)
