@@ -158,6 +158,9 @@ async def test_client_leaving_mid_stream(stack: FaultStack, sims: list[ControlCl
     await _fds_settle(stack.gateway_pid, baseline)
 
 
+INCONCLUSIVE = ("error", "skipped")  # exact-cache lookups that did not conclude in time
+
+
 async def test_client_leaving_a_cache_replay(stack: FaultStack, sims: list[ControlClient]) -> None:
     """A client that leaves while an exact hit is replayed: no engine work, the entry intact."""
     text = f"replay {time.monotonic()}"
@@ -170,7 +173,8 @@ async def test_client_leaving_a_cache_replay(stack: FaultStack, sims: list[Contr
                 await asyncio.sleep(0.05)
         baseline = _open_fds(stack.gateway_pid)
         calls = await _generate_calls(sims)
-        for _ in range(5):
+        hits = inconclusive = 0
+        while hits < 5:
             response = await session.post(
                 f"{stack.url}/v1/chat/completions",
                 json={
@@ -180,11 +184,22 @@ async def test_client_leaving_a_cache_replay(stack: FaultStack, sims: list[Contr
                     "stream": True,
                 },
             )
-            assert response.headers["x-cache"] == "hit-exact"
+            cache = response.headers["x-cache"]
             response.close()
-        again = await ask_streaming(session, stack.url, text, temperature=0.0)
+            if cache == "hit-exact":
+                hits += 1
+                continue
+            # The fault stack's 50 ms lookup budget can run out on a loaded box: that request
+            # went to the engine, as it should.
+            assert cache in INCONCLUSIVE, cache
+            inconclusive += 1
+            assert inconclusive < 20
+        while (again := await ask_streaming(session, stack.url, text, temperature=0.0)).cache in (
+            INCONCLUSIVE
+        ):
+            inconclusive += 1
     assert again.cache == "hit-exact" and again.content == original.content
-    assert await _generate_calls(sims) == calls
+    assert await _generate_calls(sims) == calls + inconclusive
     await _fds_settle(stack.gateway_pid, baseline)
 
 
