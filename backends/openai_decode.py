@@ -14,8 +14,9 @@ from typing import Any
 import orjson
 
 from backends import openai_errors as errors
-from backends import split_text
+from backends import split_text, upstream_calls
 from backends.split_text import Halves
+from backends.upstream_calls import CallFragments
 from core.answers import (
     Choice,
     ChoiceDelta,
@@ -42,7 +43,8 @@ def completion(body: bytes, endpoint: Endpoint) -> Completion:
             reasoning = None
             if endpoint == "chat":
                 message = c["message"]
-                text, tool_calls = message.get("content") or "", message.get("tool_calls")
+                text = message.get("content") or ""
+                tool_calls = upstream_calls.whole_calls(message.get("tool_calls"))
                 reasoning = _reasoning(message)
             else:
                 text, tool_calls = c["text"], None
@@ -56,10 +58,15 @@ def completion(body: bytes, endpoint: Endpoint) -> Completion:
 
 
 def stream_chunk(
-    payload: bytes, endpoint: Endpoint, halves: Halves | None = None
+    payload: bytes,
+    endpoint: Endpoint,
+    halves: Halves | None = None,
+    calls: CallFragments | None = None,
 ) -> StreamChunk | None:
     """One SSE event of a stream, or None when it carries nothing (a bare role delta). With
-    `halves` (the stream's), a character the upstream cut between events is put together."""
+    `halves` (the stream's), a character the upstream cut between events is put together;
+    with `calls` (the stream's), tool-call fragments are made canonical
+    (`backends.upstream_calls`)."""
     try:
         try:
             data, cut = orjson.loads(payload), False
@@ -83,6 +90,8 @@ def stream_chunk(
                 reasoning = joiner.join(index, "reasoning", reasoning, last)
                 if tool_calls:
                     _join_arguments(joiner, index, tool_calls, last)
+            if tool_calls and calls is not None:
+                tool_calls = calls.fragments(c.get("index", 0), tool_calls)
             if not (text or reasoning or tool_calls) and finish is None and logprobs is None:
                 continue
             deltas.append(

@@ -1,7 +1,8 @@
 """A streamed OpenAI answer's SSE events, one network read's worth at a time, as chunks: the
 events of one read stay one chunk, an error event ends the stream, a choice says nothing
 after its finish (an upstream that repeats its finish chunk is heard once), a character the
-upstream cut between two events is put back together (`backends.split_text`), and whether
+upstream cut between two events is put back together (`backends.split_text`), tool calls
+are made canonical (`backends.upstream_calls`), and whether
 all of the answer has come even if `[DONE]` never does."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from backends import openai_decode as decode
 from backends.split_text import Halves
 from backends.sse_reader import ErrorEvent
+from backends.upstream_calls import CallFragments
 from core.answers import Endpoint, StreamChunk, merge_chunks
 from core.errors import GatewayError
 
@@ -21,7 +23,15 @@ class StreamEvents:
     """The events of one stream of `choices` choices, whose usage is part of the answer when
     `usage` says so (the client asked for it)."""
 
-    __slots__ = ("_choices", "_endpoint", "_finished", "_halves", "_usage", "_usage_heard")
+    __slots__ = (
+        "_calls",
+        "_choices",
+        "_endpoint",
+        "_finished",
+        "_halves",
+        "_usage",
+        "_usage_heard",
+    )
 
     def __init__(self, endpoint: Endpoint, choices: int = 1, usage: bool = False) -> None:
         self._endpoint = endpoint
@@ -30,6 +40,7 @@ class StreamEvents:
         self._finished: set[int] = set()  # the choices whose finish has been passed on
         self._usage_heard = False
         self._halves = Halves()  # characters the upstream cut between two events
+        self._calls = CallFragments()  # the tool calls streamed so far
 
     @property
     def whole(self) -> bool:
@@ -50,7 +61,7 @@ class StreamEvents:
                 failure = decode.typed_error_event(payload.data)
                 break
             try:
-                chunk = decode.stream_chunk(payload, self._endpoint, self._halves)
+                chunk = decode.stream_chunk(payload, self._endpoint, self._halves, self._calls)
             except GatewayError as exc:  # an error event: what came before it still goes
                 failure = exc
                 break

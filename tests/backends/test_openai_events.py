@@ -121,3 +121,20 @@ def test_reasoning_cut_between_events_is_put_back_together() -> None:
     chunk, _, _ = events.read([cut, rest])
     assert chunk is not None
     assert [(d.reasoning, d.text) for d in chunk.deltas] == [("a", ""), ("\U0001f600", "b")]
+
+
+def test_a_streams_tool_calls_are_made_canonical_across_reads() -> None:
+    """Fragments without an index, each repeating the call's head, arrive in two reads: the
+    stream passes the head once, then the arguments, all under index 0."""
+    head = {"id": "call_a", "type": "function", "function": {"name": "f", "arguments": '{"a"'}}
+    more = {"id": "call_a", "type": "function", "function": {"name": "f", "arguments": ": 1}"}}
+    events = StreamEvents("chat")
+    reads = [
+        events.read([orjson.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]})])
+        for call in (head, more)
+    ]
+    calls = [delta.tool_calls for chunk, _, _ in reads for delta in (chunk.deltas if chunk else [])]
+    assert calls == [
+        [{"index": 0, "id": "call_a", "type": "function", "function": head["function"]}],
+        [{"index": 0, "function": {"arguments": ": 1}"}}],
+    ]
