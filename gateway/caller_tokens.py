@@ -28,27 +28,50 @@ def check_max_tokens(body: Body, caller: Caller) -> None:
         )
 
 
-def runs_at_key_cap(body: Body, caller: Caller) -> bool:
-    """Whether the key's cap is the request's output cap: it names no `max_tokens`, and has
-    no default within the cap (a completion's 16)."""
-    cap = caller.limits.max_tokens
-    if cap is None or body.requested_max_tokens is not None:
-        return False
+def output_ceiling(body: Body, caller: Caller) -> int | None:
+    """The most output tokens for each choice a request that names no maximum may run to: its
+    key's cap, and what its caller's smallest token limit leaves beside its (estimated)
+    prompt; None when it names its own maximum, has no such bound, or its default (a
+    completion's 16) is within it. Without the second, one request with no maximum could
+    spend a 300-token-a-minute key's budget a hundred times over before its usage was
+    charged. A `min_tokens` above the ceiling is a 400 naming it, before any backend work."""
+    if body.requested_max_tokens is not None:
+        return None
+    bounds = [] if caller.limits.max_tokens is None else [caller.limits.max_tokens]
+    token_limits = [
+        amount
+        for limits in (caller.limits, caller.tenant_limits)
+        for amount in (limits.tokens_per_minute, limits.tokens_per_day)
+        if amount
+    ]
+    if token_limits:
+        prompt, choices = prompt_tokens(body), body.choice_count
+        bounds += [(amount - prompt) // choices for amount in token_limits]
+    if not bounds:
+        return None
+    ceiling = max(1, min(bounds))
     default = body.max_output_tokens
-    return default is None or default > cap
+    if default is not None and default <= ceiling:
+        return None
+    if body.min_tokens and body.min_tokens > ceiling:
+        raise InvalidRequest(
+            f"min_tokens is {body.min_tokens}, above the {ceiling} output tokens this API "
+            "key's limits allow a request.",
+            param="min_tokens",
+        )
+    return ceiling
 
 
-def within_key_cap(body: Body, raw: bytes, caller: Caller) -> tuple[Body, bytes]:
-    """The request as it may run: one that names no `max_tokens` gets its key's cap as
+def within_ceiling(body: Body, raw: bytes, ceiling: int | None) -> tuple[Body, bytes]:
+    """The request as it may run: one that names no maximum gets its `output_ceiling` as
     `max_tokens` (in the raw body too, which an HTTP backend is sent), so leaving the field
-    out never lifts the cap; a completion's default (16) is kept where it is within the cap.
-    The cap is a ceiling, not the client's ask (`GenerationRequest.max_tokens_from_key`)."""
-    cap = caller.limits.max_tokens
-    if cap is None or not runs_at_key_cap(body, caller):
+    out never lifts the key's cap or its token limits. The ceiling is not the client's ask
+    (`GenerationRequest.max_tokens_from_key`)."""
+    if ceiling is None:
         return body, raw
     data = orjson.loads(raw)
-    data["max_tokens"] = cap
-    return body.model_copy(update={"max_tokens": cap}), orjson.dumps(data)
+    data["max_tokens"] = ceiling
+    return body.model_copy(update={"max_tokens": ceiling}), orjson.dumps(data)
 
 
 def reservation(body: Body, caller: Caller, default_output: int) -> Reservation:

@@ -27,10 +27,10 @@ from gateway.cache_stages import CacheStages
 from gateway.caller_tokens import (
     check_max_tokens,
     input_reservation,
+    output_ceiling,
     reservation,
-    runs_at_key_cap,
     used_tokens,
-    within_key_cap,
+    within_ceiling,
 )
 from gateway.embeddings import embeddings_response
 from gateway.model_access import Body, as_asked, routed, with_model
@@ -134,10 +134,12 @@ class Pipeline:
         if isinstance(body, ChatCompletionRequest):
             self.check_message_count(len(body.messages), "messages")
         check_max_tokens(body, caller)
-        from_key = runs_at_key_cap(body, caller)
-        body, raw = within_key_cap(body, raw, caller)
-        default = self._default_output_tokens
-        admission = await self._limiter.admit(caller, lambda: reservation(body, caller, default))
+        ceiling = output_ceiling(body, caller)
+        asked, default = body, self._default_output_tokens
+        body, raw = within_ceiling(body, raw, ceiling)
+        # Reserved as asked: a ceiling from the token limits bounds the answer, it is no
+        # estimate of it (the key's own cap is both, as it always was).
+        admission = await self._limiter.admit(caller, lambda: reservation(asked, caller, default))
         try:
             return await self._answer(
                 endpoint,
@@ -149,7 +151,7 @@ class Pipeline:
                 caller,
                 admission,
                 presentation,
-                from_key,
+                ceiling is not None,
             )
         except BaseException as exc:
             self._limiter.settle(admission, 0)  # no answer: nothing to charge

@@ -17,9 +17,10 @@ from core.token_estimate import prompt_tokens
 from gateway.caller_tokens import (
     check_max_tokens,
     input_reservation,
+    output_ceiling,
     reservation,
     used_tokens,
-    within_key_cap,
+    within_ceiling,
 )
 from obs.request_record import RequestRecord
 
@@ -36,6 +37,12 @@ def _completion(max_tokens: int | None = None) -> CompletionRequest:
     if max_tokens is not None:
         payload["max_tokens"] = max_tokens
     return parse_request(orjson.dumps(payload), CompletionRequest)
+
+
+def _within(
+    body: ChatCompletionRequest | CompletionRequest, raw: bytes, caller: Caller
+) -> tuple[ChatCompletionRequest | CompletionRequest, bytes]:
+    return within_ceiling(body, raw, output_ceiling(body, caller))
 
 
 def test_asking_for_more_than_the_key_allows_names_max_tokens() -> None:
@@ -57,7 +64,7 @@ def test_a_batch_is_held_to_the_key_cap_for_each_choice() -> None:
         check_max_tokens(parse_request(raw, CompletionRequest), capped)
     assert raised.value.param == "max_tokens"
     raw = orjson.dumps({"model": "m", "prompt": ["a", "b"], "max_tokens": None})
-    body, sent = within_key_cap(parse_request(raw, CompletionRequest), raw, capped)
+    body, sent = _within(parse_request(raw, CompletionRequest), raw, capped)
     assert body.max_output_tokens == 8 and orjson.loads(sent)["prompt"] == ["a", "b"]
 
 
@@ -78,10 +85,10 @@ def test_a_completions_default_is_no_cap_violation() -> None:
     raw = orjson.dumps({"model": "m", "prompt": "hi"})
     check_max_tokens(_completion(), Caller("t", limits=KeyLimits(max_tokens=8)))
     low = Caller("t", limits=KeyLimits(max_tokens=8))
-    body, sent = within_key_cap(_completion(), raw, low)
+    body, sent = _within(_completion(), raw, low)
     assert body.max_output_tokens == 8 and orjson.loads(sent)["max_tokens"] == 8
     high = Caller("t", limits=KeyLimits(max_tokens=50))
-    assert within_key_cap(_completion(), raw, high) == (_completion(), raw)
+    assert _within(_completion(), raw, high) == (_completion(), raw)
 
 
 def test_leaving_max_tokens_out_does_not_lift_the_key_cap() -> None:
@@ -89,10 +96,10 @@ def test_leaving_max_tokens_out_does_not_lift_the_key_cap() -> None:
     that names it, or a key without a cap, is left as it is."""
     capped = Caller("t", limits=KeyLimits(max_tokens=50))
     raw = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
-    body, sent = within_key_cap(_body(), raw, capped)
+    body, sent = _within(_body(), raw, capped)
     assert body.max_output_tokens == 50 and orjson.loads(sent)["max_tokens"] == 50
-    assert within_key_cap(_body(20), raw, capped) == (_body(20), raw)
-    assert within_key_cap(_body(), raw, Caller("t")) == (_body(), raw)
+    assert _within(_body(20), raw, capped) == (_body(20), raw)
+    assert _within(_body(), raw, Caller("t")) == (_body(), raw)
 
 
 def test_the_reservation_is_the_prompt_and_the_most_it_may_generate() -> None:
@@ -168,3 +175,33 @@ def test_a_stream_without_usage_is_charged_its_reservation() -> None:
     assert used_tokens(record, admission) == 300
     record.input_tokens, record.output_tokens = 12, 30
     assert used_tokens(record, admission) == 42
+
+
+def test_leaving_max_tokens_out_does_not_lift_the_token_limits() -> None:
+    """Under a 300-token-a-minute key, a request naming no maximum runs to what the limit
+    leaves beside its prompt (one used 3,625 tokens of it); under a tenant's day limit, the
+    smaller bound wins; each of n choices gets its share; a named maximum is left as sent."""
+    raw = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+    prompt = prompt_tokens(_body())
+    minute = Caller("t", limits=KeyLimits(tokens_per_minute=300))
+    body, sent = _within(_body(), raw, minute)
+    assert body.max_output_tokens == orjson.loads(sent)["max_tokens"] == 300 - prompt
+    both = Caller(
+        "t", limits=KeyLimits(max_tokens=500), tenant_limits=KeyLimits(tokens_per_day=200)
+    )
+    assert output_ceiling(_body(), both) == 200 - prompt
+    n = parse_request(orjson.dumps({**orjson.loads(raw), "n": 3}), ChatCompletionRequest)
+    assert output_ceiling(n, minute) == (300 - prompt) // 3
+    assert output_ceiling(_body(20), minute) is None
+    assert output_ceiling(_body(), Caller("t")) is None
+
+
+def test_min_tokens_above_the_ceiling_names_min_tokens() -> None:
+    """A request whose `min_tokens` its key's bounds cannot hold is a 400 naming it, before
+    any backend work (it came back from the backend naming a max_tokens never sent)."""
+    payload = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "min_tokens": 60}
+    body = parse_request(orjson.dumps(payload), ChatCompletionRequest)
+    with pytest.raises(InvalidRequest) as raised:
+        output_ceiling(body, Caller("t", limits=KeyLimits(max_tokens=50)))
+    assert raised.value.param == "min_tokens" and "min_tokens is 60" in raised.value.message
+    assert output_ceiling(body, Caller("t", limits=KeyLimits(max_tokens=60))) == 60
