@@ -198,6 +198,20 @@ class ResponseNotFound(GatewayError):
         super().__init__(f"No response found with id {response_id!r}.", param=param)
 
 
+class PreviousResponseNotFound(GatewayError):
+    """A `previous_response_id` that names no stored response of the caller's tenant: a 400
+    with OpenAI's code, which agent clients (Codex) read to start the conversation afresh."""
+
+    status = 400
+    type = "invalid_request_error"
+    code = "previous_response_not_found"
+
+    def __init__(self, response_id: str) -> None:
+        super().__init__(
+            f"Previous response with id {response_id!r} not found.", param="previous_response_id"
+        )
+
+
 class StoreUnavailable(GatewayError):
     status = 503
     type = "service_unavailable"

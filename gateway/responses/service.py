@@ -23,7 +23,7 @@ from starlette.responses import Response
 from access.caller import Caller
 from budgets.request_budget import RequestBudget
 from cache.response_store import ResponseStore
-from core.errors import GatewayError, ResponseNotFound
+from core.errors import GatewayError, PreviousResponseNotFound, ResponseNotFound
 from core.protocol import ChatCompletionRequest
 from core.request_parsing import parse_request
 from core.responses_protocol import ResponsesRequest
@@ -65,7 +65,7 @@ class ResponsesService:
         if request.previous_response_id is not None:
             stored = await self._load(caller.tenant, request.previous_response_id)
             if stored is None:
-                raise ResponseNotFound(request.previous_response_id, "previous_response_id")
+                raise PreviousResponseNotFound(request.previous_response_id)
             history = stored["items"]
         items = input_items(request)
         self._pipeline.check_message_count(len(history) + len(items), "input")

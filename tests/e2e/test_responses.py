@@ -49,7 +49,8 @@ async def test_a_whole_response_is_stored_and_read_back(stack: Stack, model: str
 
 async def test_previous_response_id_continues_the_conversation(stack: Stack) -> None:
     """The second turn's prompt holds the first turn (its input tokens exceed the first's
-    total); an unknown previous id is a 404 naming the parameter."""
+    total); an unknown previous id is OpenAI's 400 `previous_response_not_found` naming the
+    parameter."""
     client = _client(stack)
     first = await client.responses.create(model="sim", input="Hello there")
     second = await client.responses.create(
@@ -58,9 +59,13 @@ async def test_previous_response_id_continues_the_conversation(stack: Stack) -> 
     assert first.usage is not None and second.usage is not None
     assert second.usage.input_tokens > first.usage.total_tokens
     assert second.previous_response_id == first.id
-    with pytest.raises(openai.NotFoundError) as refused:
+    with pytest.raises(openai.BadRequestError) as refused:
         await client.responses.create(model="sim", input="x", previous_response_id="resp_nope")
-    assert _error(refused.value)["param"] == "previous_response_id"
+    error = _error(refused.value)
+    assert (error["param"], error["code"]) == (
+        "previous_response_id",
+        "previous_response_not_found",
+    )
 
 
 @pytest.mark.parametrize("model", ["sim", "mock"])

@@ -149,7 +149,8 @@ async def test_foreign_or_corrupt_entries_read_as_not_found(
     stack: StoreStack, value: bytes
 ) -> None:
     """An entry that does not decode, or lacks the shape the gateway writes, is a 404 naming
-    the id (for GET, input items and `previous_response_id`), logged as a warning, never a
+    the id (for GET and input items; `previous_response_not_found`, a 400, for
+    `previous_response_id`), logged as a warning, never a
     500 and never served as it is."""
     async with _redis(stack) as redis:
         await redis.set(f"gw:r:{TENANT}:resp_foreign", value)
@@ -160,7 +161,7 @@ async def test_foreign_or_corrupt_entries_read_as_not_found(
     assert "resp_foreign" in _error(read.value)["message"]
     with pytest.raises(openai.NotFoundError):
         await client.responses.input_items.list("resp_foreign")
-    with pytest.raises(openai.NotFoundError) as chained:
+    with pytest.raises(openai.BadRequestError) as chained:
         await client.responses.create(
             model="sim", input="And then?", previous_response_id="resp_foreign"
         )

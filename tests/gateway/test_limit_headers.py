@@ -78,7 +78,7 @@ async def test_a_failure_after_admission_carries_the_headers(
         ("/chat/completions", {**CHAT, "stop": "x" * 5000}, 413),
         ("/completions", {"model": "m"}, 400),
         ("/embeddings", {"model": "m", "input": []}, 400),
-        ("/responses", {"model": "m", "input": "hi", "previous_response_id": "resp_x"}, 404),
+        ("/responses", {"model": "m", "input": "hi", "previous_response_id": "resp_x"}, 400),
     ],
 )
 async def test_a_request_refused_before_admission_carries_the_headers(
