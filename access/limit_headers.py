@@ -7,13 +7,18 @@ import math
 
 from access.gcra import Decision, LimitState, settled
 
-# The per-minute limits are the ones OpenAI's headers describe; a daily token limit shows in
-# the 429's message when it is the one that refused.
-_HEADED = {"requests_per_minute": "requests", "tokens_per_minute": "tokens"}
+# OpenAI's headers describe its per-minute limits; a daily token limit is described instead
+# when it has less left (a 429 for the day's tokens said 99,094 tokens remained, in 544 ms).
+_HEADED = {
+    "requests_per_minute": "requests",
+    "tokens_per_minute": "tokens",
+    "tokens_per_day": "tokens",
+}
 
 
 def limit_headers(decision: Decision, refunded: int = 0) -> dict[str, str]:
-    """Per unit, the per-minute limit with the least left (the key's or its tenant's): its
+    """Per unit, the limit with the least left (per minute or per day, the key's or its
+    tenant's): its
     configured amount, and what is left of it, or, deciding alone, of this process's share;
     with `refunded` tokens of the reservation given back (an answer settled)."""
     binding: dict[str, LimitState] = {}

@@ -92,11 +92,19 @@ async def test_the_headers_of_an_answer_count_its_usage_not_its_reservation() ->
 
 
 async def test_daily_tokens_refuse_as_tokens() -> None:
-    """The daily token limit refuses with type tokens and says which limit."""
-    limiter, caller = RateLimiter(None), _caller(tokens_per_day=100)
+    """The daily token limit refuses with type tokens and says which limit; its headers
+    describe the day's limit, which has less left than the minute's."""
+    limiter, caller = RateLimiter(None), _caller(tokens_per_day=100, tokens_per_minute=1000)
     await limiter.admit(caller, lambda: 100)
-    with pytest.raises(TokensRateLimited, match="tokens per day"):
+    with pytest.raises(TokensRateLimited, match="tokens per day") as refused:
         await limiter.admit(caller, lambda: 1)
+    headers = refused.value.headers()
+    assert headers["x-ratelimit-limit-tokens"] == "100"
+    assert headers["x-ratelimit-remaining-tokens"] == "0"
+    assert (
+        headers["x-ratelimit-reset-tokens"].endswith("s")
+        and "h" in headers["x-ratelimit-reset-tokens"]
+    )
 
 
 async def test_a_request_larger_than_a_whole_limit_is_a_400() -> None:
