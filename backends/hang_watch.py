@@ -68,22 +68,22 @@ class HangWatch:
     ) -> Completion:
         """`complete_within_budget` on `replica`, noted on it while it waits; a clean end is
         a sign of life. Given up because the replica was found hung: `BackendError`. An
-        uncapped answer is watched token by token where the backend can, while the model's
+        uncapped answer is counted token by token where the backend can, while the model's
         output lengths are in doubt (`OutputLengths.in_doubt`): its count is what they lack."""
         backend = replica.backend
         task = asyncio.current_task()
-        watched = reports_progress(backend) or (
+        counted = (
             demand.max_tokens is None
             and can_report_progress(backend)
             and self._lengths(replica.model).in_doubt()
         )
-        if not self._policy.enabled or task is None or watched:
-            return await complete_within_budget(backend, request, budget, watched)
+        if not self._policy.enabled or task is None or reports_progress(backend):
+            return await complete_within_budget(backend, request, budget, counted)
         silence = replica.silence
         waiting = Waiting(task, self._clock(), demand, budget, request.endpoint)
         silence.waiting.add(waiting)
         try:
-            completion = await complete_within_budget(backend, request, budget)
+            completion = await complete_within_budget(backend, request, budget, counted)
         except asyncio.CancelledError:
             if waiting.hung is None:
                 raise

@@ -78,23 +78,26 @@ class OutputLengths:
         choice): its answer was at least that long. That teaches only when it is no shorter
         than the quantile (a shorter one says nothing of how long the answer was), and then
         counts as an answer of that length: the quantile moves towards the truth, never past
-        it."""
+        it. Either way, or when it was a probe, answers are as long as the refusals assumed:
+        the next probe waits longer (`RefreshProbe.confirmed`)."""
         probing, self._probing = self._probing, False
         value = self._lengths.value()
-        if value is not None and tokens < value:
-            return
-        self._run = []
-        self._lengths.add(tokens)
-        if probing:  # refused for its length, and it was that long: as predicted
+        longer = value is None or tokens >= value
+        if longer:
+            self._run = []
+            self._lengths.add(tokens)
+        if longer or probing:  # answers are as long as the refusals assumed
             self._probe.confirmed(self._clock())
-        else:
-            self._probe.heard(self._clock())
 
     def uncounted(self) -> None:
         """An uncapped request ran out of time with no count of the tokens that came (a whole
         answer not watched token by token): whether it was longer than the quantile is
-        unknown, so for `doubt_s` the lengths are `in_doubt`."""
-        self._doubted = self._clock()
+        unknown, so for `doubt_s` the lengths are `in_doubt`. A probe that ran out so
+        confirms the refusal it was let past."""
+        self._doubted = now = self._clock()
+        if self._probing:
+            self._probing = False
+            self._probe.confirmed(now)
 
     def in_doubt(self) -> bool:
         """Whether uncapped whole answers should be counted token by token where they can be,

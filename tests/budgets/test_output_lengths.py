@@ -113,3 +113,28 @@ def test_probes_that_run_out_at_the_quantile_back_off() -> None:
     lengths.add(20)
     now[0] += 1.0
     assert lengths.probe()
+
+
+def test_run_outs_that_are_no_probes_or_fall_short_still_back_off() -> None:
+    """A probe cut a token short of the quantile, an uncounted probe run-out, and a request
+    admitted at the edge that ran out as long as the quantile all confirm the refusals: the
+    wait for the next probe keeps doubling instead of falling back to a second."""
+    now = [10.0]
+    lengths = OutputLengths(0.9, lambda: now[0])
+    lengths.add(300)
+    gaps = []
+    for run_out in ("short", "uncounted", "admitted", "short"):
+        waited = 0.0
+        while not lengths.probe():
+            now[0] += 0.25
+            waited += 0.25
+        gaps.append(waited)
+        now[0] += 1.0
+        if run_out == "short":
+            lengths.at_least(299)
+        elif run_out == "uncounted":
+            lengths.uncounted()
+        else:
+            lengths.at_least(299)  # the probe's
+            lengths.at_least(300)  # an admitted request's, at the quantile
+    assert gaps == [1.0, 2.0, 4.0, 8.0]
