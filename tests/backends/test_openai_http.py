@@ -832,6 +832,24 @@ async def test_a_whole_answer_cut_short_is_cut_off(
     assert not isinstance(info.value, BackendUnavailable)
 
 
+def _streams_of(answers: list[list[bytes]], finish: str) -> Handler:
+    """A handler that answers each request with the next list of events (each a delta of
+    choice 0), then a finish and `[DONE]`."""
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for delta in answers.pop(0):
+            event = b'{"choices": [{"index": 0, "delta": %s}]}' % delta
+            await response.write(b"data: " + event + b"\n\n")
+        end = b'{"choices": [{"index": 0, "delta": {}, "finish_reason": "%s"}]}' % finish.encode()
+        await response.write(b"data: " + end + b"\n\ndata: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+    return answer
+
+
 async def test_an_emoji_cut_in_tool_call_arguments_streams_whole(
     odd_server: Callable[[dict[str, Handler]], Awaitable[str]],
 ) -> None:
@@ -839,22 +857,15 @@ async def test_an_emoji_cut_in_tool_call_arguments_streams_whole(
     emoji joined (it was U+FFFD in each fragment)."""
     opened = b'{\\"q\\": \\"'
     cuts = [(opened + b"\xf0\x9f", b'\x98\x80\\"}'), (opened + b"\\ud83d", b'\\ude00\\"}')]
-
-    async def answer(request: web.Request) -> web.StreamResponse:
-        first, second = cuts.pop(0)
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        head = b'{"index": 0, "id": "c1", "type": "function", "function": {"name": "f", '
-        for i, part in enumerate((first, second)):
-            call = (head if i == 0 else b'{"index": 0, "function": {') + b'"arguments": "%s"}}'
-            event = b'{"choices": [{"index": 0, "delta": {"tool_calls": [%s]}}]}' % (call % part)
-            await response.write(b"data: " + event + b"\n\n")
-        finish = b'{"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}'
-        await response.write(b"data: " + finish + b"\n\ndata: [DONE]\n\n")
-        await response.write_eof()
-        return response
-
-    url = await odd_server({"/v1/chat/completions": answer})
+    head = b'{"index": 0, "id": "c1", "type": "function", "function": {"name": "f", '
+    answers = [
+        [
+            b'{"tool_calls": [%s"arguments": "%s"}}]}' % (head, first),
+            b'{"tool_calls": [{"index": 0, "function": {"arguments": "%s"}}]}' % second,
+        ]
+        for first, second in cuts
+    ]
+    url = await odd_server({"/v1/chat/completions": _streams_of(answers, "tool_calls")})
     backend = OpenAIHTTPBackend(url, model="mock")
     await backend.start()
     try:
@@ -877,20 +888,8 @@ async def test_an_emoji_cut_between_events_streams_whole(
     """A server that sends an emoji's UTF-8 bytes across two events (or its UTF-16 halves)
     streams it whole, not as a malformed answer."""
     cuts = [(b"Hi \xf0\x9f", b"\x98\x80!"), (b"Hi \\ud83d", b"\\ude00!")]
-
-    async def answer(request: web.Request) -> web.StreamResponse:
-        first, second = cuts.pop(0)
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        for text in (first, second):
-            event = b'{"choices": [{"index": 0, "delta": {"content": "%s"}}]}' % text
-            await response.write(b"data: " + event + b"\n\n")
-        finish = b'{"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}'
-        await response.write(b"data: " + finish + b"\n\ndata: [DONE]\n\n")
-        await response.write_eof()
-        return response
-
-    url = await odd_server({"/v1/chat/completions": answer})
+    answers = [[b'{"content": "%s"}' % text for text in cut] for cut in cuts]
+    url = await odd_server({"/v1/chat/completions": _streams_of(answers, "stop")})
     backend = OpenAIHTTPBackend(url, model="mock")
     await backend.start()
     try:
