@@ -77,6 +77,7 @@ def chat_request(
         body["response_format"] = response_format
     if not messages:
         raise InvalidRequest("The input holds no message to answer.", param="input")
+    _refuse_stray_output(history, items)
     unanswered = _unanswered_call([*history, *items])
     if unanswered is not None:  # OpenAI's words, before chat's own refusal of the same
         raise InvalidRequest(f"No tool output found for function call {unanswered}.", param="input")
@@ -166,6 +167,22 @@ def _answered(items: list[dict[str, Any]]) -> frozenset[Any]:
 
 def _never_made(item: dict[str, Any], answered: frozenset[Any]) -> bool:
     return item.get("status") == "incomplete" and item.get("call_id") not in answered
+
+
+def _refuse_stray_output(history: list[dict[str, Any]], items: list[dict[str, Any]]) -> None:
+    """A 400 naming the first output in `items` whose call_id no call before it made: the
+    client's own mistake, named before any call left unanswered because of it."""
+    made = {item.get("call_id") for item in history if item.get("type") == "function_call"}
+    for i, item in enumerate(items):
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "function_call":
+            made.add(item.get("call_id"))
+        elif kind == "function_call_output" and item.get("call_id") not in made:
+            raise InvalidRequest(
+                f"No tool call found for function call output with call_id "
+                f"{item.get('call_id')!r}.",
+                param=f"input[{i}].call_id",
+            )
 
 
 def _unanswered_call(items: list[dict[str, Any]]) -> str | None:

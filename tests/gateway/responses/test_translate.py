@@ -256,6 +256,21 @@ def test_a_call_left_unanswered_is_a_400(where: str) -> None:
     assert refused.value.message == "No tool output found for function call call_1."
 
 
+def test_an_output_answering_no_call_is_named_before_the_call_it_leaves() -> None:
+    """An output whose call_id matches no call before it is the client's mistake: a 400
+    naming its call_id, even where a call is then left unanswered too (that was named)."""
+    items: list[dict[str, Any]] = [
+        {"role": "user", "content": "Weather?"},
+        {"type": "function_call", "call_id": "call_1", "name": "w", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_zz", "output": "sun"},
+    ]
+    request = ResponsesRequest(model="m", input=items)
+    with pytest.raises(InvalidRequest) as refused:
+        chat_request(request, [], input_items(request))
+    assert refused.value.param == "input[2].call_id"
+    assert "call_zz" in refused.value.message
+
+
 def test_answered_and_cut_calls_need_no_output_now() -> None:
     """A call answered earlier in the chain needs nothing more; a call a failure cut short
     (`incomplete`) was never made."""
