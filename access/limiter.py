@@ -81,6 +81,7 @@ class RateLimiter:
         self._refunds: dict[Limit, int] = {}
         self._debts = RedisDebts(shared, clock) if shared is not None else None
         self._flusher: asyncio.Task[None] | None = None
+        self._charging: set[asyncio.Task[None]] = set()  # excesses on their way to Redis
         self.local_decisions = 0  # taken by this replica alone while Redis was unreachable
         self._deciding_locally = False
         self.refused: dict[str, int] = {"requests": 0, "tokens": 0}
@@ -147,11 +148,22 @@ class RateLimiter:
             self._debts.add(owed, [-unused] * len(owed))
             to_redis = tuple(limit for limit in to_redis if limit not in owed)
         # Refunds to Redis are gathered and sent together every REFUND_INTERVAL_S, so a
-        # request costs one Redis round trip (its admission), not two.
+        # request costs one Redis round trip (its admission), not two. An excess is sent at
+        # once: gathered, it let the caller's next request in before it was charged (a
+        # 300-a-minute key's second request of 3,625 tokens, 3 times of 3).
         for limit in to_redis:
             self._refunds[limit] = self._refunds.get(limit, 0) + unused
-        if to_redis and (self._flusher is None or self._flusher.done()):
+        if to_redis and unused < 0:
+            charge = asyncio.get_running_loop().create_task(self.flush())
+            self._charging.add(charge)
+            charge.add_done_callback(self._charging.discard)
+        elif to_redis and (self._flusher is None or self._flusher.done()):
             self._flusher = asyncio.get_running_loop().create_task(self._flush_refunds())
+
+    async def charged(self) -> None:
+        """Wait until the excesses settled so far have been sent to Redis."""
+        for charge in list(self._charging):
+            await charge
 
     async def flush(self) -> None:
         """Send the refunds gathered so far (the flusher does this on its own)."""
@@ -167,6 +179,7 @@ class RateLimiter:
         what was admitted alone: what it is still owed then is lost with this process."""
         if self._flusher is not None:
             await self._flusher
+        await self.charged()
         await self.flush()
         if self._shared is None or self._debts is None:
             return

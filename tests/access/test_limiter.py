@@ -154,6 +154,26 @@ async def test_shared_refund_frees_tokens(shared: RateLimiter) -> None:
     assert (await shared.admit(caller, lambda: 1000)).shared
 
 
+async def test_an_excess_is_charged_in_redis_at_once(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An answer that used far more than it reserved is charged without waiting for the
+    gathered refunds (patched here to be sent 30 s later): another replica refuses the
+    caller's next request (before, an immediate second request got in)."""
+    monkeypatch.setattr("access.limiter.REFUND_INTERVAL_S", 30.0)
+    first, second = RateLimiter(_shared(redis_url)), RateLimiter(_shared(redis_url))
+    caller = _caller(tokens_per_minute=300)
+    try:
+        admission = await first.admit(caller, lambda: 100)
+        first.settle(admission, 3625)
+        await first.charged()
+        with pytest.raises(TokensRateLimited):
+            await second.admit(caller, lambda: 1)
+    finally:
+        await first.aclose()
+        await second.aclose()
+
+
 async def test_shared_and_local_agree_on_a_burst(shared: RateLimiter) -> None:
     """The Lua script and the Python GCRA admit the same burst of mixed costs."""
     costs = [300, 200, 400, 150, 50, 10]

@@ -275,16 +275,18 @@ async def test_a_request_no_minute_of_tokens_could_hold_is_a_400(guarded: Stack)
 
 async def test_stored_responses_belong_to_their_tenant(guarded: Stack) -> None:
     """Another tenant's key can neither read a stored response, its input items, nor continue
-    from it nor delete it: all are 404, as for an id that never existed; the owner reads it."""
+    from it nor delete it: all are refused as for an id that never existed (404; continuing,
+    OpenAI's 400 `previous_response_not_found`); the owner reads it."""
     owner, other = _client(guarded, FULL), _client(guarded, LIMITED)
     stored = await owner.responses.create(model="sim", input="Secret plans", max_output_tokens=4)
     assert (await owner.responses.retrieve(stored.id)).id == stored.id
     with pytest.raises(openai.NotFoundError):
         await other.responses.retrieve(stored.id)
-    with pytest.raises(openai.NotFoundError):
+    with pytest.raises(openai.BadRequestError) as chained:
         await other.responses.create(
             model="sim", input="Go on", previous_response_id=stored.id, max_output_tokens=4
         )
+    assert chained.value.code == "previous_response_not_found"
     with pytest.raises(openai.NotFoundError):
         await other.responses.delete(stored.id)
     with pytest.raises(openai.NotFoundError):
